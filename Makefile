@@ -1,0 +1,47 @@
+# The two commands of the README: `make demo` and `make test`.
+# Both create .venv when absent and install syntrans editable with its test extras.
+#
+# torch is never left for pip to choose: a constraints file pins it, through
+# PIP_CONSTRAINT so the pin also reaches build environments (fairseq's build
+# requires torch). The pin is the torch already in .venv when there is one (a GPU
+# user's build is kept), else the base interpreter's torch (the venv then sees it
+# through --system-site-packages), else TORCH_VERSION (the CPU wheel these
+# machines carry). See DESIGN §2.
+
+PYTHON ?= python3
+TORCH_VERSION ?= 2.13.0
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.syntrans-installed
+CONSTRAINTS := $(VENV)/constraints.txt
+
+.PHONY: install test demo benchmark clean
+
+install: $(STAMP)
+
+$(VPY):
+	@if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
+	  echo "[setup] base $(PYTHON) has torch: creating $(VENV) with --system-site-packages to keep it"; \
+	  $(PYTHON) -m venv --system-site-packages $(VENV); \
+	else \
+	  $(PYTHON) -m venv $(VENV); \
+	fi
+
+$(STAMP): $(VPY) setup.py
+	@v=$$($(VPY) -c "import torch; print(torch.__version__)" 2>/dev/null || echo $(TORCH_VERSION)); \
+	  echo "torch==$$v" > $(CONSTRAINTS); echo "[setup] pinning torch==$$v ($(CONSTRAINTS))"
+	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet --upgrade pip setuptools wheel
+	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet -e ".[test,plot]"
+	@touch $(STAMP)
+
+test: install
+	$(VPY) -m pytest -q tests
+
+demo: install
+	PATH=$(abspath $(VENV))/bin:$$PATH bash scripts/demo.sh
+
+benchmark: install
+	$(VPY) scripts/benchmark.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,159 @@
+"""Parsed corpora: one ``ParsedSentence`` per sentence, read with stanza's own readers.
+
+Formats read by :func:`read_parsed`:
+
+* CoNLL-U, optionally with a ``# constituency = (ROOT …)`` comment per sentence (what stanza and
+  ``syntrans-parse`` write). A ``# line = N`` comment (1-based) ties a sentence to line N of the text
+  corpus; several sentences may share a line, and a line with no sentence is an empty line. Without
+  any ``# line`` comment, sentence k belongs to line k. A ``# parse_failed = REASON`` comment marks a
+  sentence whose parse is a fallback. Words are CoNLL-U syntactic words (multi-word-token ranges are
+  read past; ``syntrans-parse`` never writes them).
+* PTB brackets, one tree per line or blank-line separated (no dependencies); tree k is line k.
+"""
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence
+
+from stanza.models.constituency.parse_tree import Tree
+from stanza.models.constituency.tree_reader import read_trees
+from stanza.utils.conll import CoNLL
+
+from .trees import as_tree
+
+
+@dataclass
+class ParsedSentence:
+    """One parsed sentence; ``heads`` are 1-based within the sentence (0 = root)."""
+
+    words: List[str]
+    heads: Optional[List[int]] = None
+    deprels: Optional[List[str]] = None
+    tree: Optional[Tree] = None
+    line: Optional[int] = None  # 1-based line of the text corpus
+    failed: Optional[str] = None  # why the parser failed, when this is a fallback parse
+
+    def validate(self, where: str = "") -> None:
+        """Raise ValueError naming ``where`` when the parts of this sentence disagree."""
+        n = len(self.words)
+        if n == 0:
+            raise ValueError(f"{where}: a sentence must have at least one word")
+        if self.heads is not None:
+            if len(self.heads) != n:
+                raise ValueError(f"{where}: {n} words but {len(self.heads)} heads")
+            bad = [h for h in self.heads if not 0 <= h <= n]
+            if bad:
+                raise ValueError(f"{where}: heads must lie in 0..{n}, found {bad[:5]}")
+        if self.tree is not None:
+            m = len(self.tree.leaf_labels())
+            if m != n:
+                raise ValueError(f"{where}: {n} words but the constituency tree has {m} leaves")
+
+
+def _sniff_ptb(path: str) -> bool:
+    with open(path, encoding="utf-8") as f:
+        for raw in f:
+            s = raw.strip()
+            if s:
+                return s.startswith("(")
+    return False
+
+
+def read_parsed(path: str) -> List[ParsedSentence]:
+    """Read a parsed corpus (CoNLL-U with or without trees, or PTB brackets); see the module doc."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"parsed corpus {path} does not exist")
+    if _sniff_ptb(path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        try:
+            trees = read_trees(text)
+        except Exception as e:  # stanza raises ValueError subclasses with the position
+            raise ValueError(f"{path}: cannot read PTB brackets: {e}") from e
+        out = [ParsedSentence(words=list(t.leaf_labels()), tree=t, line=k + 1) for k, t in enumerate(trees)]
+        for k, s in enumerate(out):
+            s.validate(f"{path}, tree {k + 1}")
+        return out
+    return read_conllu(path)
+
+
+def read_conllu(path: str) -> List[ParsedSentence]:
+    """Read CoNLL-U with stanza's reader, keeping ``# line``, ``# parse_failed`` and trees."""
+    try:
+        doc = CoNLL.conll2doc(input_file=path)
+    except Exception as e:
+        raise ValueError(f"{path}: not readable as CoNLL-U: {e}") from e
+    out: List[ParsedSentence] = []
+    with_line = 0
+    for k, sent in enumerate(doc.sentences):
+        where = f"{path}, sentence {k + 1}"
+        line = failed = None
+        for c in sent.comments:
+            key, _, val = c.lstrip("#").partition("=")
+            key = key.strip()
+            if key == "line":
+                try:
+                    line = int(val)
+                except ValueError:
+                    raise ValueError(f"{where}: '# line =' must hold an integer, found {val.strip()!r}") from None
+            elif key == "parse_failed":
+                failed = val.strip() or "unknown"
+        words = [w.text for w in sent.words]
+        heads = [w.head for w in sent.words]
+        heads = None if any(h is None for h in heads) else [int(h) for h in heads]
+        deprels = [w.deprel for w in sent.words] if heads is not None else None
+        tree = getattr(sent, "constituency", None)
+        s = ParsedSentence(words, heads, deprels, tree, line, failed)
+        s.validate(where)
+        with_line += line is not None
+        out.append(s)
+    if with_line and with_line != len(out):
+        raise ValueError(f"{path}: {with_line} of {len(out)} sentences carry '# line =': all or none must")
+    if not with_line:
+        for k, s in enumerate(out):
+            s.line = k + 1
+    prev = 0
+    for k, s in enumerate(out):
+        if s.line < max(prev, 1):
+            raise ValueError(f"{path}, sentence {k + 1}: line numbers must not decrease, found {s.line} after {prev}")
+        prev = s.line
+    return out
+
+
+def group_by_line(sentences: Sequence[ParsedSentence], n_lines: int, path: str = "parsed corpus") -> List[List[ParsedSentence]]:
+    """Sentences of each text line (1..n_lines); a line with none is an empty line."""
+    groups: List[List[ParsedSentence]] = [[] for _ in range(n_lines)]
+    for s in sentences:
+        if not 1 <= s.line <= n_lines:
+            raise ValueError(f"{path}: a sentence is tied to line {s.line} but the text has {n_lines} lines")
+        groups[s.line - 1].append(s)
+    return groups
+
+
+def format_conllu(sentences: Iterable[ParsedSentence]) -> str:
+    """CoNLL-U text with ``# line``, ``# parse_failed`` and ``# constituency`` comments (heads '_' if unknown)."""
+    buf = io.StringIO()
+    for s in sentences:
+        if s.line is not None:
+            buf.write(f"# line = {s.line}\n")
+        if s.failed:
+            buf.write(f"# parse_failed = {s.failed}\n")
+        if s.tree is not None:
+            buf.write(f"# constituency = {as_tree(s.tree)}\n")
+        buf.write(f"# text = {' '.join(s.words)}\n")
+        for i, w in enumerate(s.words):
+            head = "_" if s.heads is None else str(s.heads[i])
+            rel = "_" if s.heads is None else ((s.deprels[i] if s.deprels else None) or ("root" if s.heads[i] == 0 else "dep"))
+            buf.write(f"{i + 1}\t{w}\t_\t_\t_\t_\t{head}\t{rel}\t_\t_\n")
+        buf.write("\n")
+    return buf.getvalue()
+
+
+def write_conllu(path: str, sentences: Iterable[ParsedSentence]) -> None:
+    """Write sentences as CoNLL-U (see :func:`format_conllu`), atomically via a temporary file."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(format_conllu(sentences))
+    os.replace(tmp, path)
