@@ -1,0 +1,47 @@
+"""Safe loading of fairseq checkpoints with torch >= 2.6 (``weights_only=True``).
+
+fairseq checkpoints pickle the training configuration (argparse.Namespace and omegaconf
+containers). Rather than the global unsafe switch (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1, which lets a
+checkpoint run arbitrary code), the exact classes those checkpoints need are allow-listed; a
+checkpoint carrying any other global is still refused by torch.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import typing
+from typing import List
+
+import torch
+
+
+def fairseq_checkpoint_globals() -> List[object]:
+    """The classes and functions fairseq checkpoints reference besides tensors."""
+    import omegaconf
+    from omegaconf import nodes
+    from omegaconf.base import ContainerMetadata, Metadata
+
+    out: List[object] = [
+        argparse.Namespace,
+        collections.defaultdict,
+        collections.OrderedDict,
+        typing.Any,
+        dict, list, int, float, str, bool, tuple, set,
+        omegaconf.DictConfig,
+        omegaconf.ListConfig,
+        ContainerMetadata,
+        Metadata,
+    ]
+    for name in ("AnyNode", "StringNode", "IntegerNode", "FloatNode", "BooleanNode", "EnumNode",
+                 "BytesNode", "PathNode", "ValueNode"):
+        cls = getattr(nodes, name, None)
+        if cls is not None:
+            out.append(cls)
+    return out
+
+
+def allow_fairseq_checkpoint_globals() -> None:
+    """Allow-list :func:`fairseq_checkpoint_globals` for ``torch.load(weights_only=True)``."""
+    add = getattr(torch.serialization, "add_safe_globals", None)
+    if add is not None:  # torch < 2.4 has no weights-only allow-list (and loads unrestricted by default)
+        add(fairseq_checkpoint_globals())

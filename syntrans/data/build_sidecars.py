@@ -1,0 +1,115 @@
+"""Build the word-level syntax sidecars of one split and side from BPE text and a parsed corpus."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import List
+
+from ..syntax.align import bpe_word_index, bpe_words, line_facts
+from ..syntax.parsed import group_by_line, read_parsed
+from . import sidecars
+
+logger = logging.getLogger("syntrans.preprocess")
+
+
+class SidecarError(ValueError):
+    """Bad preprocessing input; the message names the file, the line, what was expected and found."""
+
+
+@dataclass
+class SidecarReport:
+    """What one (split, side) build met; line numbers are 1-based lines of the text file."""
+
+    text_file: str
+    parse_file: str
+    lines: int = 0
+    words: int = 0
+    kinds: List[str] = field(default_factory=list)
+    multi_sentence: List[int] = field(default_factory=list)
+    empty: List[int] = field(default_factory=list)
+    failed: List[int] = field(default_factory=list)
+    respelled: List[int] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        def some(xs):
+            return f"{len(xs)}" + (f" (lines {', '.join(map(str, xs[:5]))}{', …' if len(xs) > 5 else ''})" if xs else "")
+        return (f"{self.text_file}: {self.lines} lines, {self.words} words → sidecars {'/'.join(self.kinds)}; "
+                f"multi-sentence lines {some(self.multi_sentence)} (gap 999 between sentences); "
+                f"empty lines {some(self.empty)} (empty sidecars); failed parses {some(self.failed)} "
+                f"(the parser's fallback tree is used); words spelled differently in the parse {some(self.respelled)}; "
+                f"{self.seconds:.2f}s")
+
+
+def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "@@", binarize: bool = False,
+               strict: bool = False) -> SidecarReport:
+    """Write ``{out_prefix}.{word,head,dist}`` for a BPE text file and its parsed corpus.
+
+    Every line's word count (BPE pieces joined at ``marker``) must equal its parse's; multi-sentence
+    lines, empty lines and failed parses are counted and reported (errors under ``strict``).
+    """
+    t0 = time.perf_counter()
+    rep = SidecarReport(text_file, parse_file)
+    with open(text_file, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    rep.lines = len(lines)
+    sentences = read_parsed(parse_file)
+    try:
+        groups = group_by_line(sentences, len(lines), parse_file)
+    except ValueError as e:
+        raise SidecarError(f"{e} ({text_file})") from None
+    with_tree = sum(s.tree is not None for s in sentences)
+    with_heads = sum(s.heads is not None for s in sentences)
+    for have, what in ((with_tree, "a constituency tree"), (with_heads, "dependency heads")):
+        if 0 < have < len(sentences):
+            first = next(s for s in sentences if (s.tree if what.startswith("a") else s.heads) is None)
+            raise SidecarError(f"{parse_file}: {have} of {len(sentences)} sentences have {what}; the sentence for "
+                               f"line {first.line} has none (all or none must)")
+    need_tree, need_heads = with_tree > 0, with_heads > 0
+    word_items, head_items, dist_items = [], [], []
+    for ln, (text, sents) in enumerate(zip(lines, groups), 1):
+        pieces = text.split()
+        try:
+            widx = bpe_word_index(pieces, marker)
+        except ValueError as e:
+            raise SidecarError(f"{text_file}, line {ln}: {e}") from None
+        words = bpe_words(pieces, marker)
+        parse_words = [w for s in sents for w in s.words]
+        if len(words) != len(parse_words):
+            raise SidecarError(
+                f"{text_file}, line {ln}: the BPE text spells {len(words)} words but {parse_file} has "
+                f"{len(parse_words)} for that line (text: {' '.join(words[:8])!r}…; parse: {' '.join(parse_words[:8])!r}…); "
+                "the parse must be of the same tokenized text the BPE was applied to")
+        if words != parse_words:
+            rep.respelled.append(ln)
+        if not pieces:
+            rep.empty.append(ln)
+        if len(sents) > 1:
+            rep.multi_sentence.append(ln)
+        if any(s.failed for s in sents):
+            rep.failed.append(ln)
+        heads, dists = line_facts(sents, binarize=binarize, need_tree=need_tree, need_heads=need_heads)
+        word_items.append(widx)
+        if need_heads:
+            head_items.append(heads)
+        if need_tree:
+            dist_items.append(dists)
+        rep.words += len(words)
+    if strict:
+        for xs, what in ((rep.multi_sentence, "holds several sentences"), (rep.empty, "is empty"),
+                         (rep.failed, "has a failed parse"), (rep.respelled, "spells words differently from its parse")):
+            if xs:
+                raise SidecarError(f"{text_file}, line {xs[0]} {what} ({len(xs)} such lines); --strict refuses it")
+    sidecars.write(f"{out_prefix}.word", word_items)
+    rep.kinds.append("word")
+    if need_heads:
+        sidecars.write(f"{out_prefix}.head", head_items)
+        rep.kinds.append("head")
+    if need_tree:
+        sidecars.write(f"{out_prefix}.dist", dist_items)
+        rep.kinds.append("dist")
+    rep.seconds = time.perf_counter() - t0
+    return rep

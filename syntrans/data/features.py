@@ -1,0 +1,40 @@
+"""Per-token syntax features built from word-level sidecars when a batch item is read.
+
+A :class:`Feature` turns the word-level arrays of one sentence into one value per token of that
+sentence (EOS included), so that the collater can pad and offset it exactly like the tokens; a
+model asks for features by name (its ``syntax_features()``), and the batch carries each one under
+that name in ``net_input``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, Tuple
+
+import numpy as np
+import torch
+
+from ..syntax.align import pieces_per_word
+from ..syntax.gaps import EOS_GAP, subword_gaps_array
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    side: str  # "source" or "target"
+    needs: Tuple[str, ...]  # sidecar kinds
+    pad: int  # value at padding positions
+    build: Callable[[Dict[str, np.ndarray]], np.ndarray]  # word-level arrays → (tokens incl. EOS,)
+    finish: Callable[[torch.Tensor], torch.Tensor] = lambda t: t  # (B, T) padded → what the model gets
+
+
+def _gaps_per_token(arrays: Dict[str, np.ndarray]) -> np.ndarray:
+    """Subword gaps (Hou et al. 2022 §3) with a filler in the EOS slot: (n_sub + 1,)."""
+    pieces = pieces_per_word(arrays["word"])
+    gaps = subword_gaps_array(arrays["dist"], pieces)
+    return np.append(gaps, EOS_GAP)
+
+
+FEATURES: Dict[str, Feature] = {
+    # gaps between consecutive source tokens, (B, T−1) after padding like src_tokens
+    "src_gaps": Feature("src_gaps", "source", ("word", "dist"), EOS_GAP, _gaps_per_token, lambda t: t[:, :-1]),
+}

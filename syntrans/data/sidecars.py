@@ -1,0 +1,108 @@
+"""Syntax sidecar files next to fairseq's binarized data (DESIGN §3).
+
+``{split}.{src}-{tgt}.{lang}.{kind}.{bin,idx}`` int32 mmap indexed datasets, one item per corpus
+line, where ``kind`` is one of :data:`KINDS`:
+
+* ``word``: per subword token (EOS excluded) the 0-based index of its word in the line;
+* ``head``: per word its head, 1-based within the line, 0 = root (sentence offsets applied);
+* ``dist``: per gap between consecutive words the syntactic distance, ``SENTENCE_BREAK`` (−1)
+  between two sentences of one line.
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, Iterable, Optional
+
+import numpy as np
+import torch
+from fairseq.data import indexed_dataset
+
+KINDS = ("word", "head", "dist")
+
+
+def side_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> str:
+    """Prefix of one side's sidecars: fairseq's ``{split}.{src}-{tgt}.{lang}``; a sidecar adds ``.{kind}``."""
+    return os.path.join(data_dir, f"{split}.{src}-{tgt}.{lang}")
+
+
+def sidecar_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str, kind: str) -> str:
+    """Path prefix (no .bin/.idx) of one sidecar."""
+    return f"{side_prefix(data_dir, split, src, tgt, lang)}.{kind}"
+
+
+def exists(prefix: str) -> bool:
+    return os.path.exists(prefix + ".idx") and os.path.exists(prefix + ".bin")
+
+
+def write(prefix: str, items: Iterable[Iterable[int]]) -> int:
+    """Write one int32 item per line; returns the number of items."""
+    builder = indexed_dataset.MMapIndexedDatasetBuilder(prefix + ".bin", dtype=np.int32)
+    n = 0
+    for it in items:
+        builder.add_item(torch.as_tensor(np.asarray(it, dtype=np.int32)))
+        n += 1
+    builder.finalize(prefix + ".idx")
+    return n
+
+
+class Sidecar:
+    """A loaded sidecar: ``sizes`` and int64 items as numpy arrays, with its path for error messages."""
+
+    def __init__(self, prefix: str):
+        if not exists(prefix):
+            raise FileNotFoundError(f"syntax sidecar {prefix}.idx/.bin is missing; write it with syntrans-preprocess")
+        self.prefix = prefix
+        self.data = indexed_dataset.MMapIndexedDataset(prefix)
+        self.sizes = np.asarray(self.data.sizes, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.data[i].numpy()
+
+
+def load_side(data_dir: str, split: str, src: str, tgt: str, lang: str) -> Dict[str, Sidecar]:
+    """Every sidecar kind present for one split and side (possibly none)."""
+    out = {}
+    for kind in KINDS:
+        p = sidecar_prefix(data_dir, split, src, tgt, lang, kind)
+        if exists(p):
+            out[kind] = Sidecar(p)
+    return out
+
+
+def validate_side(side: Dict[str, Sidecar], token_sizes: np.ndarray, what: str) -> None:
+    """Check sidecar lengths against the binarized tokens (sizes include EOS); raise naming the first bad sentence.
+
+    Vectorised over the corpus: ``word`` has one value per token but EOS; ``dist`` has one fewer
+    value than ``head`` (one per word) wherever both exist.
+    """
+    n = len(token_sizes)
+    for kind, sc in side.items():
+        if len(sc) != n:
+            raise ValueError(f"{sc.prefix}: {len(sc)} sentences but the binarized {what} has {n}")
+    if "word" in side:
+        expect = token_sizes - 1
+        bad = np.nonzero(side["word"].sizes != expect)[0]
+        if len(bad):
+            i = int(bad[0])
+            raise ValueError(
+                f"{side['word'].prefix}: sentence {i} has {side['word'].sizes[i]} subword entries but the binarized "
+                f"{what} has {expect[i]} tokens before EOS ({len(bad)} sentences differ); re-run syntrans-preprocess"
+            )
+    if "head" in side and "dist" in side:
+        expect = np.maximum(side["head"].sizes - 1, 0)
+        bad = np.nonzero(side["dist"].sizes != expect)[0]
+        if len(bad):
+            i = int(bad[0])
+            raise ValueError(
+                f"{side['dist'].prefix}: sentence {i} has {side['dist'].sizes[i]} gaps but "
+                f"{side['head'].prefix} has {side['head'].sizes[i]} words"
+            )
+
+
+def words_in(side: Dict[str, Sidecar], i: int, word: Optional[np.ndarray] = None) -> int:
+    """Number of words of sentence i, from the word map."""
+    w = side["word"][i] if word is None else word
+    return int(w[-1]) + 1 if len(w) else 0

@@ -1,0 +1,75 @@
+"""A LanguagePairDataset wrapper that adds the syntax features a model asks for to every batch."""
+from __future__ import annotations
+
+from typing import Dict, Optional, Set
+
+import numpy as np
+import torch
+from fairseq.data import BaseWrapperDataset, data_utils
+
+from .features import FEATURES
+from .sidecars import Sidecar, validate_side
+
+
+class SyntaxPairDataset(BaseWrapperDataset):
+    """Wraps a LanguagePairDataset; features named in ``requests`` (shared with the task, filled when
+    the model is built) are read per item and padded in the collater exactly like their tokens."""
+
+    def __init__(self, dataset, src_side: Dict[str, Sidecar], tgt_side: Dict[str, Sidecar], requests: Set[str]):
+        super().__init__(dataset)
+        self.src_side, self.tgt_side, self.requests = src_side, tgt_side, requests
+        validate_side(src_side, np.asarray(dataset.src_sizes), "source")
+        if dataset.tgt_sizes is not None:
+            validate_side(tgt_side, np.asarray(dataset.tgt_sizes), "target")
+
+    def __getattr__(self, name):  # e.g. .src, .tgt, .left_pad_source of the wrapped dataset
+        if name == "dataset":
+            raise AttributeError(name)
+        return getattr(self.dataset, name)
+
+    def missing(self, name: str) -> Optional[str]:
+        """Why feature ``name`` cannot be built here, or None."""
+        f = FEATURES[name]
+        side = self.src_side if f.side == "source" else self.tgt_side
+        lacking = [k for k in f.needs if k not in side]
+        if lacking:
+            return f"feature {name} needs the {f.side} sidecar(s) {', '.join(lacking)}"
+        return None
+
+    def __getitem__(self, index):
+        item = self.dataset[index]
+        for name in self.requests:
+            f = FEATURES[name]
+            side, tokens = (self.src_side, item["source"]) if f.side == "source" else (self.tgt_side, item["target"])
+            why = self.missing(name)
+            if why:
+                raise FileNotFoundError(f"{why}, which are missing for sentence {index}; run syntrans-preprocess with parses")
+            arrays = {k: side[k][index] for k in f.needs}
+            try:
+                value = f.build(arrays)
+            except ValueError as e:
+                raise ValueError(f"{side[f.needs[0]].prefix}: sentence {index}: {e}") from None
+            if tokens is not None and len(value) != len(tokens):
+                raise ValueError(
+                    f"{side[f.needs[0]].prefix}: sentence {index}: feature {name} has {len(value)} values "
+                    f"but the {f.side} has {len(tokens)} tokens (EOS included)"
+                )
+            item[name] = torch.from_numpy(value)
+        return item
+
+    def collater(self, samples, pad_to_length=None):
+        batch = self.dataset.collater(samples, pad_to_length=pad_to_length)
+        if not batch or not self.requests:
+            return batch
+        by_id = {int(s["id"]): s for s in samples}
+        order = batch["id"].tolist()  # the collater sorts by source length
+        for name in sorted(self.requests):
+            f = FEATURES[name]
+            if f.side == "source":
+                ref, left = batch["net_input"]["src_tokens"], self.dataset.left_pad_source
+            else:
+                ref, left = batch["target"], self.dataset.left_pad_target
+            values = [by_id[i][name] for i in order]
+            padded = data_utils.collate_tokens(values, f.pad, left_pad=left, pad_to_length=ref.size(1))
+            batch["net_input"][name] = f.finish(padded)
+        return batch

@@ -1,0 +1,38 @@
+"""Options of the syntax mechanisms, as a fairseq dataclass so flags and hydra YAML both work."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List
+
+from fairseq.dataclass import FairseqDataclass
+
+
+@dataclass
+class DistanceMaskOptions(FairseqDataclass):
+    """Distance-mask heads (Hou et al. 2022): attention = softmax(QKᵀ/√d + log M) in chosen heads."""
+
+    distance_layers: str = field(
+        default="", metadata={"help": "comma-separated 0-based encoder layers with distance-mask heads; empty: none"}
+    )
+    distance_heads: int = field(
+        default=0, metadata={"help": "number of distance-mask heads per chosen layer: heads 0..k-1"}
+    )
+    distance_tau: float = field(default=10.0, metadata={"help": "temperature τ of the soft mask (Eq. 6-7)"})
+    distance_hard: bool = field(
+        default=False, metadata={"help": "use the hard 0/1 mask of Algorithm 2 instead of the soft one"}
+    )
+
+
+def parse_layers(spec: str, num_layers: int, flag: str) -> List[int]:
+    """'0,2' → [0, 2], checked against the number of layers."""
+    spec = (spec or "").strip()
+    if not spec:
+        return []
+    try:
+        layers = sorted({int(x) for x in spec.split(",")})
+    except ValueError:
+        raise ValueError(f"{flag} takes comma-separated layer numbers, found {spec!r}") from None
+    bad = [x for x in layers if not 0 <= x < num_layers]
+    if bad:
+        raise ValueError(f"{flag}: layers must lie in 0..{num_layers - 1}, found {bad}")
+    return layers

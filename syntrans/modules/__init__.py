@@ -1,0 +1,1 @@
+"""Attention with syntax hooks."""

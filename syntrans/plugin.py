@@ -1,0 +1,6 @@
+"""Registers everything fairseq needs from syntrans (imported by ``syntrans/__init__.py``)."""
+from .checkpoint_safety import allow_fairseq_checkpoint_globals
+
+allow_fairseq_checkpoint_globals()
+
+from . import criterions, models, tasks  # noqa: E402,F401

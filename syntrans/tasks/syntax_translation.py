@@ -1,0 +1,80 @@
+"""The ``syntax_translation`` task: fairseq translation plus syntax sidecars for every split."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Set
+
+from fairseq import utils
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask
+
+from ..data import sidecars
+from ..data.syntax_dataset import SyntaxPairDataset
+
+
+@dataclass
+class SyntaxTranslationConfig(TranslationConfig):
+    """Same options as fairseq's translation task; sidecars are found next to the binarized data."""
+
+
+@register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
+class SyntaxTranslationTask(TranslationTask):
+    """Translation whose batches carry the syntax features the model asks for (``model.syntax_features()``)."""
+
+    def __init__(self, cfg, src_dict, tgt_dict):
+        super().__init__(cfg, src_dict, tgt_dict)
+        self.syntax_requests: Set[str] = set()  # shared with every dataset of this task
+
+    def _check_supported(self):
+        if self.cfg.truncate_source:
+            raise ValueError("--truncate-source would cut tokens but not their syntax sidecars; syntax_translation refuses it")
+        if self.cfg.load_alignments:
+            raise ValueError("--load-alignments is not supported by syntax_translation")
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        self._check_supported()
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        paths = utils.split_paths(self.cfg.data)
+        if split != self.cfg.train_subset:
+            paths = paths[:1]
+        data_path = paths[(epoch - 1) % len(paths)]
+        src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        # fairseq accepts data binarized in either direction; so do the sidecars
+        a, b = (src, tgt) if os.path.exists(os.path.join(data_path, f"{split}.{src}-{tgt}.{src}.idx")) else (tgt, src)
+        if os.path.exists(os.path.join(data_path, f"{split}1.{a}-{b}.{src}.idx")):
+            raise NotImplementedError(f"{data_path}: sharded splits ({split}1, …) are not supported by syntax_translation yet")
+        src_side = sidecars.load_side(data_path, split, a, b, src)
+        tgt_side = sidecars.load_side(data_path, split, a, b, tgt)
+        self.datasets[split] = SyntaxPairDataset(self.datasets[split], src_side, tgt_side, self.syntax_requests)
+        self._check_requests(split)
+
+    def _check_requests(self, split):
+        ds = self.datasets.get(split)
+        if not isinstance(ds, SyntaxPairDataset):
+            return
+        for name in sorted(self.syntax_requests):
+            why = ds.missing(name)
+            if why:
+                raise FileNotFoundError(
+                    f"split {split} of {self.cfg.data}: the model needs {why}, which are missing "
+                    f"(expected e.g. {split}.{self.cfg.source_lang}-{self.cfg.target_lang}.<lang>.<kind>.idx); "
+                    "write them with syntrans-preprocess from parsed corpora"
+                )
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint=from_checkpoint)
+        wanted = getattr(model, "syntax_features", None)
+        if wanted is not None:
+            self.syntax_requests.update(wanted())
+        for split in list(self.datasets):
+            self._check_requests(split)
+        return model
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        if self.syntax_requests:
+            raise NotImplementedError(
+                "interactive translation needs syntax features for the input; binarize it with syntrans-preprocess "
+                "and use fairseq-generate"
+            )
+        return super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)
