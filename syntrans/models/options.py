@@ -1,5 +1,4 @@
 """Options of the syntax mechanisms, as a fairseq dataclass so flags and hydra YAML both work."""
-from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List

@@ -15,13 +15,13 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Union
 
 from stanza.models.constituency.parse_tree import Tree
 from stanza.models.constituency.tree_reader import read_trees
 from stanza.utils.conll import CoNLL
 
-from .trees import as_tree
+from .trees import count_leaves
 
 
 @dataclass
@@ -31,7 +31,7 @@ class ParsedSentence:
     words: List[str]
     heads: Optional[List[int]] = None
     deprels: Optional[List[str]] = None
-    tree: Optional[Tree] = None
+    tree: Optional[Union[Tree, str]] = None  # stanza Tree or PTB bracket string
     line: Optional[int] = None  # 1-based line of the text corpus
     failed: Optional[str] = None  # why the parser failed, when this is a fallback parse
 
@@ -47,7 +47,10 @@ class ParsedSentence:
             if bad:
                 raise ValueError(f"{where}: heads must lie in 0..{n}, found {bad[:5]}")
         if self.tree is not None:
-            m = len(self.tree.leaf_labels())
+            try:
+                m = count_leaves(self.tree)
+            except ValueError as e:
+                raise ValueError(f"{where}: bad constituency tree: {e}") from None
             if m != n:
                 raise ValueError(f"{where}: {n} words but the constituency tree has {m} leaves")
 
@@ -80,17 +83,23 @@ def read_parsed(path: str) -> List[ParsedSentence]:
 
 
 def read_conllu(path: str) -> List[ParsedSentence]:
-    """Read CoNLL-U with stanza's reader, keeping ``# line``, ``# parse_failed`` and trees."""
+    """Read CoNLL-U with stanza's line reader, keeping ``# line``, ``# parse_failed`` and trees.
+
+    Trees stay bracket strings (``tree_distances`` scans them directly; ``as_tree`` parses one).
+    Multi-word-token ranges (``7-8``) and empty nodes (``8.1``) are skipped; a head ``_`` means the
+    sentence has no dependencies.
+    """
     try:
-        doc = CoNLL.conll2doc(input_file=path)
+        with open(path, encoding="utf-8") as f:
+            blocks, comments = CoNLL.load_conll(f)
     except Exception as e:
         raise ValueError(f"{path}: not readable as CoNLL-U: {e}") from e
     out: List[ParsedSentence] = []
     with_line = 0
-    for k, sent in enumerate(doc.sentences):
+    for k, (rows, notes) in enumerate(zip(blocks, comments)):
         where = f"{path}, sentence {k + 1}"
-        line = failed = None
-        for c in sent.comments:
+        line = failed = tree = None
+        for c in notes:
             key, _, val = c.lstrip("#").partition("=")
             key = key.strip()
             if key == "line":
@@ -100,11 +109,20 @@ def read_conllu(path: str) -> List[ParsedSentence]:
                     raise ValueError(f"{where}: '# line =' must hold an integer, found {val.strip()!r}") from None
             elif key == "parse_failed":
                 failed = val.strip() or "unknown"
-        words = [w.text for w in sent.words]
-        heads = [w.head for w in sent.words]
-        heads = None if any(h is None for h in heads) else [int(h) for h in heads]
-        deprels = [w.deprel for w in sent.words] if heads is not None else None
-        tree = getattr(sent, "constituency", None)
+            elif key == "constituency":
+                tree = val.strip()
+        rows = [r for r in rows if "-" not in r[0] and "." not in r[0]]
+        if any(len(r) != 10 for r in rows):
+            bad = next(r for r in rows if len(r) != 10)
+            raise ValueError(f"{where}: a CoNLL-U word line needs 10 tab-separated fields, found {len(bad)}: {bad}")
+        words = [r[1] for r in rows]
+        heads = deprels = None
+        if rows and all(r[6] != "_" for r in rows):
+            try:
+                heads = [int(r[6]) for r in rows]
+            except ValueError:
+                raise ValueError(f"{where}: heads must be integers, found {[r[6] for r in rows][:10]}") from None
+            deprels = [r[7] for r in rows]
         s = ParsedSentence(words, heads, deprels, tree, line, failed)
         s.validate(where)
         with_line += line is not None
@@ -141,7 +159,7 @@ def format_conllu(sentences: Iterable[ParsedSentence]) -> str:
         if s.failed:
             buf.write(f"# parse_failed = {s.failed}\n")
         if s.tree is not None:
-            buf.write(f"# constituency = {as_tree(s.tree)}\n")
+            buf.write(f"# constituency = {' '.join(str(s.tree).split())}\n")
         buf.write(f"# text = {' '.join(s.words)}\n")
         for i, w in enumerate(s.words):
             head = "_" if s.heads is None else str(s.heads[i])

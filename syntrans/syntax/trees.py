@@ -4,7 +4,8 @@ Pure Python; accepts stanza ``Tree`` objects or PTB bracket strings.
 """
 from __future__ import annotations
 
-from typing import List, Sequence, Union
+import re
+from typing import List, Sequence, Tuple, Union
 
 from stanza.models.constituency.parse_tree import Tree
 from stanza.models.constituency.tree_reader import read_trees
@@ -29,23 +30,94 @@ def leaves(tree: TreeLike) -> List[str]:
     return list(as_tree(tree).leaf_labels())
 
 
+def count_leaves(tree: TreeLike) -> int:
+    """Number of words of a tree (a bracket string is scanned, not parsed into objects)."""
+    return scan_brackets(tree)[0] if isinstance(tree, str) else len(as_tree(tree).leaf_labels())
+
+
 def binarize(tree: TreeLike) -> Tree:
     """Right-factored Chomsky normal form with unary chains collapsed (the released code's preprocessing).
 
     A node with children c1 … ck (k > 2) becomes (X c1 (X|<…> c2 … ck)), recursively; a unary
     chain above a branching node is collapsed into that node; preterminals stay as they are.
     """
-    def walk(node: Tree) -> Tree:
+    def collapse(node: Tree) -> Tree:
         while len(node.children) == 1 and node.children[0].children:
             node = node.children[0]  # collapse a unary chain (keeps preterminal → word)
+        return node
+
+    # iterative post-order (like _distances) so that deep trees cannot hit the recursion limit
+    top = collapse(as_tree(tree))
+    done = {}
+    stack = [(top, False)]
+    while stack:
+        node, expanded = stack.pop()
         if not node.children or (len(node.children) == 1 and not node.children[0].children):
-            return node
-        kids = [walk(c) for c in node.children]
+            done[id(node)] = node
+            continue
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((collapse(c), False) for c in node.children)
+            continue
+        kids = [done[id(collapse(c))] for c in node.children]
         while len(kids) > 2:  # right factoring: the last two merge first
             kids = kids[:-2] + [Tree(label=f"{node.label}|<>", children=kids[-2:])]
-        return Tree(label=node.label, children=kids)
+        done[id(node)] = Tree(label=node.label, children=kids)
+    return done[id(top)]
 
-    return walk(as_tree(tree))
+
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+
+
+def scan_brackets(text: str) -> Tuple[int, List[int]]:
+    """(number of leaves, Algorithm 1 distances) of one PTB bracket string in a single pass.
+
+    Same result as :func:`tree_distances` on the parsed tree, without building tree objects: the gap
+    after a child's last leaf gets its parent's nd when the child is not the parent's last one.
+    Raises ValueError on unbalanced or empty brackets.
+    """
+    gaps: List[int] = []
+    # per open node: [seen label?, max nd in subtree, end leaf of each child, max of each child]
+    stack: List[list] = []
+    n_leaves = 0
+    done = False
+    for tok in _TOKEN.findall(text):
+        if done:
+            raise ValueError(f"text after the end of the tree in {text[:80]!r}")
+        if tok == "(":
+            stack.append([False, [], []])
+        elif tok == ")":
+            if not stack:
+                raise ValueError(f"unbalanced ')' in {text[:80]!r}")
+            _, ends, maxes = stack.pop()
+            if not ends:
+                raise ValueError(f"a node without children in {text[:80]!r}")
+            if len(ends) > 1:
+                nd = 1 + max(maxes)
+                for e in ends[:-1]:
+                    gaps[e] = nd
+            else:
+                nd = maxes[0]
+            if stack:
+                stack[-1][1].append(ends[-1])
+                stack[-1][2].append(nd)
+            else:
+                done = True
+        else:
+            if not stack:
+                raise ValueError(f"a word outside brackets in {text[:80]!r}")
+            top = stack[-1]
+            if not top[0] and not top[1]:
+                top[0] = True  # the node's label
+                continue
+            top[1].append(n_leaves)
+            top[2].append(0)
+            n_leaves += 1
+            gaps.append(0)
+    if stack or not done:
+        raise ValueError(f"unbalanced brackets in {text[:80]!r}")
+    gaps.pop()  # the slot after the last leaf is no gap
+    return n_leaves, gaps
 
 
 def tree_distances(tree: TreeLike, binarize: bool = False) -> List[int]:
@@ -56,6 +128,8 @@ def tree_distances(tree: TreeLike, binarize: bool = False) -> List[int]:
     branching nodes on the longest downward path from the lowest common ancestor of w_i and w_{i+1}.
     ``binarize=True`` first applies the released code's CNF binarization (see :func:`binarize`).
     """
+    if isinstance(tree, str) and not binarize:
+        return scan_brackets(tree)[1]
     node = _binarize(tree) if binarize else as_tree(tree)
     return _distances(node)
 
