@@ -74,10 +74,11 @@ def scan_brackets(text: str) -> Tuple[int, List[int]]:
 
     Same result as :func:`tree_distances` on the parsed tree, without building tree objects: the gap
     after a child's last leaf gets its parent's nd when the child is not the parent's last one.
-    Raises ValueError on unbalanced or empty brackets.
+    Raises ValueError on unbalanced or empty brackets and on a word beside other children of a node
+    (stanza's reader would raise on some such trees and glue words into one leaf on others).
     """
     gaps: List[int] = []
-    # per open node: [seen label?, max nd in subtree, end leaf of each child, max of each child]
+    # per open node: [seen its label?, end leaf of each child, max nd of each child, child is a leaf?]
     stack: List[list] = []
     n_leaves = 0
     done = False
@@ -85,11 +86,13 @@ def scan_brackets(text: str) -> Tuple[int, List[int]]:
         if done:
             raise ValueError(f"text after the end of the tree in {text[:80]!r}")
         if tok == "(":
-            stack.append([False, [], []])
+            if stack and stack[-1][3]:
+                raise ValueError(f"a bracketed node next to a leaf in {text[:80]!r}")
+            stack.append([False, [], [], False])
         elif tok == ")":
             if not stack:
                 raise ValueError(f"unbalanced ')' in {text[:80]!r}")
-            _, ends, maxes = stack.pop()
+            _, ends, maxes, _ = stack.pop()
             if not ends:
                 raise ValueError(f"a node without children in {text[:80]!r}")
             if len(ends) > 1:
@@ -110,8 +113,12 @@ def scan_brackets(text: str) -> Tuple[int, List[int]]:
             if not top[0] and not top[1]:
                 top[0] = True  # the node's label
                 continue
+            if top[1]:  # a leaf must be a node's only child, after its label
+                raise ValueError(f"word {tok!r} next to other children (a leaf must stand alone under its "
+                                 f"preterminal) in {text[:80]!r}")
             top[1].append(n_leaves)
             top[2].append(0)
+            top[3] = True  # this node's child is a leaf
             n_leaves += 1
             gaps.append(0)
     if stack or not done:

@@ -1,0 +1,269 @@
+"""The stanza pipeline wrapper and the alignment of stanza's output back to the input tokens.
+
+Input tokens are given to stanza pretokenized (``tokenize_pretokenized=True``: one token list = one
+stanza sentence, no re-tokenization). In ``--tokenized`` mode each token is first given its *parser
+spelling*: Moses XML escapes are undone (``&apos;`` → ``'``, ``&quot;`` → ``"``, ``&amp;`` → ``&``,
+``&lt;`` ``&gt;`` ``&#124;`` ``&#91;`` ``&#93;``), since stanza's models were trained on unescaped
+text. The output always carries the input spelling.
+
+Alignment (:func:`align_to_tokens`) is by position only, never by string search:
+
+* stanza sentence token i is input token i (their numbers must agree, else it is an error);
+  a token may hold several syntactic words (a multi-word token, ``sentence.tokens[i].words``) and
+  words may be re-spelled (``-LRB-`` for ``(``, unescaped or normalised quotes, …): the spelling is
+  ignored, the output has exactly one word per input token, spelled as in the input;
+* a token's head is the token holding the head of the token's *external* word, the word of the
+  token whose head lies outside the token (0 = root stays 0). Where several words of a token have
+  their heads outside it, the one closest to the root is taken (the first such on a tie): that word
+  is always external, and this choice keeps the token-level heads a tree (taking simply the first
+  external word can create a cycle when a token's words are not connected). The token's relation is
+  that word's relation. The "first word" default of a token with no external word can only arise
+  from a malformed (cyclic) parse, which is rejected instead;
+* constituency leaves are matched to words by position (leaf j = word j). For a multi-word token,
+  the leaf of its first word is kept, under that word's preterminal, and relabelled with the input
+  token; the leaves of its other words are dropped, and every node left with no children is removed
+  (a node left with one child is kept, a unary node). The resulting tree's leaves are the input tokens.
+
+Missing models: the pipeline never downloads anything (``download_method=None``). When stanza's
+resources or models are not installed, :func:`make_pipeline` raises :class:`MissingModelsError`
+whose message names the resources directory (``STANZA_RESOURCES_DIR``, else stanza's default
+``stanza.resources.common.DEFAULT_MODEL_DIR``) and the command that installs the models.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..syntax.parsed import ParsedSentence
+from ..syntax.trees import TreeLike, as_tree
+
+#: the processors syntrans-parse runs (``mwt`` is added for languages whose stanza models have one)
+PROCESSORS = ("tokenize", "pos", "lemma", "depparse", "constituency")
+
+_MOSES_ESCAPES = {"&amp;": "&", "&#124;": "|", "&lt;": "<", "&gt;": ">", "&apos;": "'",
+                  "&quot;": '"', "&#91;": "[", "&#93;": "]"}
+_MOSES_RE = re.compile("|".join(re.escape(k) for k in _MOSES_ESCAPES))
+
+
+def moses_unescape(token: str) -> str:
+    """Undo the Moses tokenizer's XML escapes in one pass (so ``&amp;apos;`` becomes ``&apos;``)."""
+    return _MOSES_RE.sub(lambda m: _MOSES_ESCAPES[m.group(0)], token)
+
+
+class SyntacticWord(NamedTuple):
+    """One syntactic word of a parsed sentence: its text, head (1-based over words, 0 = root), relation."""
+
+    text: str
+    head: int
+    deprel: str | None = None
+
+
+@dataclass
+class StanzaLikeSentence:
+    """Plain data of one parsed sentence: per token its syntactic words, and a constituency tree."""
+
+    tokens: list[list[SyntacticWord]]
+    tree: TreeLike | None = None
+    words: list[SyntacticWord] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.words = [w for tok in self.tokens for w in tok]
+
+
+def from_stanza(sentence: Any) -> StanzaLikeSentence:
+    """Plain data of a stanza ``Sentence`` (``tokens[i].words``, ``word.head``, ``sentence.constituency``)."""
+    tokens = []
+    for tok in sentence.tokens:
+        words = []
+        for w in tok.words:
+            if w.head is None:
+                raise ValueError(f"stanza gave word {w.text!r} no head (is depparse in the pipeline?)")
+            words.append(SyntacticWord(w.text, int(w.head), getattr(w, "deprel", None)))
+        tokens.append(words)
+    return StanzaLikeSentence(tokens, getattr(sentence, "constituency", None))
+
+
+def _depths(heads: Sequence[int]) -> list[int]:
+    """Arcs from each word to the root; ValueError when the heads are not a tree (a cycle)."""
+    n = len(heads)
+    depth: list[int | None] = [None] * n
+    for start in range(n):
+        path = []
+        j = start
+        while j >= 0 and depth[j] is None:
+            path.append(j)
+            if len(path) > n:
+                raise ValueError(f"the dependency heads contain a cycle through word {start + 1}")
+            j = heads[j] - 1
+        base = -1 if j < 0 else depth[j]
+        for k, p in enumerate(reversed(path)):
+            depth[p] = base + 1 + k
+    return depth  # type: ignore[return-value]
+
+
+def align_to_tokens(tokens: Sequence[str], sentence: StanzaLikeSentence,
+                    line: int | None = None) -> ParsedSentence:
+    """One word per input token, heads and tree mapped back by position (rules: module docstring)."""
+    tokens = list(tokens)
+    if len(sentence.tokens) != len(tokens):
+        raise ValueError(f"the parser returned {len(sentence.tokens)} tokens for a sentence of {len(tokens)} tokens")
+    word_tok: list[int] = []  # 0-based token of each word
+    for t, ws in enumerate(sentence.tokens):
+        if not ws:
+            raise ValueError(f"the parser returned no word for token {t + 1} ({tokens[t]!r})")
+        word_tok.extend([t] * len(ws))
+    words = sentence.words
+    m = len(words)
+    heads = [w.head for w in words]
+    bad = [h for h in heads if not 0 <= h <= m]
+    if bad:
+        raise ValueError(f"word heads must lie in 0..{m}, found {bad[:5]}")
+    depth = _depths(heads)
+
+    tok_heads: list[int] = []
+    tok_rels: list[str | None] = []
+    j0 = 0
+    for t, ws in enumerate(sentence.tokens):
+        idx = range(j0, j0 + len(ws))
+        external = [j for j in idx if heads[j] == 0 or word_tok[heads[j] - 1] != t]
+        j = min(external, key=lambda k: (depth[k], k)) if external else j0
+        tok_heads.append(0 if heads[j] == 0 else word_tok[heads[j] - 1] + 1)
+        tok_rels.append(words[j].deprel)
+        j0 += len(ws)
+    deprels = None if any(r is None for r in tok_rels) else list(tok_rels)
+
+    tree = None
+    if sentence.tree is not None:
+        tree = _tree_to_tokens(as_tree(sentence.tree), word_tok, tokens)
+    out = ParsedSentence(words=tokens, heads=tok_heads, deprels=deprels, tree=tree, line=line)
+    out.validate(f"line {line}" if line is not None else "aligned sentence")
+    return out
+
+
+def _tree_to_tokens(tree, word_tok: Sequence[int], tokens: Sequence[str]):
+    """Rebuild ``tree`` so its leaves are ``tokens`` (leaf j belongs to token word_tok[j])."""
+    from stanza.models.constituency.parse_tree import Tree
+
+    n_leaves = len(tree.leaf_labels())
+    if n_leaves != len(word_tok):
+        raise ValueError(f"the constituency tree has {n_leaves} leaves but the parser returned {len(word_tok)} words")
+    leaf_no = 0
+    built = {}
+    stack = [(tree, False)]
+    while stack:  # iterative post-order, children left to right
+        node, done = stack.pop()
+        if not node.children:
+            t = word_tok[leaf_no]
+            first = leaf_no == 0 or word_tok[leaf_no - 1] != t
+            built[id(node)] = Tree(label=tokens[t]) if first else None
+            leaf_no += 1
+            continue
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(node.children))
+            continue
+        kids = [built.pop(id(c)) for c in node.children]
+        kids = [k for k in kids if k is not None]
+        built[id(node)] = Tree(label=node.label, children=kids) if kids else None
+    return built[id(tree)]
+
+
+# --------------------------------------------------------------------------------------------
+# the pipeline
+
+
+class MissingModelsError(RuntimeError):
+    """stanza's resources or models for the language are not installed (or the language is unknown)."""
+
+
+def resources_dir() -> str:
+    """Where stanza looks for models: ``$STANZA_RESOURCES_DIR``, else stanza's default (read now)."""
+    from stanza.resources.common import DEFAULT_MODEL_DIR
+
+    return os.environ.get("STANZA_RESOURCES_DIR") or DEFAULT_MODEL_DIR
+
+
+def download_command(lang: str, model_dir: str | None = None) -> str:
+    """The shell command that installs the models syntrans-parse needs.
+
+    ``mwt`` is not named: ``stanza.download`` adds it by itself for a language whose tokenizer has one,
+    and naming it for a language without one makes the download fail.
+    """
+    model_dir = model_dir or resources_dir()
+    return (f"python -c \"import stanza; stanza.download({lang!r}, model_dir={model_dir!r}, "
+            f"processors={','.join(PROCESSORS)!r})\"")
+
+
+def missing_models_message(lang: str, error: BaseException, model_dir: str | None = None) -> str:
+    model_dir = model_dir or resources_dir()
+    return (
+        f"syntrans-parse: cannot load the stanza models for language {lang!r} from the resources directory "
+        f"{model_dir} (set STANZA_RESOURCES_DIR to use another directory).\n"
+        f"  stanza said: {type(error).__name__}: {' '.join(str(error).split())}\n"
+        f"  Install them (needs internet access; stanza adds the mwt model for languages that have one) with:\n"
+        f"    {download_command(lang, model_dir)}\n"
+        f"  or run without models: --parser right-branching, --parser left-branching or --parser flat."
+    )
+
+
+def has_mwt(lang: str, model_dir: str) -> bool:
+    """Whether the installed resources list a multi-word-token model for ``lang`` (False if unknown)."""
+    try:
+        from stanza.resources.common import load_resources_json
+
+        resources = load_resources_json(model_dir)
+    except (OSError, ValueError):  # no or unreadable resources.json: the pipeline itself will report it
+        return False
+    entry = resources.get(lang, {})
+    if isinstance(entry, dict) and "alias" in entry:
+        entry = resources.get(entry["alias"], {})
+    return isinstance(entry, dict) and "mwt" in entry
+
+
+def make_pipeline(lang: str, batch_size: int = 64, use_gpu: bool | None = None):
+    """Build the stanza pipeline (the factory tests monkeypatch); MissingModelsError when models are absent.
+
+    ``batch_size`` is the constituency parser's batch (sentences); the word-counted batches of
+    pos, lemma and depparse are max(5000, 100 · batch_size) words (stanza's default is 5000).
+    """
+    import stanza
+    import torch
+
+    model_dir = resources_dir()
+    processors = list(PROCESSORS)
+    if has_mwt(lang, model_dir):
+        processors.insert(1, "mwt")
+    words = max(5000, 100 * batch_size)
+    try:
+        return stanza.Pipeline(
+            lang, dir=model_dir, processors=",".join(processors), tokenize_pretokenized=True,
+            use_gpu=torch.cuda.is_available() if use_gpu is None else use_gpu,
+            download_method=None, logging_level="WARN",
+            mwt_batch_size=words, pos_batch_size=words, lemma_batch_size=words,
+            depparse_batch_size=words, constituency_batch_size=batch_size,
+        )
+    except (OSError, ValueError) as e:  # ResourcesFileNotFoundError, LanguageNotDownloadedError, unknown language
+        raise MissingModelsError(missing_models_message(lang, e, model_dir)) from e
+
+
+class StanzaParser:
+    """Parses batches of pretokenized sentences with stanza; ``parse_batch`` raises when stanza fails."""
+
+    def __init__(self, lang: str = "en", batch_size: int = 64, unescape: bool = True, pipeline: Any = None):
+        self.lang = lang
+        self.unescape = unescape
+        self.pipeline = pipeline if pipeline is not None else make_pipeline(lang, batch_size)
+
+    def parse_batch(self, sentences: Sequence[Sequence[str]]) -> list[ParsedSentence]:
+        """One ParsedSentence per sentence (words = the given tokens); raises if any sentence fails."""
+        if not sentences:
+            return []
+        spelled = [[moses_unescape(t) if self.unescape else t for t in s] for s in sentences]
+        doc = self.pipeline(spelled)
+        got = list(doc.sentences)
+        if len(got) != len(sentences):
+            raise ValueError(f"stanza returned {len(got)} sentences for {len(sentences)} token lists")
+        return [align_to_tokens(toks, from_stanza(s)) for toks, s in zip(sentences, got)]
