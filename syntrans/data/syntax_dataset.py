@@ -1,7 +1,7 @@
 """A LanguagePairDataset wrapper that adds the syntax features a model asks for to every batch."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Set
+from typing import Dict, List, Optional, Set
 
 import numpy as np
 import torch
@@ -9,6 +9,17 @@ from fairseq.data import BaseWrapperDataset, data_utils
 
 from .features import FEATURES
 from .sidecars import Sidecar, validate_side
+
+
+def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentences: Optional[int]) -> List[np.ndarray]:
+    """``batches`` plus batches of the indices they miss (in ``indices`` order, ≤ max_sentences each)."""
+    indices = np.asarray(indices, dtype=np.int64)
+    covered = np.concatenate([np.asarray(b, dtype=np.int64) for b in batches]) if len(batches) else np.zeros(0, np.int64)
+    missing = indices[~np.isin(indices, covered)]
+    if not len(missing):
+        return batches
+    step = max_sentences or len(missing)
+    return list(batches) + [missing[k:k + step] for k in range(0, len(missing), step)]
 
 
 class SyntaxPairDataset(BaseWrapperDataset):
@@ -56,6 +67,15 @@ class SyntaxPairDataset(BaseWrapperDataset):
                 )
             item[name] = torch.from_numpy(value)
         return item
+
+    def batch_by_size(self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1):
+        """fairseq's batching, plus a last batch of whatever it left out.
+
+        fairseq-fixed 0.12.3.1 drops the remainder when ``required_batch_size_multiple`` > 1 (the
+        default 8: fairseq-generate would skip up to 7 test sentences); nothing is dropped here.
+        """
+        batches = self.dataset.batch_by_size(indices, max_tokens, max_sentences, required_batch_size_multiple)
+        return complete_batches(indices, batches, max_sentences)
 
     def collater(self, samples, pad_to_length=None):
         batch = self.dataset.collater(samples, pad_to_length=pad_to_length)
