@@ -32,13 +32,10 @@ syntrans-preprocess -s src -t tgt --joined-dictionary --workers 2 \
   --trainparse "$DIR/raw/train" --validparse "$DIR/raw/valid" --testparse "$DIR/raw/test" \
   --destdir "$DIR/data-bin" 2>&1 | grep -v " | INFO | "
 
-COMMON=(--user-dir "$USER_DIR" --task syntax_translation --criterion syntax_label_smoothed_cross_entropy
-  --label-smoothing 0.1 --encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 128 --decoder-embed-dim 128
-  --encoder-ffn-embed-dim 512 --decoder-ffn-embed-dim 512 --encoder-attention-heads 4 --decoder-attention-heads 4
-  --share-all-embeddings --dropout 0.1 --attention-dropout 0.1 --optimizer adam --adam-betas "(0.9,0.98)"
-  --lr 2e-3 --lr-scheduler inverse_sqrt --warmup-updates 300 --warmup-init-lr 1e-7 --weight-decay 1e-4
-  --max-tokens 4096 --max-update "$UPDATES" --seed 1 --no-epoch-checkpoints --log-format simple --log-interval 100
-  --num-workers 0 --no-progress-bar)
+# the shared model and optimizer settings live in configs/demo.args (one flag per line)
+mapfile -t MODEL_FLAGS < <(grep -v '^\s*#' configs/demo.args | grep -v '^\s*$' | xargs -n1)
+COMMON=(--user-dir "$USER_DIR" --task syntax_translation "${MODEL_FLAGS[@]}" --max-update "$UPDATES"
+  --no-epoch-checkpoints --log-format simple --log-interval 100 --num-workers 0)
 
 train() {  # name, arch flags…
   local name=$1; shift

@@ -263,7 +263,7 @@ def test_bad_input_raises_named_error(tmp_path, name):
 
 @pytest.mark.parametrize("name", BAD)
 def test_bad_input_cli_exit_code_2(tmp_path, capsys, name):
-    text, pfile, strict, _, subs = write_bad(tmp_path, name)
+    _, _, strict, _, subs = write_bad(tmp_path, name)
     (tmp_path / "bin").mkdir()
     argv = ["-s", "src", "-t", "tgt", "--trainpref", str(tmp_path / "train"), "--trainparse", str(tmp_path / "parse"),
             "--destdir", str(tmp_path / "bin"), "--sidecars-only"] + (["--strict"] if strict else [])
@@ -358,7 +358,7 @@ def test_bad_dist_without_heads_fails_when_read(fresh):
         ds[0]
     msg = str(e.value)
     assert "sentence 0" in msg and "7 words" in msg and "found 2" in msg
-    assert sidecar_prefix(str(fresh), "train", "src", "tgt", "src", "word") in msg
+    assert sidecar_prefix(str(fresh), "train", "src", "tgt", "src", "dist") in msg  # the gap sidecar is the one that disagrees
 
 
 def test_missing_dist_for_src_gaps(fresh):

@@ -47,6 +47,7 @@ import shutil
 import statistics
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -60,15 +61,18 @@ TARGETS: Dict[str, Tuple[float, float, float]] = {"distance_": (0.97, 0.97, 1.05
 SIDECAR_TARGET = 1.0
 
 MEMORY_METHOD = {
-    "cpu": ("peak of one training step (forward, backward, Adam step) = bytes held before the step "
-            "(parameters, Adam state, the batch; summed over their tensors) + the highest net amount of "
-            "tensor memory allocated during the step, from the allocation/free events of torch.profiler "
-            "(profile_memory=True, CPU allocator); the same batch (the largest timed one) for every model; "
-            "deterministic, independent of other processes"),
-    "cuda": ("peak of one training step (forward, backward, Adam step) = bytes held by this model before "
-             "the step (parameters, Adam state, the batch) + torch.cuda.max_memory_allocated() − "
-             "torch.cuda.memory_allocated() around the step (peak stats reset right before it; the other "
-             "models resident on the GPU are thus not counted); the same batch for every model"),
+    "cpu": ("peak tensor memory of one training step (forward, backward, Adam step) on the largest timed batch, "
+            "the same batch for every model = bytes held before the step (distinct storages of the model's "
+            "parameters, buffers and tensors kept as module attributes, its Adam state and the batch) + the "
+            "highest net amount allocated during the step, summed in time order from the CPU allocator's "
+            "allocation/free events recorded by torch.profiler (profile_memory=True). One recorded step runs "
+            "first so that state kept between steps is tracked; the check 'net change over the step = the "
+            "new gradients' is reported as a residual (0 = exact accounting). Deterministic: independent of "
+            "other processes and of allocator caching"),
+    "cuda": ("peak of one training step (forward, backward, Adam step) on the largest timed batch after one "
+             "untimed step on it = bytes held by this model before the step (as on CPU) + "
+             "torch.cuda.max_memory_allocated() − torch.cuda.memory_allocated() around the step (peak stats "
+             "reset right before it, so the other models resident on the GPU are not counted)"),
 }
 
 QUICK = dict(layers=2, dim=64, heads=4, ffn=128, batches=2, warmup=1, reps=2, max_tokens=512, gen_batches=1,
@@ -346,6 +350,7 @@ class Bench:
     gen_sentences: int = 0
     peak_bytes: int = 0
     static_bytes: int = 0
+    mem_residual: Optional[int] = None
     params: int = 0
 
 
@@ -438,23 +443,39 @@ def for_model(sample: dict, bench: Bench) -> dict:
     return out
 
 
-def _tensor_bytes(obj) -> int:
+def _tensors(obj):
     import torch
 
     if torch.is_tensor(obj):
-        return obj.numel() * obj.element_size()
-    if isinstance(obj, dict):
-        return sum(_tensor_bytes(v) for v in obj.values())
-    if isinstance(obj, (list, tuple)):
-        return sum(_tensor_bytes(v) for v in obj)
-    return 0
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _tensors(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _tensors(v)
 
 
 def held_bytes(bench: Bench, sample: dict) -> int:
-    """Bytes of the model's parameters and gradients, its Adam state and the batch."""
-    n = sum(_tensor_bytes(p) + (_tensor_bytes(p.grad) if p.grad is not None else 0) for p in bench.model.parameters())
-    n += sum(_tensor_bytes(s) for s in bench.optimizer.state.values())
-    return n + _tensor_bytes(sample)
+    """Bytes of the distinct storages held before a step: the model's parameters, gradients, buffers and
+    tensors kept as module attributes (e.g. a syntax bias kept from the last batch), its Adam state
+    and the batch."""
+    storages = {}
+
+    def add(t):
+        st = t.untyped_storage()
+        storages[(t.device.type, st.data_ptr())] = st.nbytes()
+
+    for m in bench.model.modules():
+        for t in _tensors(list(vars(m).values())):  # _parameters, _buffers and plain attributes
+            add(t)
+            if t.grad is not None:
+                add(t.grad)
+    for t in _tensors(list(bench.optimizer.state.values())):
+        add(t)
+    for t in _tensors(sample):
+        add(t)
+    return sum(storages.values())
 
 
 # ------------------------------------------------------------------------------------------- measurement
@@ -526,38 +547,55 @@ class Runner:
             dt = time.perf_counter() - t0
         return ntok / dt, ntok, nsent
 
-    def peak_memory(self, k: int) -> Tuple[int, int]:
-        """(peak bytes, bytes held before the step) of one training step on the largest timed batch."""
+    def peak_memory(self, k: int) -> Tuple[int, int, Optional[int]]:
+        """(peak bytes, bytes held before the step, accounting residual) of one training step on the
+        largest timed batch, after one untimed step on it (so that whatever the model keeps between
+        steps was allocated while memory was tracked; see MEMORY_METHOD)."""
         import torch
 
         b = self.benches[k]
         timed = self.train[k][self.args.warmup:]
         sample = max(timed, key=lambda s: int(s["ntokens"]))
         b.model.train()
-        b.optimizer.zero_grad(set_to_none=True)
-        torch.manual_seed(self.args.seed)
-        held = held_bytes(b, sample)
         if self.cuda:
+            torch.manual_seed(self.args.seed)
+            self.step(b, sample)
+            b.optimizer.zero_grad(set_to_none=True)
+            held = held_bytes(b, sample)
             self.sync()
             before = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
+            torch.manual_seed(self.args.seed)
             self.step(b, sample)
             self.sync()
             extra = torch.cuda.max_memory_allocated() - before
+            residual = None
         else:
             from torch.profiler import ProfilerActivity, profile
 
-            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-                self.step(b, sample)
-            events = [e for e in prof.profiler.kineto_results.events()
-                      if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
+            # The CPU allocator reports to the profiler the allocations made while it records and the
+            # frees of those; an earlier block's free goes unreported. The first recorded step makes
+            # every block the model keeps between steps a recorded one, so the second step's frees of
+            # them are counted.
+            for trial in range(2):
+                b.optimizer.zero_grad(set_to_none=True)
+                held = held_bytes(b, sample)
+                torch.manual_seed(self.args.seed)
+                with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+                    self.step(b, sample)
+                events = [e for e in prof.profiler.kineto_results.events()
+                          if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
             events.sort(key=lambda e: e.start_ns())
             cur = extra = 0
             for e in events:
                 cur += e.nbytes()
                 extra = max(extra, cur)
+            # after the step the net change must be exactly the new gradients (kept state is replaced
+            # by state of the same size): a non-zero residual means something was not accounted for
+            grads = sum(p.grad.numel() * p.grad.element_size() for p in b.model.parameters() if p.grad is not None)
+            residual = cur - grads
         b.optimizer.zero_grad(set_to_none=True)
-        return held + extra, held
+        return held + extra, held, residual
 
     def run(self) -> None:
         a = self.args
@@ -570,7 +608,7 @@ class Runner:
                 b.gen_tokens, b.gen_sentences = ntok, nsent
                 say(f"{self.device} rep {rep + 1}/{a.reps} {b.name}: train {tps:,.0f} tok/s, generate {gps:,.0f} tok/s")
         for k, b in enumerate(self.benches):
-            b.peak_bytes, b.static_bytes = self.peak_memory(k)
+            b.peak_bytes, b.static_bytes, b.mem_residual = self.peak_memory(k)
 
 
 def measure_device(args, task, benches: List[Bench], train: list, test: list, device: str) -> dict:
@@ -600,6 +638,7 @@ def measure_device(args, task, benches: List[Bench], train: list, test: list, de
             "peak_mem_mb": b.peak_bytes / 2 ** 20,
             "mem_ratio": b.peak_bytes / van.peak_bytes,
             "held_mem_mb": b.static_bytes / 2 ** 20,
+            "mem_residual_bytes": b.mem_residual,
         })
         rows[-1]["targets"] = targets_for(b.name)
     # vanilla against itself is exactly 1
@@ -673,9 +712,12 @@ def render(result: dict) -> str:
         for r in dev["rows"]:
             reps = ", ".join(f"{x:,.0f}" for x in r["train_tok_s_reps"])
             greps = ", ".join(f"{x:,.0f}" for x in r["gen_tok_s_reps"])
+            resid = r.get("mem_residual_bytes")
+            check = "" if not resid else f" (memory accounting residual {resid:,} bytes: not exact)"
             out.append(f"- {r['model']}: features {', '.join(r['features']) or 'none'}; {r['params']:,} parameters; "
                        f"{'; '.join(r['notes'])}; train tok/s per rep [{reps}]; gen tok/s per rep [{greps}], "
-                       f"mean hypothesis {r['gen_mean_len']:.1f} tokens; held before the step {r['held_mem_mb']:.1f} MB")
+                       f"mean hypothesis {r['gen_mean_len']:.1f} tokens; held before the step "
+                       f"{r['held_mem_mb']:.1f} MB{check}")
         out.append(f"- peak memory: {dev['memory_method']}")
     sc = result.get("sidecars")
     out.append("")
@@ -708,9 +750,24 @@ def _finite_json(obj):
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = resolve(build_parser().parse_args(argv))
-    if not args.verbose:
-        for name in ("fairseq", "fairseq_cli", "syntrans"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    if args.verbose:
+        return run(args)
+    levels = {}
+    for name in ("fairseq", "fairseq_cli", "hydra", "syntrans"):
+        levels[name] = logging.getLogger(name).level
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():  # hydra's deprecation notes and the like: not the benchmark's business
+            warnings.simplefilter("ignore", UserWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            return run(args)
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def run(args) -> int:
     import fairseq
     import torch
 

@@ -56,7 +56,10 @@ def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "
     if lines and lines[-1] == "":
         lines.pop()
     rep.lines = len(lines)
-    sentences = read_parsed(parse_file)
+    try:
+        sentences = read_parsed(parse_file)
+    except (ValueError, FileNotFoundError) as e:
+        raise SidecarError(str(e)) from None
     try:
         groups = group_by_line(sentences, len(lines), parse_file)
     except ValueError as e:
@@ -102,7 +105,8 @@ def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "
         for xs, what in ((rep.multi_sentence, "holds several sentences"), (rep.empty, "is empty"),
                          (rep.failed, "has a failed parse"), (rep.respelled, "spells words differently from its parse")):
             if xs:
-                raise SidecarError(f"{text_file}, line {xs[0]} {what} ({len(xs)} such lines); --strict refuses it")
+                raise SidecarError(f"{text_file}, line {xs[0]} {what} ({len(xs)} line{'s' if len(xs) > 1 else ''} in all); "
+                                  "--strict refuses it")
     sidecars.write(f"{out_prefix}.word", word_items)
     rep.kinds.append("word")
     if need_heads:

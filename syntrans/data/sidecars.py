@@ -88,7 +88,7 @@ def validate_side(side: Dict[str, Sidecar], token_sizes: np.ndarray, what: str) 
         if len(bad):
             i = int(bad[0])
             raise ValueError(
-                f"{side['word'].prefix}: sentence {i} has {side['word'].sizes[i]} subword entries but the binarized "
+                f"{side['word'].prefix}: sentence {i} (line {i + 1} of the text) has {side['word'].sizes[i]} subword entries but the binarized "
                 f"{what} has {expect[i]} tokens before EOS ({len(bad)} sentences differ); re-run syntrans-preprocess"
             )
     if "head" in side and "dist" in side:
@@ -97,7 +97,7 @@ def validate_side(side: Dict[str, Sidecar], token_sizes: np.ndarray, what: str) 
         if len(bad):
             i = int(bad[0])
             raise ValueError(
-                f"{side['dist'].prefix}: sentence {i} has {side['dist'].sizes[i]} gaps but "
+                f"{side['dist'].prefix}: sentence {i} (line {i + 1} of the text) has {side['dist'].sizes[i]} gaps but "
                 f"{side['head'].prefix} has {side['head'].sizes[i]} words"
             )
 

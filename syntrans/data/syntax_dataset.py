@@ -47,6 +47,15 @@ class SyntaxPairDataset(BaseWrapperDataset):
             return f"feature {name} needs the {f.side} sidecar(s) {', '.join(lacking)}"
         return None
 
+    def sidecar_path(self, name: str) -> str:
+        """The files of the first sidecar feature ``name`` lacks (or of its last one, e.g. ``dist``)."""
+        f = FEATURES[name]
+        side = self.src_side if f.side == "source" else self.tgt_side
+        kind = next((k for k in f.needs if k not in side), f.needs[-1])
+        known = next(iter(side.values()), None)
+        base = known.prefix.rsplit(".", 1)[0] if known else "<split>.<src>-<tgt>.<lang>"
+        return f"{base}.{kind}.{{idx,bin}}"
+
     def __getitem__(self, index):
         item = self.dataset[index]
         for name in self.requests:
@@ -54,12 +63,13 @@ class SyntaxPairDataset(BaseWrapperDataset):
             side, tokens = (self.src_side, item["source"]) if f.side == "source" else (self.tgt_side, item["target"])
             why = self.missing(name)
             if why:
-                raise FileNotFoundError(f"{why}, which are missing for sentence {index}; run syntrans-preprocess with parses")
+                raise FileNotFoundError(f"{why} ({self.sidecar_path(name)}), missing for sentence {index}; "
+                                        "run syntrans-preprocess with parses")
             arrays = {k: side[k][index] for k in f.needs}
             try:
                 value = f.build(arrays)
             except ValueError as e:
-                raise ValueError(f"{side[f.needs[0]].prefix}: sentence {index}: {e}") from None
+                raise ValueError(f"{side[f.needs[-1]].prefix}: sentence {index} (line {index + 1} of the text): {e}") from None
             if tokens is not None and len(value) != len(tokens):
                 raise ValueError(
                     f"{side[f.needs[0]].prefix}: sentence {index}: feature {name} has {len(value)} values "

@@ -134,7 +134,9 @@ def read_conllu(path: str) -> List[ParsedSentence]:
             s.line = k + 1
     prev = 0
     for k, s in enumerate(out):
-        if s.line < max(prev, 1):
+        if s.line < 1:
+            raise ValueError(f"{path}, sentence {k + 1}: '# line =' counts text lines from 1, found {s.line}")
+        if s.line < prev:
             raise ValueError(f"{path}, sentence {k + 1}: line numbers must not decrease, found {s.line} after {prev}")
         prev = s.line
     return out
@@ -145,7 +147,8 @@ def group_by_line(sentences: Sequence[ParsedSentence], n_lines: int, path: str =
     groups: List[List[ParsedSentence]] = [[] for _ in range(n_lines)]
     for s in sentences:
         if not 1 <= s.line <= n_lines:
-            raise ValueError(f"{path}: a sentence is tied to line {s.line} but the text has {n_lines} lines")
+            raise ValueError(f"{path}: a sentence is tied to line {s.line} but the text has {n_lines} lines"
+                             " (without '# line' comments, sentence k belongs to line k)")
         groups[s.line - 1].append(s)
     return groups
 

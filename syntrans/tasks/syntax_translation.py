@@ -57,9 +57,8 @@ class SyntaxTranslationTask(TranslationTask):
             why = ds.missing(name)
             if why:
                 raise FileNotFoundError(
-                    f"split {split} of {self.cfg.data}: the model needs {why}, which are missing "
-                    f"(expected e.g. {split}.{self.cfg.source_lang}-{self.cfg.target_lang}.<lang>.<kind>.idx); "
-                    "write them with syntrans-preprocess from parsed corpora"
+                    f"split {split} of {self.cfg.data}: the model asks for {why}, which is missing "
+                    f"(expected {ds.sidecar_path(name)}); write it with syntrans-preprocess from parsed corpora"
                 )
 
     def build_model(self, cfg, from_checkpoint=False):
