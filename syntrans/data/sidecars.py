@@ -11,10 +11,9 @@ line, where ``kind`` is one of :data:`KINDS`:
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Optional, Sequence
 
 import numpy as np
-import torch
 from fairseq.data import indexed_dataset
 
 KINDS = ("word", "head", "dist")
@@ -34,15 +33,16 @@ def exists(prefix: str) -> bool:
     return os.path.exists(prefix + ".idx") and os.path.exists(prefix + ".bin")
 
 
-def write(prefix: str, items: Iterable[Iterable[int]]) -> int:
-    """Write one int32 item per line; returns the number of items."""
-    builder = indexed_dataset.MMapIndexedDatasetBuilder(prefix + ".bin", dtype=np.int32)
-    n = 0
-    for it in items:
-        builder.add_item(torch.as_tensor(np.asarray(it, dtype=np.int32)))
-        n += 1
-    builder.finalize(prefix + ".idx")
-    return n
+def write(prefix: str, items: Iterable[Sequence[int]]) -> int:
+    """Write one int32 item per line (fairseq's mmap format, data in one write); returns the item count."""
+    items = list(items)
+    sizes = [len(it) for it in items]
+    flat = np.fromiter((v for it in items for v in it), dtype=np.int32, count=sum(sizes))
+    with open(prefix + ".bin", "wb") as f:
+        f.write(flat.tobytes(order="C"))
+    with indexed_dataset.MMapIndexedDataset.Index.writer(prefix + ".idx", np.int32) as index:
+        index.write(sizes)
+    return len(items)
 
 
 class Sidecar:
