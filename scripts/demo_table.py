@@ -50,8 +50,8 @@ def main():
         score = bleu.corpus_score(hyps, [refs])
         sig = bleu.get_signature()
         rows.append((name, len(hyps), score.score, best_valid_loss(os.path.join(args.dir, f"train.{name}.log"))))
-    print(f"| model | test sentences | sacreBLEU | best valid loss (bits) |")
-    print(f"|---|---|---|---|")
+    print("| model | test sentences | sacreBLEU | best valid loss (bits) |")
+    print("|---|---|---|---|")
     for name, n, b, loss in rows:
         print(f"| {name} | {n} | {b:.2f} | {loss:.3f} |")
     print(f"sacreBLEU signature: {sig}")

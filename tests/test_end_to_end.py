@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import torch
+from conftest import SMALL
 
 import syntrans
-from conftest import SMALL
 
 BIN = Path(sys.executable).parent
 USER_DIR = os.path.dirname(syntrans.__file__)

@@ -2,9 +2,8 @@
 (left-padded source, longer neighbours), for the vanilla and the distance-mask model."""
 import pytest
 import torch
-from fairseq.sequence_generator import SequenceGenerator
-
 from conftest import build_task_and_model
+from fairseq.sequence_generator import SequenceGenerator
 
 ARCHS = [("transformer", ()), ("distance_transformer_iwslt_de_en", ("--distance-heads", "2")),
          ("distance_transformer_iwslt_de_en", ("--distance-heads", "4", "--distance-hard"))]

@@ -685,7 +685,7 @@ def _ratio(value: float, target: Optional[float], lower_bound: bool) -> str:
 
 def render(result: dict) -> str:
     s = result["settings"]
-    out = [f"# syntrans-benchmark: syntax presets vs the vanilla Transformer", ""]
+    out = ["# syntrans-benchmark: syntax presets vs the vanilla Transformer", ""]
     out.append(f"- corpus: {result['corpus']['description']}")
     out.append(f"- torch {result['torch']}, fairseq {result['fairseq']}, Python {result['python']}")
     out.append(f"- every model: {s['layers']}+{s['layers']} layers, dim {s['dim']}, {s['heads']} heads, FFN {s['ffn']}; "

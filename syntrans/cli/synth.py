@@ -13,7 +13,8 @@ from ..synth import write_corpus
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line options."""
-    p = argparse.ArgumentParser(prog="syntrans-synth", description="Write a deterministic synthetic parallel corpus with gold parses.")
+    p = argparse.ArgumentParser(prog="syntrans-synth",
+                                description="Write a deterministic synthetic parallel corpus with gold parses.")
     p.add_argument("--out-dir", required=True, help="output folder (created when missing)")
     p.add_argument("--src", default="src", help="source language suffix (default: src)")
     p.add_argument("--tgt", default="tgt", help="target language suffix (default: tgt)")
