@@ -89,7 +89,8 @@ def validate_side(side: Dict[str, Sidecar], token_sizes: np.ndarray, what: str) 
             i = int(bad[0])
             raise ValueError(
                 f"{side['word'].prefix}: sentence {i} (line {i + 1} of the text) has {side['word'].sizes[i]} "
-                f"subword entries but the binarized {what} has {expect[i]} tokens before EOS ({len(bad)} sentences differ); re-run syntrans-preprocess"
+                f"subword entries but the binarized {what} has {expect[i]} tokens before EOS "
+                f"({len(bad)} sentences differ); re-run syntrans-preprocess"
             )
     if "head" in side and "dist" in side:
         expect = np.maximum(side["head"].sizes - 1, 0)
