@@ -1,11 +1,16 @@
 #!/usr/bin/env python
-"""Print the demo's table: sacreBLEU of fairseq-generate's detokenized test output, and validation loss."""
+"""Print the demo's table: sacreBLEU on detokenized test output of fairseq-generate, and validation loss.
+
+fairseq-generate's H-/T- lines (BPE removed) are Moses-tokenized; both sides are detokenized with
+sacremoses before scoring, as sacreBLEU expects.
+"""
 import argparse
 import os
 import re
 import sys
 
 import sacrebleu
+from sacremoses import MosesDetokenizer
 
 
 def read_generate(path):
@@ -24,7 +29,8 @@ def read_generate(path):
     if set(hyps) != set(refs):
         sys.exit(f"{path}: {len(hyps)} hypotheses but {len(refs)} references")
     order = sorted(refs)
-    return [hyps[i] for i in order], [refs[i] for i in order]
+    md = MosesDetokenizer(lang="en")
+    return [md.detokenize(hyps[i].split()) for i in order], [md.detokenize(refs[i].split()) for i in order]
 
 
 def best_valid_loss(log):

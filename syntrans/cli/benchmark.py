@@ -9,8 +9,9 @@ list of batches, collated once with every syntax feature any model asks for; eac
 only the ``net_input`` keys it reads (tokens, lengths, previous output tokens and its own
 ``syntax_features()``).
 
-Measured for every model, on CPU and (when available) CUDA, in one process, interleaving the models
-inside each repetition (``for rep: for model: …``) and taking the median over repetitions:
+Measured for every model, on CPU (one torch thread unless ``--threads``) and (when available) CUDA, in
+one process, interleaving the models inside each repetition (``for rep: for model: …``, the order
+rotated every repetition) and taking the median over repetitions:
 
 * training tokens/s: forward + backward + Adam step through ``syntax_label_smoothed_cross_entropy``
   over ``--batches`` training batches after ``--warmup`` untimed ones (target tokens, ``ntokens``);
@@ -21,7 +22,13 @@ inside each repetition (``for rep: for model: …``) and taking the median over 
   ``max_len_a · src_len + max_len_b`` and the lengths are reported with the speeds;
 * peak memory of one training step (see :data:`MEMORY_METHOD`).
 
-Every number is also given as a ratio to vanilla measured in the same run. Targets (from the issue,
+Every number is also given as a ratio to vanilla measured in the same run. The stock ``transformer``
+has attention dropout 0 while the presets have their own rates, and attention dropout alone costs
+time and memory; so, unless ``--no-matched-vanilla``, each preset whose dropout rates differ from the
+stock ones is compared with the stock ``transformer`` run at the preset's dropout, attention dropout
+and activation dropout (an extra reference row, e.g. ``transformer[dropout=0.3,attn=0.2,act=0]``):
+only the syntax mechanism differs between a preset and its reference. Ratios against the stock
+``transformer`` are reported as well. Targets (from the issue,
 for the distance-mask presets) are printed next to the ratios with ✓/✗; a miss never changes the
 exit status: speed is reported, never asserted.
 
@@ -76,9 +83,9 @@ MEMORY_METHOD = {
 }
 
 QUICK = dict(layers=2, dim=64, heads=4, ffn=128, batches=2, warmup=1, reps=2, max_tokens=512, gen_batches=1,
-             gen_batch_size=8, beam=2, synth_train=200, synth_test=24, max_len_b=5)
-DEFAULTS = dict(layers=6, dim=256, heads=4, ffn=1024, batches=8, warmup=2, reps=3, max_tokens=2048, gen_batches=2,
-                gen_batch_size=32, beam=4, synth_train=10000, synth_test=500, max_len_b=10)
+             gen_batch_size=8, beam=2, synth_train=200, synth_test=24, max_len_b=5, sidecar_reps=1)
+DEFAULTS = dict(layers=6, dim=256, heads=4, ffn=1024, batches=6, warmup=1, reps=4, max_tokens=2048, gen_batches=2,
+                gen_batch_size=32, beam=4, synth_train=10000, synth_test=500, max_len_b=10, sidecar_reps=3)
 
 log = logging.getLogger("syntrans.benchmark")
 
@@ -114,8 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-len-a", type=float, default=1.2, help="generate at most a·src_len + b tokens (default a=1.2)")
     g.add_argument("--max-len-b", type=int, help=f"… and b (default {DEFAULTS['max_len_b']})")
     g.add_argument("--lr", type=float, default=5e-4, help="Adam learning rate (default 5e-4)")
+    g.add_argument("--no-matched-vanilla", action="store_true",
+                   help="take every ratio against the stock transformer, even for presets whose dropout rates "
+                        "differ from its own (by default such a preset is compared with the stock transformer "
+                        "run at the preset's dropout rates, so that only the syntax mechanism differs)")
     g.add_argument("--seed", type=int, default=1, help="seed of every model, batch order and dropout (default 1)")
-    g.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's default)")
+    g.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: reproducible on a shared machine, where more threads than "
+                        "free cores make timings erratic; 0 = torch's default)")
     g.add_argument("--quick", action="store_true",
                    help="tiny settings (2+2 layers of 64, 2 batches, tiny synthetic corpus): a smoke test")
     g = p.add_argument_group("data")
@@ -126,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bpe-merges", type=int, default=None, help="BPE merges (default 2000 Multi30k, 500 synthetic)")
     g.add_argument("--work-dir", default="bench", help="cache of prepared data (default bench/)")
     g.add_argument("--no-sidecars", action="store_true", help="skip the sidecar timing")
+    g.add_argument("--sidecar-reps", type=int, help=f"repetitions of the sidecar timing, median kept "
+                                                    f"(default {DEFAULTS['sidecar_reps']})")
     g = p.add_argument_group("output")
     g.add_argument("--out", default=None, help="also write the Markdown report to this file")
     g.add_argument("--json", default=None, help="write all measurements as JSON to this file")
@@ -138,7 +153,8 @@ def resolve(args) -> argparse.Namespace:
     for k, v in base.items():
         if getattr(args, k, None) is None:
             setattr(args, k, v)
-    for k in ("layers", "dim", "heads", "ffn", "batches", "reps", "max_tokens", "gen_batches", "gen_batch_size", "beam"):
+    for k in ("layers", "dim", "heads", "ffn", "batches", "reps", "max_tokens", "gen_batches", "gen_batch_size", "beam",
+              "sidecar_reps"):
         if getattr(args, k) < 1:
             raise SystemExit(f"syntrans-benchmark: error: --{k.replace('_', '-')} must be ≥ 1")
     if args.warmup < 0:
@@ -292,20 +308,24 @@ def _sidecars(corpus: Corpus, dest: Path) -> None:
             build_side(f"{text}.{lang}", pfile, side_prefix(str(dest), split, corpus.src, corpus.tgt, lang))
 
 
-def time_preprocessing(corpus: Corpus) -> dict:
-    """fairseq's binarization then the sidecars of the same splits into a fresh folder (timed apart)."""
+def time_preprocessing(corpus: Corpus, reps: int = 1) -> dict:
+    """fairseq's binarization then the sidecars of the same splits into a fresh folder (timed apart),
+    ``reps`` times; medians."""
     dest = corpus.root / "timing"
-    shutil.rmtree(dest, ignore_errors=True)
-    t0 = time.perf_counter()
-    _fairseq_preprocess(corpus, dest)
-    t_fairseq = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    _sidecars(corpus, dest)
-    t_side = time.perf_counter() - t1
+    t_fairseq, t_side = [], []
+    for _ in range(reps):
+        shutil.rmtree(dest, ignore_errors=True)
+        t0 = time.perf_counter()
+        _fairseq_preprocess(corpus, dest)
+        t_fairseq.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        _sidecars(corpus, dest)
+        t_side.append(time.perf_counter() - t1)
     lines = sum(sum(1 for _ in open(f"{text}.{corpus.src}", encoding="utf-8")) for text, _ in corpus.splits.values())
-    return {"fairseq_s": t_fairseq, "sidecars_s": t_side, "ratio": t_side / t_fairseq, "dest": dest,
-            "splits": sorted(corpus.splits), "sides": [corpus.src, corpus.tgt], "lines_per_side": lines,
-            "workers": 1}
+    f, sc = statistics.median(t_fairseq), statistics.median(t_side)
+    return {"fairseq_s": f, "sidecars_s": sc, "ratio": sc / f, "fairseq_s_reps": t_fairseq, "sidecars_s_reps": t_side,
+            "reps": reps, "dest": dest, "splits": sorted(corpus.splits), "sides": [corpus.src, corpus.tgt],
+            "lines_per_side": lines, "workers": 1}
 
 
 def ensure_data_bin(corpus: Corpus, timing: Optional[dict]) -> None:
@@ -343,6 +363,8 @@ class Bench:
     gen_model: object
     features: List[str]
     notes: List[str]
+    arch: str = VANILLA
+    reference: str = VANILLA  # the row its ratios are taken against (itself for a reference row)
     optimizer: object = None
     train: List[float] = field(default_factory=list)  # tokens/s per repetition
     gen: List[float] = field(default_factory=list)
@@ -371,8 +393,49 @@ def parse_model_args(args, corpus: Corpus, arch: str, extra: List[str] = ()):
     return ns, convert_namespace_to_omegaconf(ns)
 
 
+DROPOUTS = ("dropout", "attention_dropout", "activation_dropout")
+
+
+def _dropouts(ns) -> Tuple[float, ...]:
+    return tuple(float(getattr(ns, k, 0.0) or 0.0) for k in DROPOUTS)
+
+
+def matched_name(drops: Tuple[float, ...]) -> str:
+    """e.g. ``transformer[dropout=0.3,attn=0.2,act=0]``."""
+    return VANILLA + "[" + ",".join(f"{k}={v:g}" for k, v in zip(("dropout", "attn", "act"), drops)) + "]"
+
+
+def plan_models(args, corpus: Corpus, archs: List[str]) -> List[dict]:
+    """What to build, in row order: the stock vanilla Transformer first; then for each preset, unless
+    ``--no-matched-vanilla``, the stock Transformer with the preset's dropout rates (when they differ from
+    the stock ones and no earlier row has them), which is the preset's reference, then the preset."""
+    stock_ns, _ = parse_model_args(args, corpus, VANILLA)
+    stock = _dropouts(stock_ns)
+    plan = [{"name": VANILLA, "arch": VANILLA, "extra": [], "reference": VANILLA, "notes": []}]
+    refs = {stock: VANILLA}
+    for arch in archs:
+        notes, extra = [], []
+        ns, _ = parse_model_args(args, corpus, arch)
+        dh = getattr(ns, "distance_heads", 0) or 0
+        if getattr(ns, "distance_layers", "") and dh > args.heads:
+            notes.append(f"distance heads {dh} of the preset > --heads {args.heads}: capped at {args.heads}")
+            extra = ["--distance-heads", str(args.heads)]
+        drops = _dropouts(ns)
+        if args.no_matched_vanilla:
+            ref = VANILLA
+        elif drops not in refs:
+            ref = refs[drops] = matched_name(drops)
+            flags = [x for k, v in zip(DROPOUTS, drops) for x in ("--" + k.replace("_", "-"), f"{v:g}")]
+            plan.append({"name": ref, "arch": VANILLA, "extra": flags, "reference": ref,
+                         "notes": [f"the stock {VANILLA} with the dropout rates of {arch}: its reference"]})
+        else:
+            ref = refs[drops]
+        plan.append({"name": arch, "arch": arch, "extra": extra, "reference": ref, "notes": notes})
+    return plan
+
+
 def build_models(args, corpus: Corpus, archs: List[str]):
-    """The task (train and test loaded) and one Bench per arch, vanilla first."""
+    """The task (train and test loaded) and one Bench per planned model (see :func:`plan_models`)."""
     import torch
     from fairseq import tasks
 
@@ -381,21 +444,15 @@ def build_models(args, corpus: Corpus, archs: List[str]):
     for split in corpus.splits:
         task.load_dataset(split)
     benches = []
-    for arch in [VANILLA] + archs:
-        notes, extra = [], []
-        ns, cfg = parse_model_args(args, corpus, arch)
-        dh = getattr(ns, "distance_heads", 0) or 0
-        if getattr(ns, "distance_layers", "") and dh > args.heads:
-            notes.append(f"distance heads {dh} of the preset > --heads {args.heads}: capped at {args.heads}")
-            ns, cfg = parse_model_args(args, corpus, arch, ["--distance-heads", str(args.heads)])
+    for item in plan_models(args, corpus, archs):
+        ns, cfg = parse_model_args(args, corpus, item["arch"], item["extra"])
         torch.manual_seed(args.seed)
         model = task.build_model(cfg.model)
         gen_model = copy.deepcopy(model)  # untrained copy: identical generation in every repetition
         wanted = getattr(model, "syntax_features", None)
         features = sorted(wanted()) if wanted is not None else []
-        drop = f"dropout {ns.dropout}, attention dropout {ns.attention_dropout}"
-        notes.insert(0, drop)
-        b = Bench(arch, model, gen_model, features, notes)
+        notes = [", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in zip(DROPOUTS, _dropouts(ns)))] + item["notes"]
+        b = Bench(item["name"], model, gen_model, features, notes, arch=item["arch"], reference=item["reference"])
         b.params = sum(p.numel() for p in model.parameters())
         benches.append(b)
     return task, benches
@@ -599,8 +656,10 @@ class Runner:
 
     def run(self) -> None:
         a = self.args
+        n = len(self.benches)
         for rep in range(a.reps):
-            for k, b in enumerate(self.benches):
+            for k in [(rep + j) % n for j in range(n)]:  # rotate the order: no model is always first
+                b = self.benches[k]
                 tps = self.train_pass(k, rep)
                 gps, ntok, nsent = self.gen_pass(k)
                 b.train.append(tps)
@@ -617,33 +676,42 @@ def measure_device(args, task, benches: List[Bench], train: list, test: list, de
     say(f"measuring on {device}: {len(benches)} models × {args.reps} repetitions")
     runner = Runner(args, task, benches, train, test, device)
     runner.run()
-    van = benches[0]
+    by_name = {b.name: b for b in benches}
+    stock = benches[0]
+
+    def ratios(b: Bench, ref: Bench) -> Dict[str, float]:
+        if ref is b:  # a reference against itself is exactly 1
+            return {"train": 1.0, "gen": 1.0, "mem": 1.0}
+        return {"train": statistics.median(b.train) / statistics.median(ref.train),
+                "gen": statistics.median(b.gen) / statistics.median(ref.gen),
+                "mem": b.peak_bytes / ref.peak_bytes}
+
     rows = []
     for b in benches:
-        tr, ge = statistics.median(b.train), statistics.median(b.gen)
+        r = ratios(b, by_name[b.reference])
         rows.append({
             "model": b.name,
+            "arch": b.arch,
+            "reference": b.reference,
             "features": b.features,
             "params": b.params,
             "notes": b.notes,
-            "train_tok_s": tr,
-            "train_ratio": tr / statistics.median(van.train),
+            "train_tok_s": statistics.median(b.train),
+            "train_ratio": r["train"],
             "train_tok_s_reps": list(b.train),
-            "gen_tok_s": ge,
-            "gen_ratio": ge / statistics.median(van.gen),
+            "gen_tok_s": statistics.median(b.gen),
+            "gen_ratio": r["gen"],
             "gen_tok_s_reps": list(b.gen),
             "gen_tokens": b.gen_tokens,
             "gen_sentences": b.gen_sentences,
             "gen_mean_len": b.gen_tokens / max(1, b.gen_sentences),
             "peak_mem_mb": b.peak_bytes / 2 ** 20,
-            "mem_ratio": b.peak_bytes / van.peak_bytes,
+            "mem_ratio": r["mem"],
             "held_mem_mb": b.static_bytes / 2 ** 20,
             "mem_residual_bytes": b.mem_residual,
+            "ratios_vs_stock": ratios(b, stock),
+            "targets": None if b.arch == VANILLA else targets_for(b.arch),
         })
-        rows[-1]["targets"] = targets_for(b.name)
-    # vanilla against itself is exactly 1
-    for key in ("train_ratio", "gen_ratio", "mem_ratio"):
-        rows[0][key] = 1.0
     for b in benches:  # free device memory and reset for the next device
         b.model.to("cpu")
         b.gen_model.to("cpu")
@@ -689,33 +757,43 @@ def render(result: dict) -> str:
     out.append(f"- corpus: {result['corpus']['description']}")
     out.append(f"- torch {result['torch']}, fairseq {result['fairseq']}, Python {result['python']}")
     out.append(f"- every model: {s['layers']}+{s['layers']} layers, dim {s['dim']}, {s['heads']} heads, FFN {s['ffn']}; "
-               f"the presets' own dropout; seed {s['seed']}; Adam lr {s['lr']}, label smoothing 0.1")
+               f"its own dropout rates; seed {s['seed']}; Adam lr {s['lr']:g}, label smoothing 0.1")
     out.append(f"- training: {s['batches']} timed batches (≤ {s['max_tokens']} tokens each) after {s['warmup']} warm-up "
-               f"batches, per repetition; generation: {s['gen_batches']} test batches of ≤ {s['gen_batch_size']} "
+               f"batch(es), per repetition; generation: {s['gen_batches']} test batch(es) of ≤ {s['gen_batch_size']} "
                f"sentences, beam {s['beam']}, max length {s['max_len_a']:g}·src+{s['max_len_b']}, untrained weights; "
-               f"{s['reps']} repetitions with the models interleaved, median kept")
+               f"{s['reps']} repetitions with the models interleaved (order rotated each repetition), median kept")
+    if not s.get("no_matched_vanilla"):
+        out.append(f"- ×vanilla: against the row named in the last column: the stock `{VANILLA}` run at the same "
+                   f"dropout rates as the model (a stock `{VANILLA}` has attention dropout 0, the presets do not, and "
+                   f"attention dropout alone costs memory and time), so that only the syntax mechanism differs; "
+                   f"the ratios against the stock `{VANILLA}` are listed below the table")
     for dev in result["devices"]:
         out.append("")
-        where = dev.get("gpu") or f"{dev.get('threads')} torch threads"
+        where = dev.get("gpu") or f"{dev.get('threads')} torch thread(s)"
         out.append(f"## {dev['device']} ({where}; {dev['train_tokens_per_rep']:,} target tokens / "
                    f"{dev['train_sentences_per_rep']} sentences trained and {dev['gen_sentences_per_rep']} sentences "
                    f"decoded per repetition)")
         out.append("")
-        out.append("| model | train tok/s | ×vanilla | gen tok/s | ×vanilla | peak mem MB | ×vanilla |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|")
+        out.append("| model | train tok/s | ×vanilla | gen tok/s | ×vanilla | peak mem MB | ×vanilla | vanilla |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---|")
         for r in dev["rows"]:
             t = r["targets"] or {}
+            ref = "(itself)" if r["reference"] == r["model"] else r["reference"]
             out.append(f"| {r['model']} | {r['train_tok_s']:,.0f} | {_ratio(r['train_ratio'], t.get('train_min'), True)} "
                        f"| {r['gen_tok_s']:,.0f} | {_ratio(r['gen_ratio'], t.get('gen_min'), True)} "
-                       f"| {r['peak_mem_mb']:,.1f} | {_ratio(r['mem_ratio'], t.get('mem_max'), False)} |")
+                       f"| {r['peak_mem_mb']:,.1f} | {_ratio(r['mem_ratio'], t.get('mem_max'), False)} | {ref} |")
         out.append("")
+        stock = dev["rows"][0]["model"]
         for r in dev["rows"]:
             reps = ", ".join(f"{x:,.0f}" for x in r["train_tok_s_reps"])
             greps = ", ".join(f"{x:,.0f}" for x in r["gen_tok_s_reps"])
             resid = r.get("mem_residual_bytes")
             check = "" if not resid else f" (memory accounting residual {resid:,} bytes: not exact)"
+            vs = r["ratios_vs_stock"]
+            vs_stock = "" if r["model"] == stock else (
+                f"; vs stock {stock}: train {vs['train']:.3f}, gen {vs['gen']:.3f}, mem {vs['mem']:.3f}")
             out.append(f"- {r['model']}: features {', '.join(r['features']) or 'none'}; {r['params']:,} parameters; "
-                       f"{'; '.join(r['notes'])}; train tok/s per rep [{reps}]; gen tok/s per rep [{greps}], "
+                       f"{'; '.join(r['notes'])}{vs_stock}; train tok/s per rep [{reps}]; gen tok/s per rep [{greps}], "
                        f"mean hypothesis {r['gen_mean_len']:.1f} tokens; held before the step "
                        f"{r['held_mem_mb']:.1f} MB{check}")
         out.append(f"- peak memory: {dev['memory_method']}")
@@ -723,9 +801,10 @@ def render(result: dict) -> str:
     out.append("")
     if sc:
         ok = sc["ratio"] <= SIDECAR_TARGET
-        out.append(f"**Sidecars** ({', '.join(sc['splits'])} × {'/'.join(sc['sides'])}, {sc['lines_per_side']:,} lines "
-                   f"per side; one process each): fairseq binarization {sc['fairseq_s']:.2f}s, syntax sidecars "
-                   f"{sc['sidecars_s']:.2f}s → sidecars/fairseq {sc['ratio']:.3f} {_mark(ok)} (≤ {SIDECAR_TARGET:g})")
+        out.append(f"**Sidecars** ({'+'.join(sc['splits'])} × {'/'.join(sc['sides'])}, {sc['lines_per_side']:,} lines "
+                   f"per side; one process each; median of {sc['reps']}): fairseq binarization {sc['fairseq_s']:.2f}s "
+                   f"(fairseq_cli.preprocess.main, --workers 1), syntax sidecars {sc['sidecars_s']:.2f}s (build_side, "
+                   f"both sides) → sidecars/fairseq {sc['ratio']:.3f} {_mark(ok)} (≤ {SIDECAR_TARGET:g})")
     else:
         out.append("**Sidecars**: not timed (--no-sidecars)")
     out.append("")
@@ -773,8 +852,16 @@ def run(args) -> int:
 
     import syntrans  # noqa: F401  (registers the task, model and criterion)
 
+    threads = torch.get_num_threads()
     if args.threads:
         torch.set_num_threads(args.threads)
+    try:
+        return _run(args, fairseq, torch)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(args, fairseq, torch) -> int:
     presets = syntax_presets()
     if args.archs:
         wanted = [a.strip() for a in args.archs.split(",") if a.strip()]
@@ -796,7 +883,7 @@ def run(args) -> int:
     timing = None
     if not args.no_sidecars:
         say("timing fairseq binarization vs syntax sidecars")
-        timing = time_preprocessing(corpus)
+        timing = time_preprocessing(corpus, args.sidecar_reps)
     ensure_data_bin(corpus, timing)
 
     torch.manual_seed(args.seed)
@@ -808,11 +895,13 @@ def run(args) -> int:
 
     settings = {k: getattr(args, k) for k in ("layers", "dim", "heads", "ffn", "batches", "warmup", "reps",
                                                "max_tokens", "gen_batches", "gen_batch_size", "beam", "max_len_a",
-                                               "max_len_b", "lr", "seed", "quick")}
+                                               "max_len_b", "lr", "seed", "quick", "no_matched_vanilla",
+                                               "sidecar_reps")}
+    settings["threads"] = torch.get_num_threads()
     result = {
         "corpus": {"name": corpus.name, "description": corpus.description, "data_bin": str(corpus.data_bin)},
         "torch": torch.__version__, "fairseq": fairseq.__version__, "python": sys.version.split()[0],
-        "settings": settings, "models": [VANILLA] + presets, "devices": results,
+        "settings": settings, "models": [b.name for b in benches], "presets": presets, "devices": results,
         "sidecars": None if timing is None else {k: v for k, v in timing.items() if k != "dest"},
         "targets": {"models": {p: targets_for(p) for p in presets}, "sidecars_max": SIDECAR_TARGET},
         "seconds": time.perf_counter() - t_start,
