@@ -53,3 +53,27 @@ def test_train_resume_generate(tiny_data, tmp_path):
     state = torch.load(save / "checkpoint_last.pt", weights_only=True, map_location="cpu")
     assert state["extra_state"]["train_iterator"]["epoch"] >= 1
     assert state["cfg"]["model"].distance_heads == 2
+
+
+def test_hydra_yaml_config(tiny_data, tmp_path):
+    """The model options are dataclass fields: fairseq-hydra-train takes them from YAML."""
+    (tmp_path / "cfg.yaml").write_text(f"""# @package _group_
+common: {{user_dir: {USER_DIR}, log_format: simple, seed: 2}}
+task: {{_name: syntax_translation, data: {tiny_data}, source_lang: src, target_lang: tgt}}
+model: {{_name: distance_transformer_iwslt_de_en, encoder_layers: 1, decoder_layers: 1, encoder_embed_dim: 32,
+        decoder_embed_dim: 32, encoder_ffn_embed_dim: 64, decoder_ffn_embed_dim: 64, distance_heads: 3,
+        distance_tau: 5.0}}
+criterion: {{_name: syntax_label_smoothed_cross_entropy, label_smoothing: 0.1}}
+optimizer: {{_name: adam}}
+lr_scheduler: {{_name: fixed}}
+optimization: {{lr: [0.001], max_update: 2}}
+dataset: {{max_tokens: 1000, num_workers: 0}}
+checkpoint: {{save_dir: {tmp_path / 'ck'}, no_epoch_checkpoints: true}}
+hydra: {{run: {{dir: {tmp_path / 'hydra'}}}}}
+""")
+    run("fairseq-hydra-train", "--config-dir", tmp_path, "--config-name", "cfg")
+    state = torch.load(tmp_path / "ck" / "checkpoint_last.pt", weights_only=True, map_location="cpu")
+    model_cfg = state["cfg"]["model"]
+    assert model_cfg["distance_heads"] == 3 and model_cfg["distance_tau"] == 5.0
+    assert state["cfg"]["model"]["_name"] == "distance_transformer_iwslt_de_en"
+    assert state["optimizer_history"][-1]["num_updates"] == 2

@@ -553,6 +553,7 @@ class Runner:
         self.criterion = SyntaxLabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
         self.generators = []
         for b in benches:
+            b.model.load_state_dict(b.gen_model.state_dict())  # every device starts from the initial weights
             b.model.to(device)
             b.gen_model.to(device)
             b.gen_model.eval()
