@@ -28,9 +28,9 @@ time and memory; so, unless ``--no-matched-vanilla``, each preset whose dropout 
 stock ones is compared with the stock ``transformer`` run at the preset's dropout, attention dropout
 and activation dropout (an extra reference row, e.g. ``transformer[dropout=0.3,attn=0.2,act=0]``):
 only the syntax mechanism differs between a preset and its reference. Ratios against the stock
-``transformer`` are reported as well. Targets (from the issue,
-for the distance-mask presets) are printed next to the ratios with ✓/✗; a miss never changes the
-exit status: speed is reported, never asserted.
+``transformer`` are reported as well. Targets (from the issue, for the distance-mask presets) are
+printed next to the ratios with ✓/✗; a miss never changes the exit status: speed is reported, never
+asserted.
 
 Sidecar timing: on the same corpus, fairseq's binarization (``fairseq_cli.preprocess.main``, the
 first phase of ``syntrans-preprocess``, one worker) against building the syntax sidecars of the same
@@ -86,8 +86,6 @@ QUICK = dict(layers=2, dim=64, heads=4, ffn=128, batches=2, warmup=1, reps=2, ma
              gen_batch_size=8, beam=2, synth_train=200, synth_test=24, max_len_b=5, sidecar_reps=1)
 DEFAULTS = dict(layers=6, dim=256, heads=4, ffn=1024, batches=6, warmup=1, reps=4, max_tokens=2048, gen_batches=2,
                 gen_batch_size=32, beam=4, synth_train=10000, synth_test=500, max_len_b=10, sidecar_reps=3)
-
-log = logging.getLogger("syntrans.benchmark")
 
 
 def say(msg: str) -> None:

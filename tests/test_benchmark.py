@@ -1,0 +1,84 @@
+"""syntrans-benchmark: a --quick run on the synthetic corpus reports every model, ratios and sidecar timing.
+
+Speed is reported, never asserted: no wall-clock thresholds here.
+"""
+import json
+import math
+
+import pytest
+
+from syntrans.cli import benchmark
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    out_json, out_md = tmp / "b.json", tmp / "b.md"
+    rc = benchmark.main(["--quick", "--corpus", "synth", "--device", "cpu", "--work-dir", str(tmp / "work"),
+                         "--json", str(out_json), "--out", str(out_md)])
+    return rc, json.loads(out_json.read_text()), out_md.read_text()
+
+
+def test_presets_are_discovered_from_the_registry():
+    presets = benchmark.syntax_presets()
+    assert "syntax_transformer" not in presets
+    assert {"distance_transformer_iwslt_de_en", "distance_transformer_wmt_en_de"} <= set(presets)
+
+
+def test_quick_run_reports_every_model(quick_run):
+    rc, result, markdown = quick_run
+    assert rc == 0
+    presets = benchmark.syntax_presets()
+    assert result["presets"] == presets
+    assert result["corpus"]["name"] == "synth"
+    (cpu,) = result["devices"]
+    assert cpu["device"] == "cpu"
+    rows = {r["model"]: r for r in cpu["rows"]}
+    assert list(rows) == result["models"]
+    assert cpu["rows"][0]["model"] == "transformer"
+    assert set(presets) <= set(rows)
+    van = rows["transformer"]
+    assert van["reference"] == "transformer" and van["features"] == []
+    for name, r in rows.items():
+        ref = rows[r["reference"]]
+        assert ref["arch"] == "transformer" and ref["reference"] == ref["model"]
+        if r["arch"] == "transformer":  # a reference row: exactly 1 against itself
+            assert r["train_ratio"] == r["gen_ratio"] == r["mem_ratio"] == 1.0
+            assert r["targets"] is None
+        else:  # a preset: same dropout rates as its reference, the syntax features it asked for
+            assert r["notes"][0] == ref["notes"][0]
+            assert r["features"] == ["src_gaps"]
+            assert r["targets"] == {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05}
+        for key in ("train_tok_s", "train_ratio", "gen_tok_s", "gen_ratio", "peak_mem_mb", "mem_ratio",
+                    "held_mem_mb", "gen_mean_len"):
+            assert isinstance(r[key], (int, float)) and math.isfinite(r[key]) and r[key] > 0, (name, key, r[key])
+        assert all(math.isfinite(v) and v > 0 for v in r["ratios_vs_stock"].values())
+        assert len(r["train_tok_s_reps"]) == len(r["gen_tok_s_reps"]) == result["settings"]["reps"]
+        assert all(math.isfinite(x) and x > 0 for x in r["train_tok_s_reps"] + r["gen_tok_s_reps"])
+        assert r["peak_mem_mb"] > r["held_mem_mb"]
+        assert r["mem_residual_bytes"] == 0  # the profiler's allocation events account for the whole step
+        assert r["params"] == van["params"]  # identical dimensions
+        assert f"| {name} |" in markdown
+    assert van["ratios_vs_stock"] == {"train": 1.0, "gen": 1.0, "mem": 1.0}
+    sc = result["sidecars"]
+    for key in ("fairseq_s", "sidecars_s", "ratio"):
+        assert math.isfinite(sc[key]) and sc[key] > 0
+    assert sc["splits"] == ["test", "train"]
+    assert "sidecars/fairseq" in markdown
+
+
+def test_stock_reference_only(tmp_path):
+    out = tmp_path / "b.json"
+    rc = benchmark.main(["--quick", "--corpus", "synth", "--device", "cpu", "--work-dir", str(tmp_path / "work"),
+                         "--archs", "distance_transformer_wmt_en_de", "--no-matched-vanilla", "--no-sidecars",
+                         "--reps", "1", "--json", str(out)])
+    assert rc == 0
+    result = json.loads(out.read_text())
+    assert result["models"] == ["transformer", "distance_transformer_wmt_en_de"]
+    assert result["sidecars"] is None
+    assert all(r["reference"] == "transformer" for r in result["devices"][0]["rows"])
+
+
+def test_subset_and_bad_arch(tmp_path):
+    with pytest.raises(SystemExit):
+        benchmark.main(["--quick", "--corpus", "synth", "--archs", "not_an_arch", "--work-dir", str(tmp_path)])
