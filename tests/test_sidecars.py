@@ -285,7 +285,7 @@ def test_malformed_conllu_field_count(tmp_path, capsys):
     with pytest.raises(ValueError) as e:
         build_side(str(text), str(pfile), str(tmp_path / "out"))
     msg = str(e.value)
-    assert str(pfile) in msg and "10 fields" in msg and "9 found" in msg
+    assert str(pfile) in msg and "10 tab-separated fields" in msg and "found 9" in msg
     assert f"line {k + 1}" in msg  # the 1-based line of the file
     (tmp_path / "bin").mkdir()
     assert preprocess_main(["-s", "src", "-t", "tgt", "--trainpref", str(tmp_path / "train"), "--trainparse",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 from ..syntax.align import bpe_word_index, bpe_words, line_facts
+from ..syntax.gc_pause import gc_paused
 from ..syntax.parsed import group_by_line, read_parsed
 from . import sidecars
 
@@ -49,6 +50,11 @@ def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "
     Every line's word count (BPE pieces joined at ``marker``) must equal its parse's; multi-sentence
     lines, empty lines and failed parses are counted and reported (errors under ``strict``).
     """
+    with gc_paused():
+        return _build_side(text_file, parse_file, out_prefix, marker, binarize, strict)
+
+
+def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> SidecarReport:
     t0 = time.perf_counter()
     rep = SidecarReport(text_file, parse_file)
     with open(text_file, encoding="utf-8") as f:

@@ -17,7 +17,6 @@ import numpy as np
 
 from .gaps import SENTENCE_BREAK
 from .parsed import ParsedSentence
-from .trees import tree_distances
 
 
 def bpe_word_index(pieces: Sequence[str], marker: str = "@@") -> List[int]:
@@ -78,6 +77,6 @@ def line_facts(
             else:
                 if k:
                     dists.append(SENTENCE_BREAK)
-                dists.extend(tree_distances(s.tree, binarize=binarize))
+                dists.extend(s.distances(binarize))
         offset += len(s.words)
     return heads, dists

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Union
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 from stanza.models.constituency.parse_tree import Tree
 from stanza.models.constituency.tree_reader import read_trees
-from stanza.utils.conll import CoNLL
 
-from .trees import count_leaves
+from .gc_pause import gc_paused
+from .trees import count_leaves, scan_brackets, tree_distances
 
 
 @dataclass
@@ -34,6 +35,17 @@ class ParsedSentence:
     tree: Optional[Union[Tree, str]] = None  # stanza Tree or PTB bracket string
     line: Optional[int] = None  # 1-based line of the text corpus
     failed: Optional[str] = None  # why the parser failed, when this is a fallback parse
+    _dists: Optional[List[int]] = field(default=None, repr=False, compare=False)  # cached by validate()
+
+    def distances(self, binarize: bool = False) -> List[int]:
+        """:func:`~syntrans.syntax.trees.tree_distances` of this sentence's tree (cached for bracket strings)."""
+        if self.tree is None:
+            raise ValueError("this sentence has no constituency tree")
+        if binarize or not isinstance(self.tree, str):
+            return tree_distances(self.tree, binarize=binarize)
+        if self._dists is None:
+            self._dists = scan_brackets(self.tree)[1]
+        return self._dists
 
     def validate(self, where: str = "") -> None:
         """Raise ValueError naming ``where`` when the parts of this sentence disagree."""
@@ -48,7 +60,10 @@ class ParsedSentence:
                 raise ValueError(f"{where}: heads must lie in 0..{n}, found {bad[:5]}")
         if self.tree is not None:
             try:
-                m = count_leaves(self.tree)
+                if isinstance(self.tree, str):  # one scan gives the leaf count and the distances
+                    m, self._dists = scan_brackets(self.tree)
+                else:
+                    m = count_leaves(self.tree)
             except ValueError as e:
                 raise ValueError(f"{where}: bad constituency tree: {e}") from None
             if m != n:
@@ -66,6 +81,11 @@ def _sniff_ptb(path: str) -> bool:
 
 def read_parsed(path: str) -> List[ParsedSentence]:
     """Read a parsed corpus (CoNLL-U with or without trees, or PTB brackets); see the module doc."""
+    with gc_paused():
+        return _read_parsed(path)
+
+
+def _read_parsed(path: str) -> List[ParsedSentence]:
     if not os.path.exists(path):
         raise FileNotFoundError(f"parsed corpus {path} does not exist")
     if _sniff_ptb(path):
@@ -82,18 +102,57 @@ def read_parsed(path: str) -> List[ParsedSentence]:
     return read_conllu(path)
 
 
+_BLANK_LINES = re.compile(r"\n\s*\n")
+
+
+def conllu_blocks(path: str) -> Tuple[List[List[List[str]]], List[List[str]]]:
+    """(word rows, comment lines) per sentence of a CoNLL-U file, like stanza's ``CoNLL.load_conll``.
+
+    Our own reader, working on the whole file at once: stanza's line-by-line reader alone took
+    longer than fairseq's whole binarization of the same corpus. A word line must have 10
+    tab-separated fields; errors name the 1-based line of the file.
+    """
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+
+    def line_of(piece: str) -> int:
+        return text.count("\n", 0, max(text.find(piece), 0)) + 1
+
+    blocks: List[List[List[str]]] = []
+    comments: List[List[str]] = []
+    for chunk in _BLANK_LINES.split(text):
+        rows: List[List[str]] = []
+        notes: List[str] = []
+        for line in chunk.split("\n"):
+            if not line.strip():
+                continue
+            if line[0] == "#":
+                notes.append(line)
+                continue
+            fields = line.split("\t")
+            if len(fields) != 10:
+                raise ValueError(f"{path}, line {line_of(line)}: a CoNLL-U word line needs 10 tab-separated fields, "
+                                 f"found {len(fields)}: {line[:80]!r}")
+            rows.append(fields)
+        if rows:
+            blocks.append(rows)
+            comments.append(notes)
+        elif notes:
+            raise ValueError(f"{path}, line {line_of(notes[0])}: a sentence with comments but no word lines")
+    return blocks, comments
+
+
 def read_conllu(path: str) -> List[ParsedSentence]:
-    """Read CoNLL-U with stanza's line reader, keeping ``# line``, ``# parse_failed`` and trees.
+    """Read CoNLL-U, keeping ``# line``, ``# parse_failed`` and ``# constituency`` trees.
 
     Trees stay bracket strings (``tree_distances`` scans them directly; ``as_tree`` parses one).
     Multi-word-token ranges (``7-8``) and empty nodes (``8.1``) are skipped; a head ``_`` means the
     sentence has no dependencies.
     """
     try:
-        with open(path, encoding="utf-8") as f:
-            blocks, comments = CoNLL.load_conll(f)
-    except Exception as e:
-        raise ValueError(f"{path}: not readable as CoNLL-U: {e}") from e
+        blocks, comments = conllu_blocks(path)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text: {e}") from None
     out: List[ParsedSentence] = []
     with_line = 0
     for k, (rows, notes) in enumerate(zip(blocks, comments)):
@@ -112,9 +171,6 @@ def read_conllu(path: str) -> List[ParsedSentence]:
             elif key == "constituency":
                 tree = val.strip()
         rows = [r for r in rows if "-" not in r[0] and "." not in r[0]]
-        if any(len(r) != 10 for r in rows):
-            bad = next(r for r in rows if len(r) != 10)
-            raise ValueError(f"{where}: a CoNLL-U word line needs 10 tab-separated fields, found {len(bad)}: {bad}")
         words = [r[1] for r in rows]
         heads = deprels = None
         if rows and all(r[6] != "_" for r in rows):

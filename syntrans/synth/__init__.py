@@ -7,13 +7,12 @@ a ``random.Random`` seeded by the caller, so a seed fixes the corpus byte for by
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import os
 import random
 import time
 
+from ..syntax.gc_pause import gc_paused
 from ..syntax.parsed import ParsedSentence, write_conllu
 from ..syntax.trees import as_tree
 from .grammar import Grammar, Node, dependencies, to_ptb, words_of
@@ -32,24 +31,11 @@ def parsed_source(root: Node) -> ParsedSentence:
     return ParsedSentence(words=words_of(root), heads=heads, deprels=rels, tree=as_tree(to_ptb(root)))
 
 
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause the cyclic garbage collector: the corpus is a heap of small acyclic objects, and the
-    collector's repeated scans of it would otherwise take about three quarters of the time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def generate_corpus(n: int, seed: int, min_len: int = 3, max_len: int = 40) -> list[tuple[ParsedSentence, ParsedSentence]]:
     """``n`` (source, target) pairs drawn with ``random.Random(seed)``; ``line`` is left None."""
     grammar = Grammar(random.Random(seed))
     pairs = []
-    with _gc_paused():
+    with gc_paused():
         for _ in range(n):
             src = parsed_source(grammar.sentence(min_len, max_len))
             pairs.append((src, transduce_sentence(src)))
