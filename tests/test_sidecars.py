@@ -515,3 +515,10 @@ def test_gum_sidecars(tmp_path):
         pieces = [len(fake_bpe(w)) for w in dep[i].words]
         got = ds[i]["src_gaps"].tolist()
         assert got[:-1] == subword_gaps(tree_distances(const[i].tree), pieces) and got[-1] == EOS_GAP
+
+
+def test_complete_batches_respects_max_tokens():
+    sizes = {0: 5, 1: 9, 2: 3, 3: 8, 4: 2}
+    got = complete_batches(np.arange(5), [np.array([0])], max_sentences=None, max_tokens=16, num_tokens=sizes.get)
+    # missing 1, 2, 3, 4 in order; padded size = longest × count ≤ 16: [1] (9·2 > 16 with 2), [2, 3] (8·2), [4]
+    assert [b.tolist() for b in got[1:]] == [[1], [2, 3], [4]]

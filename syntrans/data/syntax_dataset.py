@@ -11,15 +11,26 @@ from .features import FEATURES
 from .sidecars import Sidecar, validate_side
 
 
-def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentences: Optional[int]) -> List[np.ndarray]:
-    """``batches`` plus batches of the indices they miss (in ``indices`` order, ≤ max_sentences each)."""
+def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentences: Optional[int],
+                     max_tokens: Optional[int] = None, num_tokens=None) -> List[np.ndarray]:
+    """``batches`` plus batches of the indices they miss, in ``indices`` order, each within
+    ``max_sentences`` and (padded like fairseq: longest × count) within ``max_tokens``."""
     indices = np.asarray(indices, dtype=np.int64)
     covered = np.concatenate([np.asarray(b, dtype=np.int64) for b in batches]) if len(batches) else np.zeros(0, np.int64)
     missing = indices[~np.isin(indices, covered)]
     if not len(missing):
         return batches
-    step = max_sentences or len(missing)
-    return list(batches) + [missing[k:k + step] for k in range(0, len(missing), step)]
+    out, cur, longest = list(batches), [], 0
+    for i in missing.tolist():
+        n = int(num_tokens(i)) if (max_tokens and num_tokens is not None) else 0
+        full = (max_sentences and len(cur) >= max_sentences) or (max_tokens and max(longest, n) * (len(cur) + 1) > max_tokens)
+        if cur and full:
+            out.append(np.array(cur, dtype=np.int64))
+            cur, longest = [], 0
+        cur.append(i)
+        longest = max(longest, n)
+    out.append(np.array(cur, dtype=np.int64))
+    return out
 
 
 class SyntaxPairDataset(BaseWrapperDataset):
@@ -85,7 +96,7 @@ class SyntaxPairDataset(BaseWrapperDataset):
         default 8: fairseq-generate would skip up to 7 test sentences); nothing is dropped here.
         """
         batches = self.dataset.batch_by_size(indices, max_tokens, max_sentences, required_batch_size_multiple)
-        return complete_batches(indices, batches, max_sentences)
+        return complete_batches(indices, batches, max_sentences, max_tokens, self.dataset.num_tokens)
 
     def collater(self, samples, pad_to_length=None):
         batch = self.dataset.collater(samples, pad_to_length=pad_to_length)
