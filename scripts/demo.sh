@@ -9,16 +9,16 @@ cd "$(dirname "$0")/.."
 DIR=${DEMO_DIR:-demo}
 UPDATES=${DEMO_UPDATES:-1200}
 NTRAIN=${DEMO_TRAIN:-12000}
-USER_DIR=$(python -c "import os, syntrans; print(os.path.dirname(syntrans.__file__))")
+USER_DIR=$(python -c "import os, syntrans; print(os.path.dirname(syntrans.__file__))" 2>/dev/null)
 export PYTHONWARNINGS=ignore
 mkdir -p "$DIR"
 start=$(date +%s)
 
 echo "== 1. synthetic corpus with gold constituency and dependency parses"
-syntrans-synth --out-dir "$DIR/raw" --train "$NTRAIN" --valid 500 --test 500 --seed 1
+syntrans-synth --out-dir "$DIR/raw" --train "$NTRAIN" --valid 500 --test 500 --seed 1 2>&1 | grep -v tensorboardX
 
 echo "== 2. joint BPE (subword-nmt, 500 merges)"
-cat "$DIR/raw/train.src" "$DIR/raw/train.tgt" | subword-nmt learn-bpe -s 500 > "$DIR/codes"
+cat "$DIR/raw/train.src" "$DIR/raw/train.tgt" | subword-nmt learn-bpe -s 500 > "$DIR/codes" 2>/dev/null
 for split in train valid test; do
   for lang in src tgt; do
     subword-nmt apply-bpe -c "$DIR/codes" < "$DIR/raw/$split.$lang" > "$DIR/$split.bpe.$lang"
@@ -30,7 +30,7 @@ rm -rf "$DIR/data-bin"
 syntrans-preprocess -s src -t tgt --joined-dictionary --workers 2 \
   --trainpref "$DIR/train.bpe" --validpref "$DIR/valid.bpe" --testpref "$DIR/test.bpe" \
   --trainparse "$DIR/raw/train" --validparse "$DIR/raw/valid" --testparse "$DIR/raw/test" \
-  --destdir "$DIR/data-bin" 2>&1 | grep -v " | INFO | "
+  --destdir "$DIR/data-bin" 2>&1 | grep -v "INFO"
 
 # the shared model and optimizer settings live in configs/demo.args (one flag per line)
 mapfile -t MODEL_FLAGS < <(grep -v '^\s*#' configs/demo.args | grep -v '^\s*$' | xargs -n1)
