@@ -3,11 +3,11 @@
 #   synthetic corpus with gold parses → BPE → syntrans-preprocess (fairseq binarization + sidecars)
 #   → fairseq-train: vanilla Transformer and distance-mask model, identical settings
 #   → fairseq-generate on the test set → a table of sacreBLEU and validation loss.
-# Environment knobs: DEMO_DIR (default demo/), DEMO_UPDATES (default 1200), DEMO_TRAIN (default 12000).
+# Environment knobs: DEMO_DIR (default demo/), DEMO_UPDATES (default 600), DEMO_TRAIN (default 12000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${DEMO_DIR:-demo}
-UPDATES=${DEMO_UPDATES:-1200}
+UPDATES=${DEMO_UPDATES:-600}
 NTRAIN=${DEMO_TRAIN:-12000}
 USER_DIR=$(python -c "import os, syntrans; print(os.path.dirname(syntrans.__file__))" 2>/dev/null)
 export PYTHONWARNINGS=ignore
