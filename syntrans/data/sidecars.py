@@ -11,7 +11,7 @@ line, where ``kind`` is one of :data:`KINDS`:
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterable, Optional, Sequence
+from typing import Dict, Iterable, Sequence
 
 import numpy as np
 from fairseq.data import indexed_dataset
@@ -101,9 +101,3 @@ def validate_side(side: Dict[str, Sidecar], token_sizes: np.ndarray, what: str) 
                 f"{side['dist'].prefix}: sentence {i} (line {i + 1} of the text) has {side['dist'].sizes[i]} gaps but "
                 f"{side['head'].prefix} has {side['head'].sizes[i]} words"
             )
-
-
-def words_in(side: Dict[str, Sidecar], i: int, word: Optional[np.ndarray] = None) -> int:
-    """Number of words of sentence i, from the word map."""
-    w = side["word"][i] if word is None else word
-    return int(w[-1]) + 1 if len(w) else 0

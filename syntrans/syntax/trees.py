@@ -5,7 +5,7 @@ Pure Python; accepts stanza ``Tree`` objects or PTB bracket strings.
 from __future__ import annotations
 
 import re
-from typing import List, Sequence, Tuple, Union
+from typing import List, Tuple, Union
 
 from stanza.models.constituency.parse_tree import Tree
 from stanza.models.constituency.tree_reader import read_trees
@@ -65,6 +65,8 @@ def binarize(tree: TreeLike) -> Tree:
         done[id(node)] = Tree(label=node.label, children=kids)
     return done[id(top)]
 
+
+_binarize = binarize  # tree_distances' parameter of the same name hides the function
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
@@ -141,8 +143,6 @@ def tree_distances(tree: TreeLike, binarize: bool = False) -> List[int]:
     return _distances(node)
 
 
-_binarize = binarize
-
 
 def _distances(root: Tree) -> List[int]:
     # iterative post-order so that very deep (e.g. right-branching) trees cannot hit the recursion limit
@@ -175,10 +175,3 @@ def tree_height(tree: TreeLike) -> int:
     """Height counted like :func:`tree_distances`: branching nodes on the longest root-to-leaf path."""
     d = tree_distances(tree)
     return max(d, default=0)
-
-
-def check_tokens(tree: TreeLike, words: Sequence[str]) -> None:
-    """Raise ValueError when a tree's leaves are not the given words in number."""
-    n = len(leaves(tree))
-    if n != len(words):
-        raise ValueError(f"tree has {n} leaves but the sentence has {len(words)} words")
