@@ -1,0 +1,1 @@
+"""``syntrans-benchmark``'s building blocks: corpus, models, measurement and report (see :mod:`syntrans.cli.benchmark`)."""
