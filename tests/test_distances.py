@@ -204,6 +204,16 @@ def test_single_word_and_unary_only():
     assert tree_distances("(ROOT (S (VP (NP (NN a) (NN b)))))") == [1]
 
 
+def assert_lca_heights(d, h, n):
+    """n − 1 distances, each exactly the branching height of its LCA, so Definition 2.1 holds:
+    sign(d_i − d_j) = sign(h_i − h_j) for all i, j."""
+    assert len(d) == n - 1
+    assert d == h
+    for i in range(len(d)):
+        for j in range(len(d)):
+            assert sign(d[i] - d[j]) == sign(h[i] - h[j])
+
+
 @FAST
 @given(random_trees())
 def test_definition_2_1_against_brute_force(tree):
@@ -211,13 +221,7 @@ def test_definition_2_1_against_brute_force(tree):
     d = tree_distances(ptb)
     h = brute_force_lca_heights(tree)
     n = len(ref_leaves(tree))
-    assert len(d) == n - 1
-    # Algorithm 1 yields exactly the branching height of the LCA ...
-    assert d == h
-    # ... and so Definition 2.1 holds: sign(d_i − d_j) = sign(h_i − h_j) for all i, j
-    for i in range(len(d)):
-        for j in range(len(d)):
-            assert sign(d[i] - d[j]) == sign(h[i] - h[j])
+    assert_lca_heights(d, h, n)
 
 
 @FAST
@@ -228,11 +232,7 @@ def test_binarized_distances_against_brute_force(tree):
     btree = ref_binarize(tree)
     assert ref_leaves(btree) == ref_leaves(tree)
     h = brute_force_lca_heights(btree)
-    assert len(d) == len(ref_leaves(tree)) - 1
-    assert d == h
-    for i in range(len(d)):
-        for j in range(len(d)):
-            assert sign(d[i] - d[j]) == sign(h[i] - h[j])
+    assert_lca_heights(d, h, len(ref_leaves(tree)))
 
 
 @FAST

@@ -15,21 +15,27 @@ FAST = settings(max_examples=50, deadline=None, suppress_health_check=[HealthChe
 
 # --------------------------------------------------------------------------- references (plain Python)
 
-def brute_hard(g):
-    """Algorithm 2 with loops: M[i, j] for gaps g (length T − 1); ties do not stop a range."""
+def brute_mask(g, factor):
+    """M[i, j] with loops: 1 for |i − j| ≤ 1, else the product of factor(reference gap, g_k) over the
+    gaps between i and j (reference g_{i−1} to the left, g_i to the right)."""
     T = len(g) + 1
     M = [[0.0] * T for _ in range(T)]
     for i in range(T):
         for j in range(T):
             if abs(i - j) <= 1:
                 M[i][j] = 1.0
-            elif j < i - 1:
-                ref = g[i - 1]
-                M[i][j] = 1.0 if all(g[k] <= ref for k in range(j, i - 1)) else 0.0
-            else:
-                ref = g[i]
-                M[i][j] = 1.0 if all(g[m] <= ref for m in range(i + 1, j)) else 0.0
+                continue
+            ref, ks = (g[i - 1], range(j, i - 1)) if j < i - 1 else (g[i], range(i + 1, j))
+            p = 1.0
+            for k in ks:
+                p *= factor(ref, g[k])
+            M[i][j] = p
     return M
+
+
+def brute_hard(g):
+    """Algorithm 2 with loops: a range stops at a gap larger than the reference; ties do not stop it."""
+    return brute_mask(g, lambda ref, gk: 1.0 if gk <= ref else 0.0)
 
 
 def sigmoid(x):
@@ -42,23 +48,7 @@ def sigmoid(x):
 
 def brute_soft(g, tau):
     """Eq. 6–7 with loops in float64: products of σ(2(g_ref − g_k)/τ)."""
-    T = len(g) + 1
-    M = [[0.0] * T for _ in range(T)]
-    for i in range(T):
-        for j in range(T):
-            if abs(i - j) <= 1:
-                M[i][j] = 1.0
-            elif j < i - 1:
-                p = 1.0
-                for k in range(j, i - 1):
-                    p *= sigmoid(2.0 * (g[i - 1] - g[k]) / tau)
-                M[i][j] = p
-            else:
-                p = 1.0
-                for m in range(i + 1, j):
-                    p *= sigmoid(2.0 * (g[i] - g[m]) / tau)
-                M[i][j] = p
-    return M
+    return brute_mask(g, lambda ref, gk: sigmoid(2.0 * (ref - gk) / tau))
 
 
 def brute_soft_log(g, tau):
