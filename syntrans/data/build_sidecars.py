@@ -70,14 +70,13 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
         groups = group_by_line(sentences, len(lines), parse_file)
     except ValueError as e:
         raise SidecarError(f"{e} ({text_file})") from None
-    with_tree = sum(s.tree is not None for s in sentences)
-    with_heads = sum(s.heads is not None for s in sentences)
-    for have, what in ((with_tree, "a constituency tree"), (with_heads, "dependency heads")):
-        if 0 < have < len(sentences):
-            first = next(s for s in sentences if (s.tree if what.startswith("a") else s.heads) is None)
-            raise SidecarError(f"{parse_file}: {have} of {len(sentences)} sentences have {what}; the sentence for "
-                               f"line {first.line} has none (all or none must)")
-    need_tree, need_heads = with_tree > 0, with_heads > 0
+    for attr, what in (("tree", "a constituency tree"), ("heads", "dependency heads")):
+        lacking = [s for s in sentences if getattr(s, attr) is None]
+        if 0 < len(lacking) < len(sentences):
+            raise SidecarError(f"{parse_file}: {len(sentences) - len(lacking)} of {len(sentences)} sentences have {what}; "
+                               f"the sentence for line {lacking[0].line} has none (all or none must)")
+    need_tree = any(s.tree is not None for s in sentences)
+    need_heads = any(s.heads is not None for s in sentences)
     word_items, head_items, dist_items = [], [], []
     for ln, (text, sents) in enumerate(zip(lines, groups), 1):
         pieces = text.split()
