@@ -31,7 +31,7 @@ def pair(embed=16, heads=4, seed=0):
     stock = MultiheadAttention(embed, heads, self_attention=True).eval()
     ours = MultiheadAttention(embed, heads, self_attention=True).eval()
     ours.__class__ = SyntaxBiasedMultiheadAttention
-    ours.syntax_bias = None
+    ours.init_syntax()
     ours.load_state_dict(stock.state_dict())
     return stock, ours
 

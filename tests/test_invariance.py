@@ -1,12 +1,18 @@
 """A sentence's encoder output and beam-search hypothesis do not depend on the rest of its batch
-(left-padded source, longer neighbours), for the vanilla and the distance-mask model."""
+(left-padded source, longer neighbours), for the vanilla model and every source-syntax method."""
 import pytest
 import torch
 from conftest import build_task_and_model
 from fairseq.sequence_generator import SequenceGenerator
 
 ARCHS = [("transformer", ()), ("distance_transformer_iwslt_de_en", ("--distance-heads", "2")),
-         ("distance_transformer_iwslt_de_en", ("--distance-heads", "4", "--distance-hard"))]
+         ("distance_transformer_iwslt_de_en", ("--distance-heads", "4", "--distance-hard")),
+         ("pascal_transformer_iwslt_de_en", ()), ("pascal_transformer_iwslt_de_en", ("--pascal-heads", "3")),
+         ("lisa_transformer_iwslt_de_en", ()), ("lisa_transformer_iwslt_de_en", ("--lisa-gold-parents",)),
+         # distance heads 0-1, PASCAL head 2, LISA head 3 of layer 0; LISA head 0 of layer 1
+         ("distance_transformer_iwslt_de_en", ("--distance-heads", "2", "--pascal-layers", "0", "--pascal-heads", "1",
+                                               "--lisa-layers", "0,1"))]
+HYP_ARCHS = [a for a in ARCHS if "--distance-hard" not in a[1] and "--pascal-heads" not in a[1]]
 
 
 def setup(data, arch, extra):
@@ -40,7 +46,7 @@ def test_encoder_output_batch_invariant(tiny_data, arch, extra):
     torch.testing.assert_close(enc_mixed[-T:, row], enc_alone[:, 0], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("arch,extra", ARCHS[:2])
+@pytest.mark.parametrize("arch,extra", HYP_ARCHS)
 def test_hypothesis_batch_invariant(tiny_data, arch, extra):
     task, model, ds = setup(tiny_data, arch, extra)
     short, longs = pick(ds)
@@ -63,6 +69,22 @@ def test_distance_model_reads_gaps(tiny_data):
     with torch.no_grad():
         a = model.encoder.forward_torchscript(net)["encoder_out"][0]
         net["src_gaps"] = torch.flip(net["src_gaps"], dims=[1])
+        b = model.encoder.forward_torchscript(net)["encoder_out"][0]
+    assert not torch.allclose(a, b)
+
+
+@pytest.mark.parametrize("arch,feature", [("pascal_transformer_iwslt_de_en", "src_parent_middle"),
+                                          ("lisa_transformer_iwslt_de_en", "src_parent_first")])
+def test_parent_models_read_parents(tiny_data, arch, feature):
+    """PASCAL and LISA (with its oracle) use the batch's parents: other parents give another encoder output."""
+    task, model, ds = setup(tiny_data, arch, ("--lisa-gold-parents",) if "lisa" in arch else ())
+    sample = ds.collater([ds[i] for i in range(4)])
+    net = dict(sample["net_input"])
+    with torch.no_grad():
+        a = model.encoder.forward_torchscript(net)["encoder_out"][0]
+        real = net[feature] >= 0
+        last_word = torch.full_like(net[feature], net["src_tokens"].size(1) - 2)  # every parent → the token before EOS
+        net[feature] = torch.where(real, last_word, net[feature])
         b = model.encoder.forward_torchscript(net)["encoder_out"][0]
     assert not torch.allclose(a, b)
 

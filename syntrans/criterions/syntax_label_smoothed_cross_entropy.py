@@ -43,6 +43,9 @@ class SyntaxLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCriterio
             logging_output[f"{_PREFIX}{name}:n"] = count
         if aux:
             logging_output["loss"] = loss.data
+        for name, item in sorted(((extra or {}).get("aux_metrics") or {}).items()):
+            logging_output[f"{_PREFIX}{name}"] = utils.item(item["value"])
+            logging_output[f"{_PREFIX}{name}:n"] = float(utils.item(item["ntokens"]))
         if self.report_accuracy:
             n_correct, total = self.compute_accuracy(model, net_output, sample)
             logging_output["n_correct"] = utils.item(n_correct.data)

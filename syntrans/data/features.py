@@ -15,6 +15,10 @@ import torch
 
 from ..syntax.align import pieces_per_word
 from ..syntax.gaps import EOS_GAP, subword_gaps_array
+from ..syntax.parents import subword_parents_array
+
+#: Parent position of a token that has none (EOS, padding).
+NO_PARENT = -1
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,7 @@ class Feature:
     pad: int  # value at padding positions
     build: Callable[[Dict[str, np.ndarray]], np.ndarray]  # word-level arrays → (tokens incl. EOS,)
     finish: Callable[[torch.Tensor], torch.Tensor] = lambda t: t  # (B, T) padded → what the model gets
+    positions: bool = False  # values ≥ 0 are token positions in the sentence: shifted by the left padding
 
 
 def _gaps_per_token(arrays: Dict[str, np.ndarray]) -> np.ndarray:
@@ -34,7 +39,23 @@ def _gaps_per_token(arrays: Dict[str, np.ndarray]) -> np.ndarray:
     return np.append(gaps, EOS_GAP)
 
 
+def _parents_per_token(mode: str, dtype) -> Callable[[Dict[str, np.ndarray]], np.ndarray]:
+    """Subword parent positions (:func:`subword_parents_array`) with ``NO_PARENT`` in the EOS slot: (n_sub + 1,)."""
+
+    def build(arrays: Dict[str, np.ndarray]) -> np.ndarray:
+        parents = subword_parents_array(arrays["head"], pieces_per_word(arrays["word"]), mode)
+        return np.append(parents, NO_PARENT).astype(dtype)
+
+    return build
+
+
 FEATURES: Dict[str, Feature] = {
     # gaps between consecutive source tokens, (B, T−1) after padding like src_tokens
     "src_gaps": Feature("src_gaps", "source", ("word", "dist"), EOS_GAP, _gaps_per_token, lambda t: t[:, :-1]),
+    # PASCAL: mean position of the head word's subwords, (B, T) float32 in padded coordinates
+    "src_parent_middle": Feature("src_parent_middle", "source", ("word", "head"), NO_PARENT,
+                                 _parents_per_token("middle", np.float32), positions=True),
+    # LISA: first subword of the head word, (B, T) int64 in padded coordinates
+    "src_parent_first": Feature("src_parent_first", "source", ("word", "head"), NO_PARENT,
+                                _parents_per_token("first", np.int64), positions=True),
 }

@@ -112,5 +112,8 @@ class SyntaxPairDataset(BaseWrapperDataset):
                 ref, left = batch["target"], self.dataset.left_pad_target
             values = [by_id[i][name] for i in order]
             padded = data_utils.collate_tokens(values, f.pad, left_pad=left, pad_to_length=ref.size(1))
+            if f.positions and left:  # positions within the sentence → positions in the left-padded row
+                shift = torch.tensor([ref.size(1) - len(v) for v in values], dtype=padded.dtype).unsqueeze(1)
+                padded = torch.where(padded >= 0, padded + shift, padded)
             batch["net_input"][name] = f.finish(padded)
         return batch

@@ -22,6 +22,37 @@ class DistanceMaskOptions(FairseqDataclass):
     )
 
 
+@dataclass
+class PascalOptions(FairseqDataclass):
+    """PASCAL heads (Bugliarello & Okazaki 2020): scaled scores ⊙ N(j; parent_i, σ²) in chosen heads."""
+
+    pascal_layers: str = field(
+        default="", metadata={"help": "comma-separated 0-based encoder layers with PASCAL heads; empty: none"}
+    )
+    pascal_heads: int = field(
+        default=0, metadata={"help": "number of PASCAL heads per chosen layer (after any distance-mask heads)"}
+    )
+    pascal_sigma: float = field(default=1.0, metadata={"help": "standard deviation σ of the parent Gaussian"})
+    pascal_ignore: float = field(
+        default=0.0, metadata={"help": "parent ignoring: probability q that a query row's weights are ones in training"}
+    )
+
+
+@dataclass
+class LisaOptions(FairseqDataclass):
+    """LISA heads (Strubell et al. 2018, as in Bugliarello & Okazaki 2020): a bi-affine head trained to attend to parents."""
+
+    lisa_layers: str = field(
+        default="", metadata={"help": "comma-separated 0-based encoder layers with one LISA head each; empty: none"}
+    )
+    lisa_weight: float = field(default=1.0, metadata={"help": "weight of the LISA parent loss"})
+    lisa_gold_parents: bool = field(
+        default=False,
+        metadata={"help": "at evaluation the LISA head attends to the gold parent (oracle); set at generation "
+                          "time with --model-overrides \"{'lisa_gold_parents': True}\""},
+    )
+
+
 def parse_layers(spec: str, num_layers: int, flag: str) -> List[int]:
     """'0,2' → [0, 2], checked against the number of layers."""
     spec = (spec or "").strip()

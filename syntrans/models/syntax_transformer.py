@@ -5,7 +5,7 @@ stock Transformer. Paper settings are registered as architecture presets at the 
 """
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import Dict, List, Optional, Set
 
 import torch
 from fairseq.dataclass.utils import gen_parser_from_dataclass
@@ -16,32 +16,65 @@ from fairseq.models.transformer.transformer_legacy import base_architecture, tra
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
-from ..modules.distance_bias import distance_head_bias
+from ..modules.aux_losses import merge_aux, report_aux_loss, report_aux_metric
+from ..modules.distance_bias import distance_log_mask
+from ..modules.head_plan import HeadPlan, SyntaxBatch
+from ..modules.pascal import pascal_weights
 from ..modules.syntax_attention import SyntaxBiasedMultiheadAttention
-from .options import DistanceMaskOptions, parse_layers
+from .options import DistanceMaskOptions, LisaOptions, PascalOptions, parse_layers
 
 
 class SyntaxEncoderLayer(TransformerEncoderLayerBase):
-    """A stock encoder layer whose self-attention accepts a per-head syntax bias."""
+    """A stock encoder layer whose self-attention accepts per-head syntax mechanisms."""
 
     def build_self_attention(self, embed_dim, cfg):
         attn = super().build_self_attention(embed_dim, cfg)
-        attn.__class__ = SyntaxBiasedMultiheadAttention  # same parameters and constructor; adds a bias hook
-        attn.syntax_bias = None
+        attn.__class__ = SyntaxBiasedMultiheadAttention  # same parameters and constructor; adds syntax hooks
+        attn.init_syntax()
         return attn
 
 
+def _layers(cfg, name: str, num_layers: int) -> List[int]:
+    return parse_layers(getattr(cfg, name, ""), num_layers, "--" + name.replace("_", "-"))
+
+
 class SyntaxTransformerEncoder(TransformerEncoderBase):
-    """Encoder that builds the syntax biases of a batch once and hands them to the chosen layers."""
+    """Encoder that builds the syntax inputs of a batch once and hands them to the chosen layers.
+
+    In each layer the syntax heads are consecutive from head 0: distance-mask heads, then PASCAL heads,
+    then the LISA head (:class:`HeadPlan`); the remaining heads are stock.
+    """
 
     def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
-        self.num_heads = cfg.encoder.attention_heads
-        self.distance_layers = parse_layers(getattr(cfg, "distance_layers", ""), len(self.layers), "--distance-layers")
+        self.num_heads = H = cfg.encoder.attention_heads
+        n = len(self.layers)
+        self.distance_layers = _layers(cfg, "distance_layers", n)
         self.distance_heads = int(getattr(cfg, "distance_heads", 0) or 0)
         self.distance_tau = None if getattr(cfg, "distance_hard", False) else float(getattr(cfg, "distance_tau", 10.0))
-        if self.distance_layers and not 1 <= self.distance_heads <= self.num_heads:
-            raise ValueError(f"--distance-heads must lie in 1..{self.num_heads} (encoder heads), found {self.distance_heads}")
+        self.pascal_layers = _layers(cfg, "pascal_layers", n)
+        self.pascal_heads = int(getattr(cfg, "pascal_heads", 0) or 0)
+        self.pascal_sigma = float(getattr(cfg, "pascal_sigma", 1.0))
+        self.lisa_layers = _layers(cfg, "lisa_layers", n)
+        self.lisa_weight = float(getattr(cfg, "lisa_weight", 1.0))
+        for flag, layers, heads in (("--distance-heads", self.distance_layers, self.distance_heads),
+                                    ("--pascal-heads", self.pascal_layers, self.pascal_heads)):
+            if layers and not 1 <= heads <= H:
+                raise ValueError(f"{flag} must lie in 1..{H} (encoder heads), found {heads}")
+        if self.pascal_layers and not self.pascal_sigma > 0:
+            raise ValueError(f"--pascal-sigma must be > 0, found {self.pascal_sigma}")
+        q = float(getattr(cfg, "pascal_ignore", 0.0))
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"--pascal-ignore is a probability in [0, 1], found {q}")
+        if self.lisa_layers and cfg.checkpoint_activations:
+            raise ValueError("LISA's parent loss is computed inside the attention and would lose its gradient under "
+                             "--checkpoint-activations; train LISA models without it")
+        for i in range(n):
+            plan = HeadPlan(H, distance=self.distance_heads if i in self.distance_layers else 0,
+                            pascal=self.pascal_heads if i in self.pascal_layers else 0,
+                            lisa=1 if i in self.lisa_layers else 0)
+            if plan.active:
+                self._attn(i).configure(plan, q, bool(getattr(cfg, "lisa_gold_parents", False)))
 
     def build_encoder_layer(self, cfg):
         layer = SyntaxEncoderLayer(cfg, return_fc=self.return_fc)
@@ -51,33 +84,73 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpoint else 0)
 
     def syntax_features(self) -> Set[str]:
-        return {"src_gaps"} if self.distance_layers else set()
+        wanted = set()
+        if self.distance_layers:
+            wanted.add("src_gaps")
+        if self.pascal_layers:
+            wanted.add("src_parent_middle")
+        if self.lisa_layers:
+            wanted.add("src_parent_first")
+        return wanted
 
     def _attn(self, i: int) -> SyntaxBiasedMultiheadAttention:
         return self.layers[i].self_attn
 
-    def set_syntax_biases(self, src_tokens: torch.Tensor, src_gaps: Optional[torch.Tensor]) -> None:
-        """Build each mechanism's head bias once for the batch and give it to its layers.
+    def _feature(self, features: Dict[str, Optional[torch.Tensor]], name: str, shape) -> torch.Tensor:
+        value = features.get(name)
+        if value is None:
+            raise ValueError(f"this model's syntax heads need {name} in net_input: train and generate with "
+                             "--task syntax_translation on data with syntax sidecars")
+        if tuple(value.shape) != tuple(shape):
+            raise ValueError(f"{name} has shape {tuple(value.shape)}, expected {tuple(shape)} for these src_tokens")
+        return value
 
-        The bias stays set until the next forward, so activation checkpointing recomputes with it.
+    def syntax_batch(self, src_tokens: torch.Tensor, features: Dict[str, Optional[torch.Tensor]]) -> SyntaxBatch:
+        """The syntax inputs of a batch, built once on the device of ``src_tokens``."""
+        B, T = src_tokens.shape
+        batch = SyntaxBatch(pad_mask=src_tokens.eq(self.padding_idx))
+        if self.distance_layers:
+            gaps = self._feature(features, "src_gaps", (B, T - 1))
+            batch.distance_log_mask = distance_log_mask(gaps, batch.pad_mask, self.distance_tau, self.embed_tokens.weight.dtype)
+        if self.pascal_layers:
+            parents = self._feature(features, "src_parent_middle", (B, T))
+            batch.pascal_weights = pascal_weights(parents, T, self.pascal_sigma)
+        if self.lisa_layers:
+            batch.parents_first = self._feature(features, "src_parent_first", (B, T)).long()
+        return batch
+
+    def set_syntax_batch(self, src_tokens: torch.Tensor, features: Dict[str, Optional[torch.Tensor]]) -> None:
+        """Give every layer with syntax heads this batch's inputs (distance-only layers: one shared additive bias).
+
+        They stay set until the next forward, so activation checkpointing recomputes with them.
         """
-        if not self.distance_layers:
+        if not (self.distance_layers or self.pascal_layers or self.lisa_layers):
             return
-        if src_gaps is None:
-            raise ValueError("this model has distance-mask heads and needs src_gaps in net_input: "
-                             "train and generate with --task syntax_translation on data with syntax sidecars")
-        if src_gaps.shape != (src_tokens.size(0), src_tokens.size(1) - 1):
-            raise ValueError(f"src_gaps has shape {tuple(src_gaps.shape)}, expected (B, T-1) for src_tokens "
-                             f"{tuple(src_tokens.shape)}")
-        bias = distance_head_bias(src_gaps, src_tokens.eq(self.padding_idx), self.num_heads, self.distance_heads,
-                                  self.distance_tau, self.embed_tokens.weight.dtype)
-        for i in self.distance_layers:
-            self._attn(i).syntax_bias = bias
+        batch = self.syntax_batch(src_tokens, features)
+        for layer in self.layers:
+            attn = layer.self_attn
+            if attn.plan.explicit:
+                attn.syntax_batch = batch
+            elif attn.plan.distance:
+                attn.syntax_bias = batch.distance_bias(self.num_heads, attn.plan.distance)
+
+    def aux_outputs(self) -> Dict:
+        """The LISA parent loss (per real source token and LISA layer) and the LISA heads' attachment score (%)."""
+        extra: Dict = {}
+        stats = [s for s in (self._attn(i).lisa_stats for i in self.lisa_layers) if s is not None]
+        if stats:
+            loss, count, hits = (sum(x) for x in zip(*stats))
+            report_aux_loss(extra, "lisa", loss, count, self.lisa_weight)
+            report_aux_metric(extra, "lisa_uas", 100.0 * hits.float(), count)
+        return extra
 
     def forward(self, src_tokens, src_lengths: Optional[torch.Tensor] = None, return_all_hiddens: bool = False,
-                token_embeddings: Optional[torch.Tensor] = None, src_gaps: Optional[torch.Tensor] = None, **unused):
-        self.set_syntax_biases(src_tokens, src_gaps)
-        return super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
+                token_embeddings: Optional[torch.Tensor] = None, **features):
+        self.set_syntax_batch(src_tokens, features)
+        out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
+        if self.lisa_layers:
+            out["syntax_aux"] = self.aux_outputs()
+        return out
 
 
 @register_model("syntax_transformer")
@@ -87,7 +160,8 @@ class SyntaxTransformerModel(TransformerModel):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        gen_parser_from_dataclass(parser, DistanceMaskOptions(), delete_default=True)
+        for options in (DistanceMaskOptions(), PascalOptions(), LisaOptions()):
+            gen_parser_from_dataclass(parser, options, delete_default=True)
 
     @classmethod
     def build_model(cls, args, task):
@@ -106,9 +180,11 @@ class SyntaxTransformerModel(TransformerModel):
                 features_only: bool = False, alignment_layer: Optional[int] = None,
                 alignment_heads: Optional[int] = None, **syntax):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens, **syntax)
-        return self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
-                            alignment_layer=alignment_layer, alignment_heads=alignment_heads,
-                            src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
+                                alignment_layer=alignment_layer, alignment_heads=alignment_heads,
+                                src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        merge_aux(extra, encoder_out.get("syntax_aux") or {})
+        return x, extra
 
 
 def _default(args, name: str, value) -> None:
@@ -122,6 +198,13 @@ def syntax_base_architecture(args):
     _default(args, "distance_heads", 0)
     _default(args, "distance_tau", 10.0)
     _default(args, "distance_hard", False)
+    _default(args, "pascal_layers", "")
+    _default(args, "pascal_heads", 0)
+    _default(args, "pascal_sigma", 1.0)
+    _default(args, "pascal_ignore", 0.0)
+    _default(args, "lisa_layers", "")
+    _default(args, "lisa_weight", 1.0)
+    _default(args, "lisa_gold_parents", False)
     base_architecture(args)
 
 
@@ -145,6 +228,45 @@ def distance_transformer_wmt_en_de(args):
     _default(args, "distance_heads", 2)
     _default(args, "dropout", 0.1)
     _default(args, "attention_dropout", 0.1)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "pascal_transformer_wmt_en_de")
+def pascal_transformer_wmt_en_de(args):
+    """Bugliarello & Okazaki 2020 (§5), WMT16 en-de: Transformer base, 5 PASCAL heads of 8 in encoder layer 0,
+    σ = 1, no parent ignoring (other datasets' heads/q: configs/pascal/)."""
+    _default(args, "pascal_layers", "0")
+    _default(args, "pascal_heads", 5)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "pascal_transformer_iwslt_de_en")
+def pascal_transformer_iwslt_de_en(args):
+    """PASCAL at IWSLT size (no published IWSLT setting: 2 PASCAL heads of 4 in encoder layer 0, σ = 1,
+    q = 0; dropout 0.3, attention dropout 0.2 as Hou et al.'s IWSLT comparison)."""
+    _default(args, "pascal_layers", "0")
+    _default(args, "pascal_heads", 2)
+    _default(args, "dropout", 0.3)
+    _default(args, "attention_dropout", 0.2)
+    transformer_iwslt_de_en(args)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "lisa_transformer_wmt_en_de")
+def lisa_transformer_wmt_en_de(args):
+    """LISA as in Bugliarello & Okazaki 2020 (§5): Transformer base, head 0 of encoder layer 0 bi-affine and
+    trained on first-subword parents with weight 1.0."""
+    _default(args, "lisa_layers", "0")
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "lisa_transformer_iwslt_de_en")
+def lisa_transformer_iwslt_de_en(args):
+    """LISA at IWSLT size: head 0 of encoder layer 0, weight 1.0; dropout 0.3, attention dropout 0.2."""
+    _default(args, "lisa_layers", "0")
+    _default(args, "dropout", 0.3)
+    _default(args, "attention_dropout", 0.2)
+    transformer_iwslt_de_en(args)
     syntax_base_architecture(args)
 
 

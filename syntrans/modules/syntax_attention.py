@@ -1,26 +1,55 @@
-"""Multi-head attention that adds a per-head syntax bias to the scores of some heads.
+"""Encoder self-attention whose heads can run syntax mechanisms (distance-mask, PASCAL, LISA).
 
-With no bias set it is fairseq's ``MultiheadAttention`` unchanged (same code path, same kernels).
-With a bias it computes softmax(QKᵀ/√d + bias_h) per head h through the same fused path, the bias
-being 0 for heads without syntax.
+* No mechanism: fairseq's ``MultiheadAttention`` unchanged (same code path, same kernels).
+* Distance-mask heads only: softmax(QKᵀ/√d + bias_h) through the same fused path, the additive bias
+  being 0 for heads without syntax.
+* PASCAL or LISA heads: the scores are formed explicitly (:meth:`_explicit_forward`), in the same order
+  of operations as fairseq's unfused attention, so heads without syntax give the same numbers.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import torch
+from fairseq import utils
 from fairseq.modules import MultiheadAttention
+
+from .head_plan import HeadPlan, SyntaxBatch
+from .lisa import BiaffineScorer, gold_parent_rows, parent_loss
+from .pascal import ignore_parents
 
 
 class SyntaxBiasedMultiheadAttention(MultiheadAttention):
-    """fairseq MultiheadAttention plus an optional additive score bias for a batch (set by the encoder)."""
+    """fairseq MultiheadAttention plus per-head syntax mechanisms for one batch (set by the encoder)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.syntax_bias: Optional[torch.Tensor] = None  # (B·H, T, S) in the scores' dtype, or None
+        self.init_syntax()
+
+    def init_syntax(self) -> None:
+        """Plain attributes of the syntax hooks (also called after a class swap of a stock module)."""
+        self.syntax_bias: Optional[torch.Tensor] = None  # (B·H, T, S) additive, for the fused path
+        self.syntax_batch: Optional[SyntaxBatch] = None  # per-batch inputs of the explicit path
+        self.plan = HeadPlan(self.num_heads)
+        self.pascal_ignore = 0.0  # parent-ignoring probability q
+        self.lisa_gold_parents = False  # oracle: at evaluation the LISA head attends to the gold parent
+        self.lisa_stats: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None  # loss, tokens, hits
+
+    def configure(self, plan: HeadPlan, pascal_ignore: float = 0.0, lisa_gold_parents: bool = False) -> None:
+        """Give this layer its head plan; a LISA head adds its bi-affine parameters U."""
+        if plan.num_heads != self.num_heads:
+            raise ValueError(f"head plan for {plan.num_heads} heads given to a layer with {self.num_heads}")
+        self.plan, self.pascal_ignore, self.lisa_gold_parents = plan, float(pascal_ignore), bool(lisa_gold_parents)
+        if plan.lisa:
+            self.lisa = BiaffineScorer(self.head_dim)
 
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
+        if self.plan.explicit and self.syntax_batch is not None:
+            if incremental_state is not None or static_kv or before_softmax or key is not query:
+                raise NotImplementedError("PASCAL/LISA heads are encoder self-attention only")
+            return self._explicit_forward(query, key_padding_mask, attn_mask, need_weights or need_head_weights,
+                                          need_head_weights)
         bias = self.syntax_bias
         if bias is not None:
             # attn_mask (T, S) from the caller is shared by all heads: broadcast it onto the bias
@@ -28,3 +57,67 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         return super().forward(query, key, value, key_padding_mask=key_padding_mask, incremental_state=incremental_state,
                                need_weights=need_weights, static_kv=static_kv, attn_mask=attn_mask,
                                before_softmax=before_softmax, need_head_weights=need_head_weights)
+
+    def _syntax_scores(self, scores: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """Apply each head block's mechanism to the scaled scores.
+
+        scores: (B, H, T, S) = QKᵀ/√d; q, k: (B, H, T|S, d) unscaled projections → (B, H, T, S).
+        """
+        plan, batch = self.plan, self.syntax_batch
+        blocks: List[torch.Tensor] = []
+        if plan.distance:  # Hou et al. 2022, Eq. 7: QKᵀ/√d + log M
+            blocks.append(scores[:, : plan.distance] + batch.distance_log_mask.unsqueeze(1).to(scores.dtype))
+        if plan.pascal:  # Bugliarello & Okazaki 2020, Eq. 5: S ⊙ W before masking and softmax
+            w = ignore_parents(batch.pascal_weights, self.pascal_ignore, self.training).to(scores.dtype)  # (B, T, S)
+            blocks.append(scores[:, plan.pascal_heads] * w.unsqueeze(1))
+        h = plan.lisa_head
+        if h is not None:  # the bi-affine scores replace the head's own
+            blocks.append(self.lisa(q[:, h], k[:, h]).unsqueeze(1))
+        rest = plan.distance + plan.pascal + plan.lisa
+        if rest < self.num_heads:
+            blocks.append(scores[:, rest:])
+        return torch.cat(blocks, dim=1) if len(blocks) > 1 else blocks[0]
+
+    def _explicit_forward(self, x, key_padding_mask, attn_mask, need_weights, need_head_weights):
+        """Self-attention with explicit scores; x: (T, B, C) → ((T, B, C), weights or None)."""
+        T, B, C = x.shape
+        H, d = self.num_heads, self.head_dim
+        q = self.q_proj(x)  # (T, B, C)
+        k = self.k_proj(x)
+        v = self.v_proj(x)
+        q_heads = q.view(T, B, H, d).permute(1, 2, 0, 3)  # (B, H, T, d), unscaled, for the LISA head
+        k_heads = k.view(T, B, H, d).permute(1, 2, 0, 3)
+        # fairseq's order of operations: scale q, then bmm over (B·H, T, d)
+        qs = (q * self.scaling).contiguous().view(T, B * H, d).transpose(0, 1)  # (B·H, T, d)
+        ks = k.contiguous().view(T, B * H, d).transpose(0, 1)  # (B·H, S, d)
+        vs = v.contiguous().view(T, B * H, d).transpose(0, 1)
+        scores = torch.bmm(qs, ks.transpose(1, 2)).view(B, H, T, T)  # (B, H, T, S)
+        scores = self._syntax_scores(scores, q_heads, k_heads)
+        if attn_mask is not None:
+            scores = scores + attn_mask.to(scores.dtype)
+        if key_padding_mask is not None:
+            scores = scores.masked_fill(key_padding_mask.bool().view(B, 1, 1, T), float("-inf"))
+        probs = utils.softmax(scores, dim=-1)  # (B, H, T, S) float32
+        probs = self._lisa_probs(scores, probs)
+        attn = torch.bmm(self.dropout_module(probs.type_as(scores)).view(B * H, T, T), vs)  # (B·H, T, d)
+        attn = self.out_proj(attn.transpose(0, 1).contiguous().view(T, B, C))
+        weights = None
+        if need_weights:
+            weights = probs.transpose(1, 0)  # (H, B, T, S), as fairseq returns them
+            if not need_head_weights:
+                weights = weights.mean(dim=0)
+        return attn, weights
+
+    def _lisa_probs(self, scores: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+        """Record the LISA head's loss statistics; with the oracle at evaluation, put its mass on the gold parent."""
+        h = self.plan.lisa_head
+        parents = self.syntax_batch.parents_first
+        self.lisa_stats = None
+        if h is None or parents is None:
+            return probs
+        log_probs = torch.log_softmax(scores[:, h].float(), dim=-1)  # (B, T, S)
+        self.lisa_stats = parent_loss(log_probs, parents)
+        if not (self.lisa_gold_parents and not self.training):
+            return probs
+        gold = gold_parent_rows(log_probs, parents).exp().unsqueeze(1)  # (B, 1, T, S)
+        return torch.cat([probs[:, :h], gold, probs[:, h + 1:]], dim=1)

@@ -1,0 +1,65 @@
+"""Which heads of one encoder layer run which syntax mechanism, and the per-batch inputs they share."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+import torch
+
+from .distance_bias import spread_over_heads
+
+
+@dataclass(frozen=True)
+class HeadPlan:
+    """Consecutive blocks of heads from head 0, in the order distance-mask, PASCAL, LISA; the rest stock.
+
+    E.g. 2 distance + 2 PASCAL heads of 8: heads 0–1 distance, 2–3 PASCAL, 4–7 stock.
+    """
+
+    num_heads: int
+    distance: int = 0
+    pascal: int = 0
+    lisa: int = 0
+
+    def __post_init__(self):
+        used = self.distance + self.pascal + self.lisa
+        if min(self.distance, self.pascal, self.lisa) < 0 or self.lisa > 1 or used > self.num_heads:
+            raise ValueError(
+                f"a layer has {self.num_heads} heads but its syntax heads ask for {self.distance} distance-mask + "
+                f"{self.pascal} PASCAL + {self.lisa} LISA (at most one LISA head); lower --distance-heads/--pascal-heads "
+                "or put the mechanisms in different layers"
+            )
+
+    @property
+    def active(self) -> bool:
+        return self.distance + self.pascal + self.lisa > 0
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the scores must be formed explicitly (multiplied or replaced), not only biased additively."""
+        return self.pascal + self.lisa > 0
+
+    @property
+    def pascal_heads(self) -> slice:
+        return slice(self.distance, self.distance + self.pascal)
+
+    @property
+    def lisa_head(self) -> Optional[int]:
+        return self.distance + self.pascal if self.lisa else None
+
+
+@dataclass
+class SyntaxBatch:
+    """Syntax inputs of one batch in padded coordinates, built once by the encoder and shared by its layers."""
+
+    pad_mask: torch.Tensor  # (B, T) True at padding
+    distance_log_mask: Optional[torch.Tensor] = None  # (B, T, T) log M, 0 on padding-query rows, model dtype
+    pascal_weights: Optional[torch.Tensor] = None  # (B, T, T) float32 N(j; p_i, σ²), ones on rows without parent
+    parents_first: Optional[torch.Tensor] = None  # (B, T) long first-subword parent, −1 for EOS and padding
+    _biases: Dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def distance_bias(self, num_heads: int, heads: int) -> torch.Tensor:
+        """Additive bias (B·H, T, T): log M in heads 0…heads−1, 0 in the others (cached per head count)."""
+        if heads not in self._biases:
+            self._biases[heads] = spread_over_heads(self.distance_log_mask, num_heads, heads)
+        return self._biases[heads]

@@ -1,0 +1,47 @@
+"""LISA's parent-attention head (Strubell et al. 2018, as adapted by Bugliarello & Okazaki 2020, §4)."""
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class BiaffineScorer(nn.Module):
+    """s_ij = [f(W_q x_i); 1]ᵀ U f(W_k x_j), f = leaky ReLU (Bugliarello & Okazaki 2020, §4, Eq. 6).
+
+    W_q and W_k are the LISA head's own query and key projections (its slice of the layer's q_proj and
+    k_proj); U ∈ ℝ^{(d+1)×d} is this module's only parameter, d the head dimension.
+    """
+
+    def __init__(self, head_dim: int):
+        super().__init__()
+        self.U = nn.Parameter(torch.empty(head_dim + 1, head_dim))
+        nn.init.xavier_uniform_(self.U)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """q: (B, T, d), k: (B, S, d) unscaled head projections → scores (B, T, S)."""
+        fq = F.leaky_relu(q)
+        fq = torch.cat([fq, fq.new_ones(fq.shape[:-1] + (1,))], dim=-1)  # (B, T, d+1)
+        return torch.bmm(fq @ self.U.to(fq.dtype), F.leaky_relu(k).transpose(1, 2))  # (B, T, S)
+
+
+def gold_parent_rows(log_probs: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+    """The oracle head of ``--lisa-gold-parents``: one-hot rows on the gold parent where a query has one,
+    the head's own log-probabilities elsewhere (EOS, padding). log_probs (B, T, S), parents (B, T) → (B, T, S)."""
+    has = parents >= 0  # (B, T)
+    one_hot = torch.full_like(log_probs, float("-inf"))
+    one_hot.scatter_(-1, parents.clamp(min=0).unsqueeze(-1), 0.0)
+    return torch.where(has.unsqueeze(-1), one_hot, log_probs)
+
+
+def parent_loss(log_probs: torch.Tensor, parents: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """LISA loss −Σ_i log A[i, parent(i)] (Bugliarello & Okazaki 2020, §4, Eq. 7) over the queries that
+    have a parent (real tokens: no pad, no EOS), with the number of such queries and of those whose
+    argmax key is the gold parent. log_probs (B, T, S) float, parents (B, T) long (−1: none) → three scalars."""
+    has = parents >= 0  # (B, T)
+    picked = log_probs.gather(-1, parents.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # (B, T)
+    loss = -torch.where(has, picked, torch.zeros_like(picked)).sum()  # pads may point at −inf keys
+    hits = ((log_probs.argmax(-1) == parents) & has).sum()
+    return loss, has.sum(), hits

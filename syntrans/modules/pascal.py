@@ -1,0 +1,30 @@
+"""PASCAL weights (Bugliarello & Okazaki 2020, §3): a Gaussian around each token's parent position."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def pascal_weights(parents: torch.Tensor, src_len: int, sigma: float) -> torch.Tensor:
+    """W[b, i, j] = N(j; p_bi, σ²), the Gaussian density (Bugliarello & Okazaki 2020, Eq. 4).
+
+    parents: (B, T) float parent positions in padded coordinates, negative where a query has no parent
+    (EOS, padding): those rows are all ones, so their scores pass unchanged. Returns (B, T, src_len) float32.
+    """
+    j = torch.arange(src_len, device=parents.device, dtype=torch.float32)  # (S,)
+    p = parents.to(torch.float32).unsqueeze(-1)  # (B, T, 1)
+    z = (j - p) / sigma  # (B, T, S); exact for integer and x.5 positions, so left padding shifts nothing
+    w = torch.exp(-0.5 * z * z) / (sigma * math.sqrt(2.0 * math.pi))
+    return torch.where(p < 0, torch.ones_like(w), w)
+
+
+def ignore_parents(weights: torch.Tensor, q: float, training: bool) -> torch.Tensor:
+    """Parent ignoring (Bugliarello & Okazaki 2020, §3): in training each (sentence, query) row of W
+    becomes all ones with probability q; evaluation never ignores. weights: (B, T, S) → (B, T, S)."""
+    if not training or q <= 0.0:
+        return weights
+    if q >= 1.0:
+        return torch.ones_like(weights)
+    drop = torch.rand(weights.shape[:2], device=weights.device) < q  # (B, T)
+    return torch.where(drop.unsqueeze(-1), torch.ones_like(weights), weights)

@@ -1,0 +1,177 @@
+"""LISA (as adapted by Bugliarello & Okazaki 2020): one bi-affine head whose softmax is trained towards the
+first subword of each token's head word; loss over real tokens only, the oracle, and the logged numbers."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from fairseq.modules import MultiheadAttention
+
+from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
+from syntrans.modules.lisa import BiaffineScorer, parent_loss
+from syntrans.modules.syntax_attention import SyntaxBiasedMultiheadAttention
+
+C, H = 16, 4
+D = C // H
+
+
+def lisa_module(head=0, seed=0):
+    torch.manual_seed(seed)
+    attn = SyntaxBiasedMultiheadAttention(C, H, self_attention=True).eval()
+    attn.configure(HeadPlan(H, distance=head, lisa=1))
+    return attn
+
+
+def batch(seed=1):
+    """Two sentences of 6 and 3 tokens (EOS last), left-padded; first-subword parents in padded coordinates."""
+    g = torch.Generator().manual_seed(seed)
+    T, lengths = 6, [6, 3]
+    x = torch.randn(T, 2, C, generator=g)
+    pad = torch.tensor([[t < T - n for t in range(T)] for n in lengths])
+    rel = [[1, 3, 3, 3, 3, -1], [1, 1, -1]]  # sentence-relative; root points at itself; EOS has none
+    parents = torch.full((2, T), -1, dtype=torch.long)
+    for b, r in enumerate(rel):
+        off = T - lengths[b]
+        parents[b, off:] = torch.tensor([p + off if p >= 0 else -1 for p in r])
+    return x, pad, parents, lengths, rel
+
+
+def hand_scores(attn, x, b, p, head):
+    """s_ij = [f(W_q x_i); 1]ᵀ U f(W_k x_j) over the real tokens of sentence b (f = leaky ReLU, slope 0.01)."""
+    sl = slice(head * D, (head + 1) * D)
+    q = (x[p:, b] @ attn.q_proj.weight.T + attn.q_proj.bias)[:, sl]
+    k = (x[p:, b] @ attn.k_proj.weight.T + attn.k_proj.bias)[:, sl]
+    fq = torch.where(q > 0, q, 0.01 * q)
+    fk = torch.where(k > 0, k, 0.01 * k)
+    U = attn.lisa.U
+    n = q.size(0)
+    s = torch.zeros(n, n)
+    for i in range(n):
+        for j in range(n):
+            s[i, j] = torch.dot(fq[i], U[:D] @ fk[j]) + torch.dot(U[D], fk[j])
+    return s
+
+
+@pytest.mark.parametrize("head", [0, 2])
+def test_lisa_head_is_the_biaffine_softmax(head):
+    attn = lisa_module(head)
+    x, pad, parents, lengths, _ = batch()
+    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents,
+                                    distance_log_mask=torch.zeros(2, 6, 6) if head else None)
+    _, w = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)  # (H, B, T, S)
+    for b, n in enumerate(lengths):
+        p = 6 - n
+        torch.testing.assert_close(w[head, b, p:, p:], torch.softmax(hand_scores(attn, x, b, p, head), -1),
+                                   atol=1e-6, rtol=1e-5)
+
+
+def test_lisa_loss_counts_real_tokens_only():
+    """−Σ log A[i, parent(i)] over real tokens (no pad, no EOS), with the count and the attachment hits."""
+    attn = lisa_module()
+    x, pad, parents, lengths, rel = batch()
+    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents)
+    attn(x, x, x, key_padding_mask=pad, need_weights=False)
+    loss, count, hits = attn.lisa_stats
+    want_loss, want_count, want_hits = 0.0, 0, 0
+    for b, n in enumerate(lengths):
+        p = 6 - n
+        logp = torch.log_softmax(hand_scores(attn, x, b, p, 0), -1)
+        for i, par in enumerate(rel[b]):
+            if par >= 0:
+                want_loss -= logp[i, par].item()
+                want_count += 1
+                want_hits += int(logp[i].argmax().item() == par)
+    assert int(count) == want_count == 7
+    assert int(hits) == want_hits
+    assert loss.item() == pytest.approx(want_loss, rel=1e-5)
+
+
+def test_parent_loss_ignores_rows_without_parent_even_at_masked_keys():
+    log_probs = torch.log_softmax(torch.randn(1, 3, 3), -1)
+    log_probs[0, 0] = float("-inf")  # a padding row: every key masked
+    log_probs[0, 0, 0] = 0.0
+    parents = torch.tensor([[-1, 2, 1]])
+    loss, count, hits = parent_loss(log_probs, parents)
+    assert math.isfinite(loss.item()) and int(count) == 2
+    assert loss.item() == pytest.approx(-(log_probs[0, 1, 2] + log_probs[0, 2, 1]).item())
+    forced = torch.full((1, 3, 3), -30.0)
+    forced[0, 1, 2] = forced[0, 2, 1] = 0.0
+    assert int(parent_loss(forced, parents)[2]) == 2  # attachment: argmax on the gold parent
+
+
+def test_gold_parent_oracle_at_evaluation_only():
+    attn = lisa_module()
+    attn.lisa_gold_parents = True
+    x, pad, parents, lengths, _ = batch()
+    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents)
+    _, w = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    has = parents >= 0
+    one_hot = F.one_hot(parents.clamp(min=0), 6).float()
+    assert torch.equal(w[0][has], one_hot[has])  # every real token attends to its gold parent
+    assert not torch.equal(w[0][~has & ~pad], F.one_hot(torch.zeros(1, dtype=torch.long), 6).float())
+    attn.train()
+    _, w_train = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    assert not torch.equal(w_train[0][has], one_hot[has])  # training keeps the learned head
+
+
+def test_biaffine_scorer_shapes_and_bias_row():
+    torch.manual_seed(0)
+    s = BiaffineScorer(4)
+    with torch.no_grad():
+        s.U.zero_()
+        s.U[4] = torch.tensor([1.0, 0.0, 0.0, 0.0])  # only the bias row: score_ij = f(k_j)[0]
+    q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    out = s(q, k)
+    assert out.shape == (2, 3, 5)
+    expect = F.leaky_relu(k[..., 0]).unsqueeze(1).expand(2, 3, 5)
+    torch.testing.assert_close(out, expect)
+
+
+def test_lisa_layer_without_parents_still_attends():
+    """Generation needs no parents for the loss: the head runs, no statistics are recorded."""
+    attn = lisa_module()
+    x, pad, _, _, _ = batch()
+    attn.syntax_batch = SyntaxBatch(pad_mask=pad)
+    out, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
+    assert torch.isfinite(out).all() and attn.lisa_stats is None
+    stock = MultiheadAttention(C, H, self_attention=True).eval()
+    stock.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("lisa.")})
+    assert not torch.allclose(stock(x, x, x, key_padding_mask=pad, need_weights=False)[0], out)
+
+
+def criterion_loss(task, model, sample):
+    from syntrans.criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
+
+    crit = SyntaxLabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
+    loss, sample_size, log = crit(model, sample)
+    return loss, sample_size, log, crit
+
+
+def test_lisa_loss_scale_does_not_depend_on_batch_size_and_is_logged(tiny_data):
+    from conftest import build_task_and_model
+    from fairseq import metrics
+
+    task, model = build_task_and_model(tiny_data, "lisa_transformer_iwslt_de_en", "--lisa-weight", "0.5")
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    model.eval()
+    one = ds.collater([ds[0]])
+    two = ds.collater([ds[0], ds[0]])
+    with torch.no_grad():
+        l1, n1, log1, crit = criterion_loss(task, model, one)
+        l2, n2, log2, _ = criterion_loss(task, model, two)
+    assert n2 == 2 * n1
+    assert (l2 / n2).item() == pytest.approx((l1 / n1).item(), rel=1e-5)  # per-token scale
+    # the total is CE + 0.5 × mean LISA loss per source token, times sample_size
+    n_src = int(log1["aux:lisa:n"])
+    assert n_src == len(ds[0]["source"]) - 1  # real tokens without EOS
+    from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
+
+    with torch.no_grad():
+        ce = LabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)(model, one)[0]
+    assert float(l1) == pytest.approx(float(ce) + 0.5 * float(log1["aux:lisa"]) * n1 / n_src, rel=1e-5)
+    with metrics.aggregate() as agg:
+        crit.reduce_metrics([log1, log2])
+    logged = agg.get_smoothed_values()
+    assert logged["lisa"] == pytest.approx(float(log1["aux:lisa"]) / n_src, rel=1e-3)
+    assert 0.0 <= logged["lisa_uas"] <= 100.0

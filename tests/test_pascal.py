@@ -1,0 +1,170 @@
+"""PASCAL (Bugliarello & Okazaki 2020): Gaussian parent weights multiply the scaled scores of the PASCAL
+heads, on the right (sentence, head) rows for any head count, with parents following left padding."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from fairseq.modules import MultiheadAttention
+
+from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
+from syntrans.modules.pascal import ignore_parents, pascal_weights
+from syntrans.modules.syntax_attention import SyntaxBiasedMultiheadAttention
+from syntrans.syntax import subword_parents
+
+C, H = 16, 4
+
+
+def modules(seed=0):
+    torch.manual_seed(seed)
+    stock = MultiheadAttention(C, H, self_attention=True).eval()
+    ours = SyntaxBiasedMultiheadAttention(C, H, self_attention=True).eval()
+    ours.load_state_dict(stock.state_dict())
+    return stock, ours
+
+
+def batch(seed=1):
+    """Two sentences of 7 and 4 tokens (EOS last), left-padded to T = 7; parents per sentence position."""
+    g = torch.Generator().manual_seed(seed)
+    T = 7
+    x = torch.randn(T, 2, C, generator=g)
+    lengths = [7, 4]
+    # sentence-relative parents of the real tokens (EOS: none); x.5 values as PASCAL's middle mode gives
+    rel = [[1.0, 3.0, 3.0, 3.0, 5.5, 3.0, -1.0], [2.0, 2.0, 2.0, -1.0]]
+    pad = torch.tensor([[t < T - n for t in range(T)] for n in lengths])
+    parents = torch.full((2, T), -1.0)
+    for b, r in enumerate(rel):
+        off = T - lengths[b]
+        parents[b, off:] = torch.tensor([p + off if p >= 0 else -1.0 for p in r])
+    return x, pad, parents, lengths, rel
+
+
+def test_weights_are_the_gaussian_density():
+    parents = torch.tensor([[2.5, -1.0]])
+    w = pascal_weights(parents, 5, 1.5)
+    for j in range(5):
+        expect = math.exp(-0.5 * ((j - 2.5) / 1.5) ** 2) / (1.5 * math.sqrt(2 * math.pi))
+        assert w[0, 0, j].item() == pytest.approx(expect, rel=1e-6)
+    assert torch.all(w[0, 1] == 1.0)  # a query without parent (EOS, padding) keeps its scores
+
+
+def hand_heads(ours, x, pad, rel, lengths, pascal):
+    """Per sentence, real tokens only, no batch: each head's softmax; PASCAL heads multiply by N(j; p_i, 1)."""
+    d = C // H
+    T = x.size(0)
+    q = (x @ ours.q_proj.weight.T + ours.q_proj.bias) * d ** -0.5
+    k = x @ ours.k_proj.weight.T + ours.k_proj.bias
+    out = []
+    for b, n in enumerate(lengths):
+        p = T - n
+        probs = []
+        for h in range(H):
+            sl = slice(h * d, (h + 1) * d)
+            s = q[p:, b, sl] @ k[p:, b, sl].T  # (n, n) scaled scores
+            if h in pascal:
+                for i, par in enumerate(rel[b]):
+                    if par >= 0:
+                        w = torch.tensor([math.exp(-0.5 * (j - par) ** 2) / math.sqrt(2 * math.pi) for j in range(n)])
+                        s[i] = s[i] * w
+            probs.append(torch.softmax(s, -1))
+        out.append(torch.stack(probs))  # (H, n, n)
+    return out
+
+
+@pytest.mark.parametrize("h_p", [1, 2, 3])
+def test_pascal_heads_equal_hand_computation(h_p):
+    """Batch of two sentences of different lengths, h_P < H: the weights of sentence b land on its rows."""
+    _, ours = modules()
+    ours.configure(HeadPlan(H, pascal=h_p))
+    x, pad, parents, lengths, rel = batch()
+    ours.syntax_batch = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
+    _, weights = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)  # (H, B, T, S)
+    expect = hand_heads(ours, x, pad, rel, lengths, range(h_p))
+    for b, n in enumerate(lengths):
+        p = x.size(0) - n
+        torch.testing.assert_close(weights[:, b, p:, p:], expect[b], atol=1e-6, rtol=1e-5)
+        assert torch.all(weights[:, b, p:, :p] == 0)  # padding keys get nothing
+
+
+def test_pascal_output_equals_hand_computation():
+    _, ours = modules()
+    ours.configure(HeadPlan(H, pascal=1))
+    x, pad, parents, lengths, rel = batch()
+    ours.syntax_batch = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
+    out, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False)
+    probs = hand_heads(ours, x, pad, rel, lengths, [0])
+    d = C // H
+    v = x @ ours.v_proj.weight.T + ours.v_proj.bias
+    for b, n in enumerate(lengths):
+        p = x.size(0) - n
+        ctx = torch.cat([probs[b][h] @ v[p:, b, h * d:(h + 1) * d] for h in range(H)], -1)
+        torch.testing.assert_close(out[p:, b], ctx @ ours.out_proj.weight.T + ours.out_proj.bias, atol=1e-5, rtol=1e-5)
+
+
+def test_stock_heads_match_fairseq_unfused_attention_bitwise():
+    """Heads without syntax in a PASCAL layer compute exactly what fairseq's own unfused path computes."""
+    stock, ours = modules()
+    stock.skip_embed_dim_check = True  # fairseq's switch to its unfused code path
+    ours.configure(HeadPlan(H, pascal=2))
+    x, pad, parents, _, _ = batch()
+    ours.syntax_batch = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
+    _, w_stock = stock(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    _, w_ours = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    assert torch.equal(w_stock[2:], w_ours[2:])
+    assert not torch.allclose(w_stock[:2], w_ours[:2])
+
+
+def test_parent_ignoring_q1_is_stock_and_q0_is_pascal():
+    stock, ours = modules()
+    stock.skip_embed_dim_check = True
+    x, pad, parents, _, _ = batch()
+    ours.syntax_batch = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
+    ours.configure(HeadPlan(H, pascal=3), pascal_ignore=0.0)
+    pascal_eval = ours(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+    ours.train()  # dropout is 0: training differs from evaluation only by parent ignoring
+    assert torch.equal(ours(x, x, x, key_padding_mask=pad, need_weights=False)[0], pascal_eval)
+    ours.configure(HeadPlan(H, pascal=3), pascal_ignore=1.0)
+    ignored = ours(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+    assert torch.equal(ignored, stock(x, x, x, key_padding_mask=pad, need_weights=False)[0])
+    assert not torch.allclose(ignored, pascal_eval)
+    ours.eval()  # evaluation never ignores
+    assert torch.equal(ours(x, x, x, key_padding_mask=pad, need_weights=False)[0], pascal_eval)
+
+
+def test_parent_ignoring_replaces_whole_rows_with_probability_q():
+    torch.manual_seed(0)
+    w = pascal_weights(torch.rand(64, 50) * 40, 50, 1.0)
+    out = ignore_parents(w, 0.3, training=True)
+    ones = (out == 1).all(-1)  # (B, T) rows replaced
+    kept = (out == w).all(-1)
+    assert torch.all(ones | kept)  # each row is either untouched or all ones
+    assert abs(ones.float().mean().item() - 0.3) < 0.03
+    assert torch.equal(ignore_parents(w, 0.3, training=False), w)
+
+
+def test_collated_parents_follow_left_padding(tiny_data):
+    """Each row's parents are its own sentence's subword parents shifted by its left padding."""
+    from conftest import build_task_and_model
+
+    task, model = build_task_and_model(tiny_data, "pascal_transformer_iwslt_de_en")
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    ids = list(range(6))
+    sample = ds.collater([ds[i] for i in ids])
+    tokens, parents = sample["net_input"]["src_tokens"], sample["net_input"]["src_parent_middle"]
+    assert bool((tokens[:, 0] == task.source_dictionary.pad()).any())  # some row is padded
+    for row, i in enumerate(sample["id"].tolist()):
+        words = np.asarray(ds.src_side["word"][i])
+        pieces = np.bincount(words).tolist()
+        expect = subword_parents(np.asarray(ds.src_side["head"][i]).tolist(), pieces, "middle")
+        n = len(expect) + 1  # + EOS
+        off = tokens.size(1) - n
+        assert torch.all(tokens[row, :off] == task.source_dictionary.pad())
+        assert parents[row, off:-1].tolist() == [p + off for p in expect]
+        assert parents[row, -1].item() == -1 and torch.all(parents[row, :off] == -1)  # EOS and padding: none
+        assert parents[row, off:-1].min().item() >= off  # parents point at real tokens of the sentence
+
+
+def test_too_many_syntax_heads_is_a_clear_error():
+    with pytest.raises(ValueError, match="4 heads"):
+        HeadPlan(4, distance=2, pascal=2, lisa=1)
