@@ -175,3 +175,31 @@ def test_lisa_loss_scale_does_not_depend_on_batch_size_and_is_logged(tiny_data):
     logged = agg.get_smoothed_values()
     assert logged["lisa"] == pytest.approx(float(log1["aux:lisa"]) / n_src, rel=1e-3)
     assert 0.0 <= logged["lisa_uas"] <= 100.0
+
+
+def test_lisa_needs_parents_to_train_but_not_to_translate(tiny_data, tmp_path):
+    """Without source head sidecars a LISA model still translates (its head learned to parse), refuses to
+    train (its loss would be silently missing), and a PASCAL model is refused with the file it lacks."""
+    import shutil
+
+    from conftest import build_task_and_model
+
+    data = tmp_path / "data-bin"
+    shutil.copytree(tiny_data, data)
+    for f in data.glob("*.src.head.*"):
+        f.unlink()
+    task, model = build_task_and_model(data, "lisa_transformer_iwslt_de_en")
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    sample = ds.collater([ds[i] for i in range(3)])
+    assert "src_parent_first" not in sample["net_input"]
+    model.eval()
+    with torch.no_grad():
+        out, extra = model(**sample["net_input"])
+    assert torch.isfinite(out).all() and "aux_losses" not in extra
+    model.train()
+    with pytest.raises(ValueError, match="src_parent_first"):
+        model(**sample["net_input"])
+    task, _ = build_task_and_model(data, "pascal_transformer_iwslt_de_en")
+    with pytest.raises(FileNotFoundError, match=r"src\.head"):
+        task.load_dataset("valid")

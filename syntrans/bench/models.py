@@ -7,7 +7,7 @@ at the same dimensions (``--layers/--dim/--heads/--ffn`` override the presets' s
 presets' own dropout, from the same seed, by the ``syntax_translation`` task, and all run on the same
 list of batches, collated once with every syntax feature any model asks for; each model is handed
 only the ``net_input`` keys it reads (tokens, lengths, previous output tokens and its own
-``syntax_features()``).
+``syntax_features()`` and ``optional_syntax_features()``).
 
 The stock ``transformer`` has attention dropout 0 while the presets have their own rates, and
 attention dropout alone costs time and memory; so, unless ``--no-matched-vanilla``, each preset whose
@@ -130,8 +130,8 @@ def build_models(args, corpus: Corpus, archs: List[str]):
         torch.manual_seed(args.seed)
         model = task.build_model(cfg.model)
         gen_model = copy.deepcopy(model)  # untrained copy: identical generation in every repetition
-        wanted = getattr(model, "syntax_features", None)
-        features = sorted(wanted()) if wanted is not None else []
+        features = sorted(set().union(*(getattr(model, f, lambda: set())() for f in
+                                        ("syntax_features", "optional_syntax_features"))))
         notes = [", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in zip(DROPOUTS, _dropouts(ns)))] + item["notes"]
         b = Bench(item["name"], model, gen_model, features, notes, arch=item["arch"], reference=item["reference"])
         b.params = sum(p.numel() for p in model.parameters())

@@ -35,11 +35,14 @@ def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentenc
 
 class SyntaxPairDataset(BaseWrapperDataset):
     """Wraps a LanguagePairDataset; features named in ``requests`` (shared with the task, filled when
-    the model is built) are read per item and padded in the collater exactly like their tokens."""
+    the model is built) are read per item and padded in the collater exactly like their tokens, and so
+    are those in ``optional`` whose sidecars this split has (e.g. LISA's parents, which only its loss needs)."""
 
-    def __init__(self, dataset, src_side: Dict[str, Sidecar], tgt_side: Dict[str, Sidecar], requests: Set[str]):
+    def __init__(self, dataset, src_side: Dict[str, Sidecar], tgt_side: Dict[str, Sidecar], requests: Set[str],
+                 optional: Optional[Set[str]] = None):
         super().__init__(dataset)
         self.src_side, self.tgt_side, self.requests = src_side, tgt_side, requests
+        self.optional = optional if optional is not None else set()
         validate_side(src_side, np.asarray(dataset.src_sizes), "source")
         if dataset.tgt_sizes is not None:
             validate_side(tgt_side, np.asarray(dataset.tgt_sizes), "target")
@@ -67,9 +70,13 @@ class SyntaxPairDataset(BaseWrapperDataset):
         base = known.prefix.rsplit(".", 1)[0] if known else "<split>.<src>-<tgt>.<lang>"
         return f"{base}.{kind}.{{idx,bin}}"
 
+    def features(self) -> List[str]:
+        """The features every item of this split carries: the requested ones and the optional ones it can build."""
+        return sorted(self.requests | {n for n in self.optional if self.missing(n) is None})
+
     def __getitem__(self, index):
         item = self.dataset[index]
-        for name in self.requests:
+        for name in self.features():
             f = FEATURES[name]
             side, tokens = (self.src_side, item["source"]) if f.side == "source" else (self.tgt_side, item["target"])
             why = self.missing(name)
@@ -100,11 +107,12 @@ class SyntaxPairDataset(BaseWrapperDataset):
 
     def collater(self, samples, pad_to_length=None):
         batch = self.dataset.collater(samples, pad_to_length=pad_to_length)
-        if not batch or not self.requests:
+        names = self.features()
+        if not batch or not names:
             return batch
         by_id = {int(s["id"]): s for s in samples}
         order = batch["id"].tolist()  # the collater sorts by source length
-        for name in sorted(self.requests):
+        for name in names:
             f = FEATURES[name]
             if f.side == "source":
                 ref, left = batch["net_input"]["src_tokens"], self.dataset.left_pad_source

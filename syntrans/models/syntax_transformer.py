@@ -57,6 +57,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         self.pascal_sigma = float(getattr(cfg, "pascal_sigma", 1.0))
         self.lisa_layers = _layers(cfg, "lisa_layers", n)
         self.lisa_weight = float(getattr(cfg, "lisa_weight", 1.0))
+        self.lisa_gold_parents = bool(getattr(cfg, "lisa_gold_parents", False))
         for flag, layers, heads in (("--distance-heads", self.distance_layers, self.distance_heads),
                                     ("--pascal-heads", self.pascal_layers, self.pascal_heads)):
             if layers and not 1 <= heads <= H:
@@ -74,7 +75,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
                             pascal=self.pascal_heads if i in self.pascal_layers else 0,
                             lisa=1 if i in self.lisa_layers else 0)
             if plan.active:
-                self._attn(i).configure(plan, q, bool(getattr(cfg, "lisa_gold_parents", False)))
+                self._attn(i).configure(plan, q, self.lisa_gold_parents)
 
     def build_encoder_layer(self, cfg):
         layer = SyntaxEncoderLayer(cfg, return_fc=self.return_fc)
@@ -89,9 +90,13 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
             wanted.add("src_gaps")
         if self.pascal_layers:
             wanted.add("src_parent_middle")
-        if self.lisa_layers:
+        if self.lisa_layers and self.lisa_gold_parents:
             wanted.add("src_parent_first")
         return wanted
+
+    def optional_syntax_features(self) -> Set[str]:
+        """Features used where present: LISA's parents feed only its loss and UAS (required in training)."""
+        return {"src_parent_first"} if self.lisa_layers else set()
 
     def _attn(self, i: int) -> SyntaxBiasedMultiheadAttention:
         return self.layers[i].self_attn
@@ -115,7 +120,8 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         if self.pascal_layers:
             parents = self._feature(features, "src_parent_middle", (B, T))
             batch.pascal_weights = pascal_weights(parents, T, self.pascal_sigma)
-        if self.lisa_layers:
+        if self.lisa_layers and (self.training or self.lisa_gold_parents or features.get("src_parent_first") is not None):
+            # training needs the parents for the LISA loss, the oracle for its rows; generation may go without
             batch.parents_first = self._feature(features, "src_parent_first", (B, T)).long()
         return batch
 
@@ -175,6 +181,10 @@ class SyntaxTransformerModel(TransformerModel):
     def syntax_features(self) -> Set[str]:
         """Names of the batch features (``net_input`` keys) this model needs from the task."""
         return self.encoder.syntax_features()
+
+    def optional_syntax_features(self) -> Set[str]:
+        """Features the model uses when the data has them (LISA's parents at evaluation)."""
+        return self.encoder.optional_syntax_features()
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer: Optional[int] = None,

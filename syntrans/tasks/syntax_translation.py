@@ -25,6 +25,7 @@ class SyntaxTranslationTask(TranslationTask):
     def __init__(self, cfg, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
         self.syntax_requests: Set[str] = set()  # shared with every dataset of this task
+        self.syntax_optional: Set[str] = set()  # loaded where a split has their sidecars
 
     def _check_supported(self):
         if self.cfg.truncate_source:
@@ -46,7 +47,8 @@ class SyntaxTranslationTask(TranslationTask):
             raise NotImplementedError(f"{data_path}: sharded splits ({split}1, …) are not supported by syntax_translation yet")
         src_side = sidecars.load_side(data_path, split, a, b, src)
         tgt_side = sidecars.load_side(data_path, split, a, b, tgt)
-        self.datasets[split] = SyntaxPairDataset(self.datasets[split], src_side, tgt_side, self.syntax_requests)
+        self.datasets[split] = SyntaxPairDataset(self.datasets[split], src_side, tgt_side, self.syntax_requests,
+                                                  self.syntax_optional)
         self._check_requests(split)
 
     def _check_requests(self, split):
@@ -66,6 +68,9 @@ class SyntaxTranslationTask(TranslationTask):
         wanted = getattr(model, "syntax_features", None)
         if wanted is not None:
             self.syntax_requests.update(wanted())
+        optional = getattr(model, "optional_syntax_features", None)
+        if optional is not None:
+            self.syntax_optional.update(optional())
         for split in list(self.datasets):
             self._check_requests(split)
         return model
