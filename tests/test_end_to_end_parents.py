@@ -1,0 +1,175 @@
+"""PASCAL and LISA end to end with stock fairseq tools: fairseq-train → fairseq-generate, and the LISA oracle
+(``--model-overrides "{'lisa_gold_parents': True}"``) through fairseq-validate."""
+import math
+import re
+
+import pytest
+import torch
+from conftest import SMALL
+from fairseq import checkpoint_utils
+from test_end_to_end import USER_DIR, run
+
+from syntrans.modules.head_plan import HeadPlan
+
+N_TEST = 40  # sentences in the tiny_data test split
+UPDATES = 4
+WMT_HEADS = ["--encoder-attention-heads", "8"]  # 32 / 8 = 4 per head; the WMT PASCAL preset asks for 5 heads
+
+# name: (argv after SMALL, expected model cfg fields, expected head plan per encoder layer (None: stock), has LISA)
+CASES = {
+    "pascal_wmt": (["--arch", "pascal_transformer_wmt_en_de", *WMT_HEADS],
+                   {"pascal_layers": "0", "pascal_heads": 5, "lisa_layers": ""},
+                   [HeadPlan(8, pascal=5), None], False),
+    "pascal_iwslt": (["--arch", "pascal_transformer_iwslt_de_en"],
+                     {"pascal_layers": "0", "pascal_heads": 2, "lisa_layers": ""},
+                     [HeadPlan(4, pascal=2), None], False),
+    "lisa_wmt": (["--arch", "lisa_transformer_wmt_en_de", *WMT_HEADS],
+                 {"lisa_layers": "0", "pascal_heads": 0, "lisa_gold_parents": False},
+                 [HeadPlan(8, lisa=1), None], True),
+    "lisa_iwslt": (["--arch", "lisa_transformer_iwslt_de_en"],
+                   {"lisa_layers": "0", "pascal_heads": 0, "lisa_weight": 1.0},
+                   [HeadPlan(4, lisa=1), None], True),
+    "distance2_pascal2": (["--arch", "distance_transformer_iwslt_de_en", "--distance-heads", "2",
+                           "--pascal-layers", "0", "--pascal-heads", "2"],
+                          {"distance_layers": "0", "distance_heads": 2, "pascal_layers": "0", "pascal_heads": 2,
+                           "lisa_layers": ""},
+                          [HeadPlan(4, distance=2, pascal=2), None], False),
+    "pascal0_lisa1": (["--arch", "pascal_transformer_iwslt_de_en", "--lisa-layers", "1"],
+                      {"pascal_layers": "0", "pascal_heads": 2, "lisa_layers": "1"},
+                      [HeadPlan(4, pascal=2), HeadPlan(4, lisa=1)], True),
+}
+
+NUM = r"([-+0-9.eE]+|nan|inf|-inf)"
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_data, tmp_path_factory):
+    """Train each case at most once per module: name → (checkpoint path, training log)."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            save = tmp_path_factory.mktemp(name)
+            log = run("fairseq-train", tiny_data, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                      *SMALL, *CASES[name][0],
+                      "--criterion", "syntax_label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+                      "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1000", "--max-epoch", "1",
+                      "--max-update", UPDATES, "--validate-interval-updates", UPDATES, "--save-dir", save,
+                      "--no-epoch-checkpoints", "--num-workers", "0", "--log-format", "simple", "--log-interval", "1",
+                      "--seed", "3")
+            cache[name] = (save / "checkpoint_last.pt", log)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def generated(tiny_data, trained):
+    """fairseq-generate on the test split with each case's checkpoint, at most once per module: name → output."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = generate(tiny_data, trained(name)[0])
+        return cache[name]
+
+    return get
+
+
+def metric_lines(log, kind):
+    """Lines of ``kind``: 'train_inner' (per update), 'train' (epoch summary) or 'valid'."""
+    pattern = {"train_inner": r"\| train_inner \|", "train": r"\| train \|", "valid": r"\| valid \|"}[kind]
+    return [line for line in log.splitlines() if re.search(pattern, line)]
+
+
+def metric(line, name):
+    """The value of ``name`` in a simple-format log line ('name=v,' in train_inner, '| name v |' otherwise)."""
+    m = re.search(rf"(?:^|[\s|,]){re.escape(name)}[= ]{NUM}(?=[,\s|]|$)", line)
+    return None if m is None else float(m.group(1))
+
+
+def generate(data, ckpt, *extra):
+    return run("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", ckpt,
+               "--gen-subset", "test", "--beam", "3", "--batch-size", "16", "--remove-bpe", "--num-workers", "0", *extra)
+
+
+def validate(data, ckpt, *extra):
+    out = run("fairseq-validate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", ckpt,
+              "--valid-subset", "valid", "--max-tokens", "1000", "--num-workers", "0", *extra)
+    lines = metric_lines(out, "valid")
+    assert len(lines) == 1, out[-3000:]
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_train_generate(name, tiny_data, trained, generated):
+    _, expected_cfg, expected_plans, has_lisa = CASES[name]
+    ckpt, log = trained(name)
+    assert re.search(rf"num_updates[ =]{UPDATES}\b", log), log[-2000:]
+
+    kinds = {kind: metric_lines(log, kind) for kind in ("train_inner", "train", "valid")}
+    assert len(kinds["train_inner"]) == UPDATES and kinds["train"] and kinds["valid"], log[-3000:]
+    for kind, lines in kinds.items():
+        for line in lines:
+            for key in ("loss", "nll_loss"):
+                value = metric(line, key)
+                assert value is not None and math.isfinite(value), (kind, key, line)
+            lisa, uas = metric(line, "lisa"), metric(line, "lisa_uas")
+            if has_lisa:
+                assert lisa is not None and math.isfinite(lisa) and lisa > 0, (kind, line)
+                assert uas is not None and math.isfinite(uas) and 0.0 <= uas <= 100.0, (kind, line)
+            else:
+                assert lisa is None and uas is None and "lisa" not in line, (kind, line)
+
+    out = generated(name)
+    hyps = re.findall(r"^H-(\d+)\t", out, flags=re.M)
+    assert sorted(map(int, hyps)) == list(range(N_TEST)), out[-2000:]  # every test sentence, none dropped
+    m = re.search(r"Generate test with beam=3: BLEU4 = ([0-9.]+)", out)
+    assert m and 0.0 <= float(m.group(1)) <= 100.0, out[-2000:]
+
+    # the checkpoint loads with torch's safe loader (syntrans imported) and holds the syntax options
+    state = torch.load(ckpt, weights_only=True, map_location="cpu")
+    model_cfg = state["cfg"]["model"]
+    for key, value in expected_cfg.items():
+        assert getattr(model_cfg, key) == value, (key, getattr(model_cfg, key), value)
+    # LISA's bi-affine U exists exactly in the LISA layers, with head_dim + 1 rows
+    u_keys = sorted(k for k in state["model"] if k.endswith("self_attn.lisa.U"))
+    lisa_layers = [i for i, plan in enumerate(expected_plans) if plan is not None and plan.lisa]
+    assert u_keys == [f"encoder.layers.{i}.self_attn.lisa.U" for i in lisa_layers]
+    for i, key in zip(lisa_layers, u_keys):
+        head_dim = 32 // expected_plans[i].num_heads
+        assert tuple(state["model"][key].shape) == (head_dim + 1, head_dim)
+    if not has_lisa:
+        assert not u_keys
+
+    # the head allocation the checkpoint rebuilds into: distance, then PASCAL, then LISA, from head 0
+    models, _ = checkpoint_utils.load_model_ensemble([str(ckpt)], arg_overrides={"data": str(tiny_data)})
+    layers = models[0].encoder.layers
+    assert len(layers) == len(expected_plans)
+    for layer, plan in zip(layers, expected_plans):
+        assert layer.self_attn.plan == (plan or HeadPlan(layer.self_attn.num_heads))
+
+
+def test_lisa_gold_parents_oracle(tiny_data, trained, generated):
+    """The oracle replaces the LISA head's attention at evaluation: the translation loss moves, while the LISA
+    loss and attachment score (measured on the head's own learned distribution) stay as they were."""
+    ckpt, _ = trained("lisa_iwslt")
+    plain = validate(tiny_data, ckpt)
+    oracle = validate(tiny_data, ckpt, "--model-overrides", "{'lisa_gold_parents': True}")
+    values = {}
+    for tag, line in (("plain", plain), ("oracle", oracle)):
+        values[tag] = {k: metric(line, k) for k in ("loss", "nll_loss", "lisa", "lisa_uas")}
+        assert all(v is not None and math.isfinite(v) for v in values[tag].values()), (tag, line)
+        assert 0.0 <= values[tag]["lisa_uas"] <= 100.0
+    assert values["oracle"]["nll_loss"] != values["plain"]["nll_loss"], (plain, oracle)
+    assert values["oracle"]["loss"] != values["plain"]["loss"], (plain, oracle)
+    assert values["oracle"]["lisa"] == values["plain"]["lisa"], (plain, oracle)
+    assert values["oracle"]["lisa_uas"] == values["plain"]["lisa_uas"], (plain, oracle)
+
+    # the override reaches generation too: the hypotheses' scores (and possibly words) change
+    hyps = {}
+    for tag, out in (("plain", generated("lisa_iwslt")),
+                     ("oracle", generate(tiny_data, ckpt, "--model-overrides", "{'lisa_gold_parents': True}"))):
+        hyps[tag] = {int(i): (float(score), text) for i, score, text in re.findall(r"^H-(\d+)\t(\S+)\t(.*)$", out, flags=re.M)}
+        assert sorted(hyps[tag]) == list(range(N_TEST)), out[-2000:]
+    assert hyps["plain"] != hyps["oracle"]
