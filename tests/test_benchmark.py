@@ -22,7 +22,8 @@ def quick_run(tmp_path_factory):
 def test_presets_are_discovered_from_the_registry():
     presets = benchmark.syntax_presets()
     assert "syntax_transformer" not in presets
-    assert {"distance_transformer_iwslt_de_en", "distance_transformer_wmt_en_de"} <= set(presets)
+    assert {"distance_transformer_iwslt_de_en", "distance_transformer_wmt_en_de", "pascal_transformer_wmt_en_de",
+            "pascal_transformer_iwslt_de_en", "lisa_transformer_wmt_en_de", "lisa_transformer_iwslt_de_en"} <= set(presets)
 
 
 def test_quick_run_reports_every_model(quick_run):
@@ -47,8 +48,12 @@ def test_quick_run_reports_every_model(quick_run):
             assert r["targets"] is None
         else:  # a preset: same dropout rates as its reference, the syntax features it asked for
             assert r["notes"][0] == ref["notes"][0]
-            assert r["features"] == ["src_gaps"]
-            assert r["targets"] == {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05}
+            method = r["arch"].split("_")[0]
+            assert r["features"] == {"distance": ["src_gaps"], "pascal": ["src_parent_middle"],
+                                     "lisa": ["src_parent_first"]}[method]
+            assert r["targets"] == {"distance": {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05},
+                                    "pascal": {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05},
+                                    "lisa": {"train_min": 0.95, "gen_min": 0.95, "mem_max": 1.05}}[method]
         for key in ("train_tok_s", "train_ratio", "gen_tok_s", "gen_ratio", "peak_mem_mb", "mem_ratio",
                     "held_mem_mb", "gen_mean_len"):
             assert isinstance(r[key], (int, float)) and math.isfinite(r[key]) and r[key] > 0, (name, key, r[key])

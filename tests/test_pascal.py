@@ -142,27 +142,33 @@ def test_parent_ignoring_replaces_whole_rows_with_probability_q():
     assert torch.equal(ignore_parents(w, 0.3, training=False), w)
 
 
-def test_collated_parents_follow_left_padding(tiny_data):
-    """Each row's parents are its own sentence's subword parents shifted by its left padding."""
+@pytest.mark.parametrize("left_pad", [True, False])
+def test_collated_parents_follow_left_padding(tiny_data, left_pad):
+    """Each row's parents are its own sentence's subword parents shifted by its left padding (none when the
+    source is right-padded)."""
     from conftest import build_task_and_model
 
-    task, model = build_task_and_model(tiny_data, "pascal_transformer_iwslt_de_en")
+    # fairseq's flag --left-pad-source switches its default (True) off
+    task, model = build_task_and_model(tiny_data, "pascal_transformer_iwslt_de_en", *(() if left_pad else ("--left-pad-source",)))
+    assert task.cfg.left_pad_source is left_pad
     task.load_dataset("valid")
     ds = task.dataset("valid")
     ids = list(range(6))
     sample = ds.collater([ds[i] for i in ids])
     tokens, parents = sample["net_input"]["src_tokens"], sample["net_input"]["src_parent_middle"]
-    assert bool((tokens[:, 0] == task.source_dictionary.pad()).any())  # some row is padded
+    assert bool((tokens == task.source_dictionary.pad()).any())  # some row is padded
     for row, i in enumerate(sample["id"].tolist()):
         words = np.asarray(ds.src_side["word"][i])
         pieces = np.bincount(words).tolist()
         expect = subword_parents(np.asarray(ds.src_side["head"][i]).tolist(), pieces, "middle")
         n = len(expect) + 1  # + EOS
-        off = tokens.size(1) - n
-        assert torch.all(tokens[row, :off] == task.source_dictionary.pad())
-        assert parents[row, off:-1].tolist() == [p + off for p in expect]
-        assert parents[row, -1].item() == -1 and torch.all(parents[row, :off] == -1)  # EOS and padding: none
-        assert parents[row, off:-1].min().item() >= off  # parents point at real tokens of the sentence
+        off = tokens.size(1) - n if left_pad else 0
+        real = slice(off, off + n)
+        assert torch.all(tokens[row, real] != task.source_dictionary.pad())
+        assert parents[row, real][:-1].tolist() == [p + off for p in expect]
+        assert parents[row, real][-1].item() == -1  # EOS: no parent
+        assert int((parents[row] == -1).sum()) == tokens.size(1) - n + 1  # padding: none either
+        assert off <= parents[row, real][:-1].min().item() and parents[row, real].max().item() < off + n - 1
 
 
 def test_too_many_syntax_heads_is_a_clear_error():
