@@ -62,7 +62,9 @@ def test_quick_run_reports_every_model(quick_run):
         assert all(math.isfinite(x) and x > 0 for x in r["train_tok_s_reps"] + r["gen_tok_s_reps"])
         assert r["peak_mem_mb"] > r["held_mem_mb"]
         assert r["mem_residual_bytes"] == 0  # the profiler's allocation events account for the whole step
-        assert r["params"] == van["params"]  # identical dimensions
+        hd = result["settings"]["dim"] // result["settings"]["heads"]
+        lisa_u = (hd + 1) * hd if r["arch"].startswith("lisa_") else 0  # LISA's bi-affine U, one head of layer 0
+        assert r["params"] == van["params"] + lisa_u  # otherwise identical dimensions
         assert f"| {name} |" in markdown
     assert van["ratios_vs_stock"] == {"train": 1.0, "gen": 1.0, "mem": 1.0}
     sc = result["sidecars"]

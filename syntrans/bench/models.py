@@ -128,7 +128,10 @@ def build_models(args, corpus: Corpus, archs: List[str]):
     for item in plan_models(args, corpus, archs):
         ns, cfg = parse_model_args(args, corpus, item["arch"], item["extra"])
         torch.manual_seed(args.seed)
-        model = task.build_model(cfg.model)
+        try:
+            model = task.build_model(cfg.model)
+        except ValueError as e:  # e.g. a preset with more syntax heads than --heads
+            raise SystemExit(f"syntrans-benchmark: error: {item['arch']} at --heads {args.heads}: {e}") from None
         gen_model = copy.deepcopy(model)  # untrained copy: identical generation in every repetition
         features = sorted(set().union(*(getattr(model, f, lambda: set())() for f in
                                         ("syntax_features", "optional_syntax_features"))))

@@ -29,7 +29,7 @@ from ..bench.measure import measure_device
 from ..bench.models import build_models, make_batches, syntax_presets
 from ..bench.report import SIDECAR_TARGET, _finite_json, render, targets_for
 
-QUICK = dict(layers=2, dim=64, heads=4, ffn=128, batches=2, warmup=1, reps=2, max_tokens=512, gen_batches=1,
+QUICK = dict(layers=2, dim=64, heads=8, ffn=128, batches=2, warmup=1, reps=2, max_tokens=512, gen_batches=1,
              gen_batch_size=8, beam=2, synth_train=200, synth_test=24, max_len_b=5, sidecar_reps=1)
 DEFAULTS = dict(layers=6, dim=256, heads=8, ffn=1024, batches=6, warmup=1, reps=4, max_tokens=2048, gen_batches=2,
                 gen_batch_size=32, beam=4, synth_train=10000, synth_test=500, max_len_b=10, sidecar_reps=3)
