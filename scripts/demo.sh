@@ -3,12 +3,14 @@
 #   synthetic corpus with gold parses → BPE → syntrans-preprocess (fairseq binarization + sidecars)
 #   → fairseq-train: vanilla Transformer and distance-mask model, identical settings
 #   → fairseq-generate on the test set → a table of sacreBLEU and validation loss.
-# Environment knobs: DEMO_DIR (default demo/), DEMO_UPDATES (default 600), DEMO_TRAIN (default 12000).
+# Environment knobs: DEMO_DIR (default demo/), DEMO_UPDATES (default 600), DEMO_TRAIN (default 12000),
+#   DEMO_METHODS (default "vanilla distance"; also "pascal", "lisa": about 4 minutes more each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${DEMO_DIR:-demo}
 UPDATES=${DEMO_UPDATES:-600}
 NTRAIN=${DEMO_TRAIN:-12000}
+read -r -a METHODS <<< "${DEMO_METHODS:-vanilla distance}"
 USER_DIR=$(python -c "import os, syntrans; print(os.path.dirname(syntrans.__file__))" 2>/dev/null)
 export PYTHONWARNINGS=ignore
 mkdir -p "$DIR"
@@ -52,9 +54,16 @@ train() {  # name, arch flags…
   tail -1 "$DIR/gen.$name.txt"
 }
 
-train vanilla --arch transformer
-train distance --arch distance_transformer_iwslt_de_en --distance-layers 0 --distance-heads 2 --distance-tau 10
+for method in "${METHODS[@]}"; do
+  case $method in
+    vanilla)  train vanilla --arch transformer ;;
+    distance) train distance --arch distance_transformer_iwslt_de_en --distance-layers 0 --distance-heads 2 --distance-tau 10 ;;
+    pascal)   train pascal --arch pascal_transformer_iwslt_de_en --pascal-layers 0 --pascal-heads 2 ;;
+    lisa)     train lisa --arch lisa_transformer_iwslt_de_en --lisa-layers 0 ;;
+    *) echo "DEMO_METHODS: unknown method '$method' (expected vanilla, distance, pascal, lisa)"; exit 2 ;;
+  esac
+done
 
 echo "== 6. results"
-python scripts/demo_table.py --dir "$DIR" vanilla distance
+python scripts/demo_table.py --dir "$DIR" "${METHODS[@]}"
 echo "demo finished in $(( $(date +%s) - start ))s"

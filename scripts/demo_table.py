@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Print the demo's table: sacreBLEU on detokenized test output of fairseq-generate, and validation loss.
+"""Print the demo's table: sacreBLEU on detokenized test output of fairseq-generate, the best validation
+NLL, and the LISA head's attachment score at each validation (LISA models).
 
 fairseq-generate's H-/T- lines (BPE removed) are Moses-tokenized; both sides are detokenized with
 sacremoses before scoring, as sacreBLEU expects.
@@ -33,15 +34,14 @@ def read_generate(path):
     return [md.detokenize(hyps[i].split()) for i in order], [md.detokenize(refs[i].split()) for i in order]
 
 
-def best_valid_loss(log):
-    best = None
+def valid_curve(log):
+    """Per validation of the training log: {'nll_loss': …, 'lisa_uas': …} (the keys that line has)."""
+    out = []
     with open(log, encoding="utf-8") as f:
         for line in f:
-            m = re.search(r"valid on 'valid' subset \| loss ([0-9.]+)", line)
-            if m:
-                v = float(m.group(1))
-                best = v if best is None else min(best, v)
-    return best
+            if "valid on 'valid' subset" in line:
+                out.append({k: float(v) for k, v in re.findall(r"\| (nll_loss|lisa_uas) ([0-9.]+)", line)})
+    return out
 
 
 def main():
@@ -55,11 +55,15 @@ def main():
         bleu = sacrebleu.metrics.BLEU()
         score = bleu.corpus_score(hyps, [refs])
         sig = bleu.get_signature()
-        rows.append((name, len(hyps), score.score, best_valid_loss(os.path.join(args.dir, f"train.{name}.log"))))
-    print("| model | test sentences | sacreBLEU | best valid loss (bits) |")
-    print("|---|---|---|---|")
-    for name, n, b, loss in rows:
-        print(f"| {name} | {n} | {b:.2f} | {loss:.3f} |")
+        curve = valid_curve(os.path.join(args.dir, f"train.{name}.log"))
+        nll = min((v["nll_loss"] for v in curve if "nll_loss" in v), default=float("nan"))
+        uas = " → ".join(f"{v['lisa_uas']:.1f}" for v in curve if "lisa_uas" in v) or "–"
+        rows.append((name, len(hyps), score.score, nll, uas))
+    # nll_loss, not loss: a model's loss also holds its weighted auxiliary losses (e.g. LISA's)
+    print("| model | test sentences | sacreBLEU | best valid nll (bits) | LISA UAS % per validation |")
+    print("|---|---|---|---|---|")
+    for name, n, b, nll, uas in rows:
+        print(f"| {name} | {n} | {b:.2f} | {nll:.3f} | {uas} |")
     print(f"sacreBLEU signature: {sig}")
 
 
