@@ -1,7 +1,7 @@
 """The benchmark's report: the targets, and the Markdown and JSON renderings of the results.
 
 Every number is given as a ratio to its reference row and to the stock ``transformer``. Targets (from
-the issue, for the distance-mask presets) are printed next to the ratios with ✓/✗; a miss never
+the issues, per method) are printed next to the ratios with ✓/✗; a miss never
 changes the exit status: speed is reported, never asserted.
 """
 from __future__ import annotations
@@ -95,7 +95,7 @@ def render(result: dict) -> str:
     else:
         out.append("**Sidecars**: not timed (--no-sidecars)")
     out.append("")
-    out.append("Targets (issue, distance-mask presets) are reported, never enforced; CPU timings are sensitive to "
+    out.append("Targets (the issues, per method) are reported, never enforced; CPU timings are sensitive to "
                "other load on the machine.")
     return "\n".join(out) + "\n"
 
