@@ -243,7 +243,7 @@ def distance_transformer_wmt_en_de(args):
 
 @register_model_architecture("syntax_transformer", "pascal_transformer_wmt_en_de")
 def pascal_transformer_wmt_en_de(args):
-    """Bugliarello & Okazaki 2020 (§5), WMT16 en-de: Transformer base, 5 PASCAL heads of 8 in encoder layer 0,
+    """Bugliarello & Okazaki 2020, WMT16 en-de: Transformer base, 5 PASCAL heads of 8 in encoder layer 0,
     σ = 1, no parent ignoring (other datasets' heads/q: configs/pascal/)."""
     _default(args, "pascal_layers", "0")
     _default(args, "pascal_heads", 5)
@@ -264,7 +264,7 @@ def pascal_transformer_iwslt_de_en(args):
 
 @register_model_architecture("syntax_transformer", "lisa_transformer_wmt_en_de")
 def lisa_transformer_wmt_en_de(args):
-    """LISA as in Bugliarello & Okazaki 2020 (§5): Transformer base, head 0 of encoder layer 0 bi-affine and
+    """LISA as in Bugliarello & Okazaki 2020: Transformer base, head 0 of encoder layer 0 bi-affine and
     trained on first-subword parents with weight 1.0."""
     _default(args, "lisa_layers", "0")
     syntax_base_architecture(args)

@@ -1,4 +1,4 @@
-"""LISA's parent-attention head (Strubell et al. 2018, as adapted by Bugliarello & Okazaki 2020, §4)."""
+"""LISA's parent-attention head (Strubell et al. 2018, as adapted by Bugliarello & Okazaki 2020; DESIGN §4.5)."""
 from __future__ import annotations
 
 from typing import Tuple
@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 
 class BiaffineScorer(nn.Module):
-    """s_ij = [f(W_q x_i); 1]ᵀ U f(W_k x_j), f = leaky ReLU (Bugliarello & Okazaki 2020, §4, Eq. 6).
+    """s_ij = [f(W_q x_i); 1]ᵀ U f(W_k x_j), f = leaky ReLU (Bugliarello & Okazaki 2020, their LISA baseline).
 
     W_q and W_k are the LISA head's own query and key projections (its slice of the layer's q_proj and
     k_proj); U ∈ ℝ^{(d+1)×d} is this module's only parameter, d the head dimension.
@@ -37,7 +37,7 @@ def gold_parent_rows(log_probs: torch.Tensor, parents: torch.Tensor) -> torch.Te
 
 
 def parent_loss(log_probs: torch.Tensor, parents: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """LISA loss −Σ_i log A[i, parent(i)] (Bugliarello & Okazaki 2020, §4, Eq. 7) over the queries that
+    """LISA loss −Σ_i log A[i, parent(i)] (Bugliarello & Okazaki 2020, LISA parent loss) over the queries that
     have a parent (real tokens: no pad, no EOS), with the number of such queries and of those whose
     argmax key is the gold parent. log_probs (B, T, S) float, parents (B, T) long (−1: none) → three scalars."""
     has = parents >= 0  # (B, T)

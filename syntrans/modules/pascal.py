@@ -1,4 +1,4 @@
-"""PASCAL weights (Bugliarello & Okazaki 2020, §3): a Gaussian around each token's parent position."""
+"""PASCAL weights (Bugliarello & Okazaki 2020, parent-scaled self-attention; DESIGN §4.4): Gaussians at parents."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,7 @@ import torch
 
 
 def pascal_weights(parents: torch.Tensor, src_len: int, sigma: float) -> torch.Tensor:
-    """W[b, i, j] = N(j; p_bi, σ²), the Gaussian density (Bugliarello & Okazaki 2020, Eq. 4).
+    """W[b, i, j] = N(j; p_bi, σ²), the Gaussian density (Bugliarello & Okazaki 2020, PASCAL weights).
 
     parents: (B, T) float parent positions in padded coordinates, negative where a query has no parent
     (EOS, padding): those rows are all ones, so their scores pass unchanged. Returns (B, T, src_len) float32.
@@ -20,7 +20,7 @@ def pascal_weights(parents: torch.Tensor, src_len: int, sigma: float) -> torch.T
 
 
 def ignore_parents(weights: torch.Tensor, q: float, training: bool) -> torch.Tensor:
-    """Parent ignoring (Bugliarello & Okazaki 2020, §3): in training each (sentence, query) row of W
+    """Parent ignoring (Bugliarello & Okazaki 2020, PASCAL training): in training each (sentence, query) row of W
     becomes all ones with probability q; evaluation never ignores. weights: (B, T, S) → (B, T, S)."""
     if not training or q <= 0.0:
         return weights

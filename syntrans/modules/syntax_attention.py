@@ -67,7 +67,7 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         blocks: List[torch.Tensor] = []
         if plan.distance:  # Hou et al. 2022, Eq. 7: QKᵀ/√d + log M
             blocks.append(scores[:, : plan.distance] + batch.distance_log_mask.unsqueeze(1).to(scores.dtype))
-        if plan.pascal:  # Bugliarello & Okazaki 2020, Eq. 5: S ⊙ W before masking and softmax
+        if plan.pascal:  # Bugliarello & Okazaki 2020 (PASCAL; DESIGN §4.4): S ⊙ W before masking and softmax
             w = ignore_parents(batch.pascal_weights, self.pascal_ignore, self.training).to(scores.dtype)  # (B, T, S)
             blocks.append(scores[:, plan.pascal_heads] * w.unsqueeze(1))
         h = plan.lisa_head

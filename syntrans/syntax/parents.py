@@ -10,7 +10,7 @@ PARENT_MODES = ("middle", "first", "chain")
 
 
 def subword_parents(heads: Sequence[int], pieces: Sequence[int], mode: str) -> List[float]:
-    """Subword parents: PASCAL "middle" (Bugliarello & Okazaki 2020 §3), LISA "first", DBSA "chain" (Deguchi et al. 2019).
+    """Subword parents: PASCAL "middle" (Bugliarello & Okazaki 2020), LISA "first", DBSA "chain" (Deguchi et al. 2019).
 
     ``heads[w]`` is the 1-based head word of word ``w`` within the line (0 = root); a line holding several
     sentences has its heads already offset to line positions and one root per sentence. ``pieces[w]`` >= 1 is
