@@ -2,12 +2,13 @@
 (``--model-overrides "{'lisa_gold_parents': True}"``) through fairseq-validate."""
 import math
 import re
+import subprocess
 
 import pytest
 import torch
 from conftest import SMALL
 from fairseq import checkpoint_utils
-from test_end_to_end import USER_DIR, run
+from test_end_to_end import BIN, USER_DIR, run
 
 from syntrans.modules.head_plan import HeadPlan
 
@@ -173,3 +174,19 @@ def test_lisa_gold_parents_oracle(tiny_data, trained, generated):
         hyps[tag] = {int(i): (float(score), text) for i, score, text in re.findall(r"^H-(\d+)\t(\S+)\t(.*)$", out, flags=re.M)}
         assert sorted(hyps[tag]) == list(range(N_TEST)), out[-2000:]
     assert hyps["plain"] != hyps["oracle"]
+
+
+def test_lisa_translates_raw_input_with_fairseq_interactive(tiny_data, trained):
+    """LISA needs no parse to translate: stock fairseq-interactive works on plain BPE input (PASCAL is refused)."""
+    lines = (tiny_data.parent / "test.bpe.src").read_text().splitlines()[:3]
+
+    def interactive(ckpt):
+        return subprocess.run([str(BIN / "fairseq-interactive"), str(tiny_data), "--user-dir", USER_DIR, "--task",
+                               "syntax_translation", "--path", str(ckpt), "--beam", "2", "--remove-bpe"],
+                              input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=300)
+
+    p = interactive(trained("lisa_iwslt")[0])
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert sorted(int(i) for i in re.findall(r"^H-(\d+)\t", p.stdout, flags=re.M)) == [0, 1, 2]
+    p = interactive(trained("pascal_iwslt")[0])
+    assert p.returncode != 0 and "interactive translation needs syntax features" in p.stderr
