@@ -11,7 +11,10 @@ ARCHS = [("transformer", ()), ("distance_transformer_iwslt_de_en", ("--distance-
          ("lisa_transformer_iwslt_de_en", ()), ("lisa_transformer_iwslt_de_en", ("--lisa-gold-parents",)),
          # distance heads 0-1, PASCAL head 2, LISA head 3 of layer 0; LISA head 0 of layer 1
          ("distance_transformer_iwslt_de_en", ("--distance-heads", "2", "--pascal-layers", "0", "--pascal-heads", "1",
-                                               "--lisa-layers", "0,1"))]
+                                               "--lisa-layers", "0,1")),
+         ("gated_distance_transformer_iwslt_de_en", ("--gate-warmup-epochs", "0")),
+         # a gate mixing PASCAL attention (heads 0-1 of layer 0) with stock attention
+         ("pascal_transformer_iwslt_de_en", ("--gate-layers", "0"))]
 HYP_ARCHS = [a for a in ARCHS if "--distance-hard" not in a[1] and "--pascal-heads" not in a[1]]
 
 

@@ -151,7 +151,8 @@ def _fairseq_preprocess(corpus: Corpus, dest: Path) -> None:
     from fairseq import options
     from fairseq_cli import preprocess as fairseq_preprocess
 
-    argv = ["-s", corpus.src, "-t", corpus.tgt, "--destdir", str(dest), "--workers", "1"]
+    # joined dictionary (the BPE is joint): presets that share all embeddings need it
+    argv = ["-s", corpus.src, "-t", corpus.tgt, "--destdir", str(dest), "--workers", "1", "--joined-dictionary"]
     for split, (text, _) in corpus.splits.items():
         argv += [f"--{split}pref", text]
     fairseq_preprocess.main(options.get_preprocessing_parser().parse_args(argv))
@@ -192,7 +193,7 @@ def time_preprocessing(corpus: Corpus, reps: int = 1) -> dict:
 
 def ensure_data_bin(corpus: Corpus, timing: Optional[dict]) -> None:
     stamp = corpus.data_bin / "complete.json"
-    config = json.loads((corpus.root / "prepared.json").read_text())
+    config = {**json.loads((corpus.root / "prepared.json").read_text()), "dictionary": "joined"}
     if _stamp_ok(stamp, config):
         if timing:
             shutil.rmtree(timing["dest"], ignore_errors=True)

@@ -53,15 +53,39 @@ class LisaOptions(FairseqDataclass):
     )
 
 
+@dataclass
+class GateOptions(FairseqDataclass):
+    """Syntax gates (Hou et al., gated self-attention): A = G·A_syn + (1 − G)·A_raw per sentence and head."""
+
+    gate_layers: str = field(
+        default="", metadata={"help": "comma-separated 0-based encoder layers (or 'all') whose syntax heads are gated"}
+    )
+    gate_mode: str = field(
+        default="gated", metadata={"help": "gated (learned G), pure (G = 1) or avg (G = 0.5): the paper's ablations"}
+    )
+    gate_hidden: int = field(default=256, metadata={"help": "hidden size of the gate network"})
+    gate_no_batchnorm: bool = field(
+        default=False, metadata={"help": "no BatchNorm before the gate's sigmoid (the paper's ablation)"}
+    )
+    gate_warmup_epochs: int = field(
+        default=0, metadata={"help": "pre-warm-up K: the gate network is frozen during epochs 1..K and trains afterwards"}
+    )
+    gate_syntax_dropout: float = field(
+        default=0.0, metadata={"help": "syntax ignoring: dropout rate p on the syntax attention A_syn in training"}
+    )
+
+
 def parse_layers(spec: str, num_layers: int, flag: str) -> List[int]:
-    """'0,2' → [0, 2], checked against the number of layers."""
+    """'0,2' → [0, 2]; 'all' → every layer; checked against the number of layers."""
     spec = (spec or "").strip()
     if not spec:
         return []
+    if spec == "all":
+        return list(range(num_layers))
     try:
         layers = sorted({int(x) for x in spec.split(",")})
     except ValueError:
-        raise ValueError(f"{flag} takes comma-separated layer numbers, found {spec!r}") from None
+        raise ValueError(f"{flag} takes comma-separated layer numbers or 'all', found {spec!r}") from None
     bad = [x for x in layers if not 0 <= x < num_layers]
     if bad:
         raise ValueError(f"{flag}: layers must lie in 0..{num_layers - 1}, found {bad}")

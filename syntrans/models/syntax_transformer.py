@@ -18,10 +18,11 @@ from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 
 from ..modules.aux_losses import merge_aux, report_aux_loss, report_aux_metric
 from ..modules.distance_bias import distance_log_mask
+from ..modules.gate import SyntaxGate
 from ..modules.head_plan import HeadPlan, SyntaxBatch
 from ..modules.pascal import pascal_weights
 from ..modules.syntax_attention import SyntaxBiasedMultiheadAttention
-from .options import DistanceMaskOptions, LisaOptions, PascalOptions, parse_layers
+from .options import DistanceMaskOptions, GateOptions, LisaOptions, PascalOptions, parse_layers
 
 
 class SyntaxEncoderLayer(TransformerEncoderLayerBase):
@@ -70,12 +71,19 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         if self.lisa_layers and cfg.checkpoint_activations:
             raise ValueError("LISA's parent loss is computed inside the attention and would lose its gradient under "
                              "--checkpoint-activations; train LISA models without it")
+        self.gate_layers = _layers(cfg, "gate_layers", n)
+        p = float(getattr(cfg, "gate_syntax_dropout", 0.0))
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"--gate-syntax-dropout is a dropout rate in [0, 1), found {p}")
         for i in range(n):
             plan = HeadPlan(H, distance=self.distance_heads if i in self.distance_layers else 0,
                             pascal=self.pascal_heads if i in self.pascal_layers else 0,
-                            lisa=1 if i in self.lisa_layers else 0)
+                            lisa=1 if i in self.lisa_layers else 0, gated=i in self.gate_layers)
+            gate = SyntaxGate(cfg.encoder.embed_dim, H, int(getattr(cfg, "gate_hidden", 256)),
+                              not getattr(cfg, "gate_no_batchnorm", False), getattr(cfg, "gate_mode", "gated"),
+                              int(getattr(cfg, "gate_warmup_epochs", 0))) if plan.gated else None
             if plan.active:
-                self._attn(i).configure(plan, q, self.lisa_gold_parents)
+                self._attn(i).configure(plan, q, self.lisa_gold_parents, gate, p)
 
     def build_encoder_layer(self, cfg):
         layer = SyntaxEncoderLayer(cfg, return_fc=self.return_fc)
@@ -130,7 +138,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
 
         They stay set until the next forward, so activation checkpointing recomputes with them.
         """
-        if not (self.distance_layers or self.pascal_layers or self.lisa_layers):
+        if not (self.distance_layers or self.pascal_layers or self.lisa_layers or self.gate_layers):
             return
         batch = self.syntax_batch(src_tokens, features)
         for layer in self.layers:
@@ -141,20 +149,27 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
                 attn.syntax_bias = batch.distance_bias(self.num_heads, attn.plan.distance)
 
     def aux_outputs(self) -> Dict:
-        """The LISA parent loss (per real source token and LISA layer) and the LISA heads' attachment score (%)."""
+        """The LISA parent loss (per real source token and LISA layer), the LISA heads' attachment score (%),
+        and at evaluation the gate value of every gated layer × syntax head (mean per sentence)."""
         extra: Dict = {}
         stats = [s for s in (self._attn(i).lisa_stats for i in self.lisa_layers) if s is not None]
         if stats:
             loss, count, hits = (sum(x) for x in zip(*stats))
             report_aux_loss(extra, "lisa", loss, count, self.lisa_weight)
             report_aux_metric(extra, "lisa_uas", 100.0 * hits.float(), count)
+        if not self.training:  # gate values per layer × syntax head, averaged over the validation sentences
+            for i in self.gate_layers:
+                attn = self._attn(i)
+                g = attn.gate_values  # (B, H)
+                for h in range(attn.plan.syntax_heads):
+                    report_aux_metric(extra, f"gate_l{i}h{h}", g[:, h].float().sum(), g.size(0))
         return extra
 
     def forward(self, src_tokens, src_lengths: Optional[torch.Tensor] = None, return_all_hiddens: bool = False,
                 token_embeddings: Optional[torch.Tensor] = None, **features):
         self.set_syntax_batch(src_tokens, features)
         out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
-        if self.lisa_layers:
+        if self.lisa_layers or self.gate_layers:
             out["syntax_aux"] = self.aux_outputs()
         return out
 
@@ -166,7 +181,7 @@ class SyntaxTransformerModel(TransformerModel):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        for options in (DistanceMaskOptions(), PascalOptions(), LisaOptions()):
+        for options in (DistanceMaskOptions(), PascalOptions(), LisaOptions(), GateOptions()):
             gen_parser_from_dataclass(parser, options, delete_default=True)
 
     @classmethod
@@ -215,6 +230,12 @@ def syntax_base_architecture(args):
     _default(args, "lisa_layers", "")
     _default(args, "lisa_weight", 1.0)
     _default(args, "lisa_gold_parents", False)
+    _default(args, "gate_layers", "")
+    _default(args, "gate_mode", "gated")
+    _default(args, "gate_hidden", 256)
+    _default(args, "gate_no_batchnorm", False)
+    _default(args, "gate_warmup_epochs", 0)
+    _default(args, "gate_syntax_dropout", 0.0)
     base_architecture(args)
 
 
@@ -274,6 +295,23 @@ def lisa_transformer_wmt_en_de(args):
 def lisa_transformer_iwslt_de_en(args):
     """LISA at IWSLT size: head 0 of encoder layer 0, weight 1.0; dropout 0.3, attention dropout 0.2."""
     _default(args, "lisa_layers", "0")
+    _default(args, "dropout", 0.3)
+    _default(args, "attention_dropout", 0.2)
+    transformer_iwslt_de_en(args)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "gated_distance_transformer_iwslt_de_en")
+def gated_distance_transformer_iwslt_de_en(args):
+    """Hou et al., gated self-attention, IWSLT14 de-en: 6+6 layers, 512, FFN 1024, 4 heads, shared embeddings,
+    dropout 0.3, attention dropout 0.2; every head of every encoder layer gated between the soft distance mask
+    (τ = 10) and stock attention, syntax ignoring p = 0.4, pre-warm-up K = 80 epochs (other datasets: configs/gated/)."""
+    _default(args, "distance_layers", "all")
+    _default(args, "distance_heads", 4)
+    _default(args, "gate_layers", "all")
+    _default(args, "gate_syntax_dropout", 0.4)
+    _default(args, "gate_warmup_epochs", 80)
+    _default(args, "share_all_embeddings", True)
     _default(args, "dropout", 0.3)
     _default(args, "attention_dropout", 0.2)
     transformer_iwslt_de_en(args)

@@ -20,6 +20,7 @@ class HeadPlan:
     distance: int = 0
     pascal: int = 0
     lisa: int = 0
+    gated: bool = False  # the syntax heads mix A_syn with the stock A_raw through a learned gate
 
     def __post_init__(self):
         used = self.distance + self.pascal + self.lisa
@@ -29,15 +30,22 @@ class HeadPlan:
                 f"{self.pascal} PASCAL + {self.lisa} LISA (at most one LISA head); lower --distance-heads/--pascal-heads "
                 "or put the mechanisms in different layers"
             )
+        if self.gated and not used:
+            raise ValueError("a gated layer needs syntax heads to gate (--distance-heads/--pascal-heads/--lisa-layers "
+                             "in the same layer)")
 
     @property
     def active(self) -> bool:
         return self.distance + self.pascal + self.lisa > 0
 
     @property
+    def syntax_heads(self) -> int:
+        return self.distance + self.pascal + self.lisa
+
+    @property
     def explicit(self) -> bool:
-        """Whether the scores must be formed explicitly (multiplied or replaced), not only biased additively."""
-        return self.pascal + self.lisa > 0
+        """Whether the scores must be formed explicitly (multiplied, replaced or gated), not only biased additively."""
+        return self.pascal + self.lisa > 0 or self.gated
 
     @property
     def pascal_heads(self) -> slice:

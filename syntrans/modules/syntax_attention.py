@@ -3,8 +3,9 @@
 * No mechanism: fairseq's ``MultiheadAttention`` unchanged (same code path, same kernels).
 * Distance-mask heads only: softmax(QKᵀ/√d + bias_h) through the same fused path, the additive bias
   being 0 for heads without syntax.
-* PASCAL or LISA heads: the scores are formed explicitly (:meth:`_explicit_forward`), in the same order
-  of operations as fairseq's unfused attention, so heads without syntax give the same numbers.
+* PASCAL or LISA heads, or a gate: the scores are formed explicitly (:meth:`_explicit_forward`), in the
+  same order of operations as fairseq's unfused attention, so heads without syntax give the same numbers.
+  A gated layer's syntax heads attend with G·A_syn + (1 − G)·A_raw (:mod:`syntrans.modules.gate`).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from fairseq import utils
 from fairseq.modules import MultiheadAttention
 
+from .gate import SyntaxGate, mix
 from .head_plan import HeadPlan, SyntaxBatch
 from .lisa import BiaffineScorer, gold_parent_rows, parent_loss
 from .pascal import ignore_parents
@@ -34,14 +36,22 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         self.pascal_ignore = 0.0  # parent-ignoring probability q
         self.lisa_gold_parents = False  # oracle: at evaluation the LISA head attends to the gold parent
         self.lisa_stats: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None  # loss, tokens, hits
+        self.syntax_dropout = 0.0  # "syntax ignoring": dropout on A_syn of a gated layer in training
+        self.gate_values: Optional[torch.Tensor] = None  # (B, H) the last batch's gates, detached
 
-    def configure(self, plan: HeadPlan, pascal_ignore: float = 0.0, lisa_gold_parents: bool = False) -> None:
-        """Give this layer its head plan; a LISA head adds its bi-affine parameters U."""
+    def configure(self, plan: HeadPlan, pascal_ignore: float = 0.0, lisa_gold_parents: bool = False,
+                  gate: Optional[SyntaxGate] = None, syntax_dropout: float = 0.0) -> None:
+        """Give this layer its head plan; a LISA head adds its bi-affine parameters U, a gated plan its gate."""
         if plan.num_heads != self.num_heads:
             raise ValueError(f"head plan for {plan.num_heads} heads given to a layer with {self.num_heads}")
+        if plan.gated != (gate is not None):
+            raise ValueError("a gated head plan needs a SyntaxGate, and only a gated plan takes one")
         self.plan, self.pascal_ignore, self.lisa_gold_parents = plan, float(pascal_ignore), bool(lisa_gold_parents)
+        self.syntax_dropout = float(syntax_dropout)
         if plan.lisa:
             self.lisa = BiaffineScorer(self.head_dim)
+        if gate is not None:
+            self.gate = gate
 
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
@@ -91,13 +101,11 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         qs = (q * self.scaling).contiguous().view(T, B * H, d).transpose(0, 1)  # (B·H, T, d)
         ks = k.contiguous().view(T, B * H, d).transpose(0, 1)  # (B·H, S, d)
         vs = v.contiguous().view(T, B * H, d).transpose(0, 1)
-        scores = torch.bmm(qs, ks.transpose(1, 2)).view(B, H, T, T)  # (B, H, T, S)
-        scores = self._syntax_scores(scores, q_heads, k_heads)
-        if attn_mask is not None:
-            scores = scores + attn_mask.to(scores.dtype)
-        if key_padding_mask is not None:
-            scores = scores.masked_fill(key_padding_mask.bool().view(B, 1, 1, T), float("-inf"))
+        raw = torch.bmm(qs, ks.transpose(1, 2)).view(B, H, T, T)  # (B, H, T, S)
+        scores = self._masked(self._syntax_scores(raw, q_heads, k_heads), attn_mask, key_padding_mask)
         probs = utils.softmax(scores, dim=-1)  # (B, H, T, S) float32
+        if self.plan.gated:
+            probs = self._gated_probs(probs, self._masked(raw, attn_mask, key_padding_mask), x, key_padding_mask)
         probs = self._lisa_probs(scores, probs)
         attn = torch.bmm(self.dropout_module(probs.type_as(scores)).view(B * H, T, T), vs)  # (B·H, T, d)
         attn = self.out_proj(attn.transpose(0, 1).contiguous().view(T, B, C))
@@ -107,6 +115,31 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
             if not need_head_weights:
                 weights = weights.mean(dim=0)
         return attn, weights
+
+    @staticmethod
+    def _masked(scores: torch.Tensor, attn_mask, key_padding_mask) -> torch.Tensor:
+        """scores (B, H, T, S) + the caller's attn_mask, padding keys at −inf."""
+        if attn_mask is not None:
+            scores = scores + attn_mask.to(scores.dtype)
+        if key_padding_mask is not None:
+            B, _, _, S = scores.shape
+            scores = scores.masked_fill(key_padding_mask.bool().view(B, 1, 1, S), float("-inf"))
+        return scores
+
+    def _gated_probs(self, p_syn: torch.Tensor, raw: torch.Tensor, x: torch.Tensor, key_padding_mask) -> torch.Tensor:
+        """Syntax heads: G·A_syn + (1 − G)·A_raw (Hou et al., gated self-attention), A_syn with syntax ignoring
+        (dropout, training only); other heads: A_raw. p_syn, raw: (B, H, T, S); x (T, B, C) → (B, H, T, S)."""
+        n = self.plan.syntax_heads
+        B, T = x.size(1), x.size(0)
+        pad = key_padding_mask.bool() if key_padding_mask is not None else x.new_zeros(B, T, dtype=torch.bool)
+        gates = self.gate(x, pad)  # (B, H)
+        self.gate_values = gates.detach()
+        p_raw = utils.softmax(raw, dim=-1)  # (B, H, T, S) float32
+        syn = p_syn[:, :n]
+        if self.training and self.syntax_dropout > 0:
+            syn = torch.nn.functional.dropout(syn, self.syntax_dropout, training=True)
+        mixed = mix(syn, p_raw[:, :n], gates[:, :n])
+        return torch.cat([mixed, p_raw[:, n:]], dim=1) if n < self.num_heads else mixed
 
     def _lisa_probs(self, scores: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
         """Record the LISA head's loss statistics; with the oracle at evaluation, put its mass on the gold parent."""

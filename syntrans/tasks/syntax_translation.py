@@ -75,6 +75,12 @@ class SyntaxTranslationTask(TranslationTask):
             self._check_requests(split)
         return model
 
+    def begin_epoch(self, epoch, model):
+        """Tell the model fairseq's epoch (1-based) at every epoch start, a resumed one included (gate pre-warm-up)."""
+        super().begin_epoch(epoch, model)
+        if hasattr(model, "set_epoch"):
+            model.set_epoch(epoch)
+
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         if self.syntax_requests:
             raise NotImplementedError(

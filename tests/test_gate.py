@@ -1,0 +1,174 @@
+"""Syntax gates (Hou et al., gated self-attention): A = G·A_syn + (1 − G)·A_raw with G from a max-pooled,
+BatchNormed gate network; its limits, padding, pre-warm-up and syntax ignoring."""
+import pytest
+import torch
+from fairseq.modules import MultiheadAttention
+
+from syntrans.modules.distance_bias import distance_head_bias, distance_log_mask
+from syntrans.modules.gate import SyntaxGate, masked_max_pool
+from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
+from syntrans.modules.syntax_attention import SyntaxBiasedMultiheadAttention
+
+C, H = 16, 4
+
+
+def batch(seed=1):
+    """(T, B, C) inputs of two sentences (9 and 5 tokens, left-padded), padding and random gaps."""
+    g = torch.Generator().manual_seed(seed)
+    T, lengths = 9, [9, 5]
+    x = torch.randn(T, 2, C, generator=g)
+    pad = torch.tensor([[t < T - n for t in range(T)] for n in lengths])
+    gaps = torch.randint(2, 7, (2, T - 1), generator=g)
+    return x, pad, gaps
+
+
+def gated(mode="gated", heads=H, dropout=0.0, warmup=0, seed=0):
+    torch.manual_seed(seed)
+    attn = SyntaxBiasedMultiheadAttention(C, H, self_attention=True).eval()
+    attn.configure(HeadPlan(H, distance=heads, gated=True), gate=SyntaxGate(C, H, 8, mode=mode, warmup_epochs=warmup),
+                   syntax_dropout=dropout)
+    return attn.eval()  # the gate was added after the first eval()
+
+
+def run(attn, x, pad, gaps, **kw):
+    attn.syntax_batch = SyntaxBatch(pad_mask=pad, distance_log_mask=distance_log_mask(gaps, pad, 10.0, x.dtype))
+    return attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, **kw)
+
+
+def test_pure_equals_the_distance_mask_attention():
+    x, pad, gaps = batch()
+    attn = gated("pure", heads=2)
+    out, w = run(attn, x, pad, gaps)
+    ref = SyntaxBiasedMultiheadAttention(C, H, self_attention=True).eval()
+    ref.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("gate.")})
+    ref.syntax_bias = distance_head_bias(gaps, pad, H, 2, 10.0, x.dtype)
+    out_ref, w_ref = ref(x, x, x, key_padding_mask=pad, need_weights=True)  # fused path: head-averaged weights
+    torch.testing.assert_close(w.mean(0), w_ref, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(out, out_ref, atol=1e-6, rtol=1e-5)
+
+
+def test_avg_is_the_mean_of_syntax_and_stock_softmax():
+    x, pad, gaps = batch()
+    attn = gated("avg", heads=3)
+    _, w = run(attn, x, pad, gaps)
+    d = C // H
+    q = (x @ attn.q_proj.weight.T + attn.q_proj.bias) * d ** -0.5
+    k = x @ attn.k_proj.weight.T + attn.k_proj.bias
+    log_m = distance_log_mask(gaps, pad, 10.0, x.dtype)
+    for b in range(2):
+        p = int(pad[b].sum())
+        for h in range(H):
+            s = q[p:, b, h * d:(h + 1) * d] @ k[p:, b, h * d:(h + 1) * d].T
+            raw = torch.softmax(s, -1)
+            expect = 0.5 * torch.softmax(s + log_m[b, p:, p:], -1) + 0.5 * raw if h < 3 else raw
+            torch.testing.assert_close(w[h, b, p:, p:], expect, atol=1e-6, rtol=1e-5)
+
+
+def test_closed_gate_is_bitwise_stock_attention():
+    """G ≡ 0 (BatchNorm shifted far negative, running statistics at evaluation): fairseq's own attention."""
+    x, pad, gaps = batch()
+    attn = gated()
+    with torch.no_grad():
+        attn.gate.bn.bias.fill_(-1e4)
+    stock = MultiheadAttention(C, H, self_attention=True).eval()
+    stock.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("gate.")})
+    stock.skip_embed_dim_check = True  # fairseq's unfused path, the order of operations ours follows
+    out, w = run(attn, x, pad, gaps)
+    assert torch.all(attn.gate_values == 0)
+    out_s, w_s = stock(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    assert torch.equal(out, out_s) and torch.equal(w, w_s)
+
+
+def test_max_pool_ignores_padding():
+    x, pad, gaps = batch()
+    pooled = masked_max_pool(x, pad)
+    for b in range(2):
+        p = int(pad[b].sum())
+        assert torch.equal(pooled[b], x[p:, b].max(0).values)
+    attn = gated()
+    run(attn, x, pad, gaps)
+    g1 = attn.gate_values.clone()
+    y = x.clone()
+    y[: int(pad[1].sum()), 1] = 1e3  # huge values at sentence 1's padding positions
+    run(attn, y, pad, gaps)
+    assert torch.equal(attn.gate_values, g1)
+
+
+def test_warmup_freezes_the_gate_network_then_trains_it():
+    x, pad, gaps = batch()
+    attn = gated(warmup=2).train()
+    gate_params = {n: p.detach().clone() for n, p in attn.gate.named_parameters()}
+    other = attn.q_proj.weight.detach().clone()
+    opt = torch.optim.Adam(attn.parameters(), lr=1e-2, weight_decay=1e-2)
+
+    def step():
+        opt.zero_grad()
+        out, _ = run(attn, x, pad, gaps)
+        out.pow(2).sum().backward()
+        opt.step()
+
+    for epoch in (1, 2):  # pre-warm-up: frozen, although weight decay applies to every parameter with a gradient
+        attn.gate.set_epoch(epoch)
+        step()
+        for n, p in attn.gate.named_parameters():
+            assert torch.equal(p, gate_params[n]), n
+    assert not torch.equal(attn.q_proj.weight, other)  # the rest of the layer trained
+    attn.gate.set_epoch(3)
+    step()
+    assert any(not torch.equal(p, gate_params[n]) for n, p in attn.gate.named_parameters())
+
+
+def test_syntax_ignoring_only_in_training():
+    x, pad, gaps = batch()
+    a, b = gated(dropout=0.0), gated(dropout=0.9)
+    b.load_state_dict(a.state_dict())
+    assert torch.equal(run(a, x, pad, gaps)[0], run(b, x, pad, gaps)[0])  # evaluation: no syntax dropout
+    b.train()
+    a.train()
+    torch.manual_seed(0)
+    wa = run(a, x, pad, gaps)[1]
+    torch.manual_seed(0)
+    wb = run(b, x, pad, gaps)[1]
+    assert not torch.allclose(wa, wb)
+
+
+def test_batchnorm_uses_running_statistics_at_evaluation():
+    """A sentence's gates do not depend on the rest of the batch at evaluation (they do in training)."""
+    x, pad, gaps = batch()
+    attn = gated()
+    run(attn, x, pad, gaps)
+    both = attn.gate_values.clone()
+    run(attn, x[:, 1:], pad[1:], gaps[1:])
+    assert torch.equal(attn.gate_values[0], both[1])
+    attn.train()
+    run(attn, x, pad, gaps)
+    train_both = attn.gate_values.clone()
+    assert not torch.allclose(train_both, both)
+
+
+def test_gated_layer_needs_syntax_heads_and_mode_is_checked():
+    with pytest.raises(ValueError, match="gated layer needs syntax heads"):
+        HeadPlan(H, gated=True)
+    with pytest.raises(ValueError, match="gate mode"):
+        SyntaxGate(C, H, 8, mode="sometimes")
+
+
+def test_validation_logs_gate_values_per_layer_and_head(tiny_data):
+    from conftest import build_task_and_model
+
+    task, model = build_task_and_model(tiny_data, "gated_distance_transformer_iwslt_de_en", "--distance-heads", "2",
+                                       "--gate-layers", "1")
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    sample = ds.collater([ds[i] for i in range(5)])
+    model.eval()
+    with torch.no_grad():
+        _, extra = model(**sample["net_input"])
+    metrics = extra["aux_metrics"]
+    assert sorted(metrics) == ["gate_l1h0", "gate_l1h1"]
+    g = model.encoder.layers[1].self_attn.gate_values
+    assert metrics["gate_l1h1"]["value"].item() == pytest.approx(g[:, 1].sum().item())
+    assert metrics["gate_l1h1"]["ntokens"] == 5
+    model.train()
+    _, extra = model(**sample["net_input"])
+    assert "aux_metrics" not in extra  # training logs stay short
