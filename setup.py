@@ -33,6 +33,7 @@ setup(
             "syntrans-preprocess=syntrans.cli.preprocess:main",
             "syntrans-synth=syntrans.cli.synth:main",
             "syntrans-benchmark=syntrans.cli.benchmark:main",
+            "syntrans-plot=syntrans.cli.plot:main",
         ],
     },
 )
