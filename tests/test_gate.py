@@ -172,3 +172,29 @@ def test_validation_logs_gate_values_per_layer_and_head(tiny_data):
     model.train()
     _, extra = model(**sample["net_input"])
     assert "aux_metrics" not in extra  # training logs stay short
+
+
+def test_gate_mixes_pascal_attention_too():
+    """The gate is a mechanism of its own: over PASCAL heads, pure = PASCAL and avg = mean of PASCAL and stock."""
+    from syntrans.modules.pascal import pascal_weights
+
+    x, pad, _ = batch()
+    parents = torch.where(pad, torch.tensor(-1.0), torch.tensor(7.5))  # every real token's parent at 7.5
+    syntax = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
+    weights = {}
+    for name, plan, gate in (("pascal", HeadPlan(H, pascal=2), None),
+                             ("stock", HeadPlan(H), None),
+                             ("pure", HeadPlan(H, pascal=2, gated=True), SyntaxGate(C, H, 8, mode="pure")),
+                             ("avg", HeadPlan(H, pascal=2, gated=True), SyntaxGate(C, H, 8, mode="avg"))):
+        torch.manual_seed(0)
+        attn = SyntaxBiasedMultiheadAttention(C, H, self_attention=True)
+        if plan.active:
+            attn.configure(plan, gate=gate)
+        attn.eval()
+        attn.syntax_batch = syntax
+        attn.skip_embed_dim_check = True  # the stock row: fairseq's unfused path
+        weights[name] = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)[1]
+    assert torch.equal(weights["pure"], weights["pascal"])
+    torch.testing.assert_close(weights["avg"][:2], 0.5 * (weights["pascal"][:2] + weights["stock"][:2]))
+    assert torch.equal(weights["avg"][2:], weights["stock"][2:])
+    assert not torch.allclose(weights["pascal"][:2], weights["stock"][:2])
