@@ -239,16 +239,22 @@ def syntax_base_architecture(args):
     base_architecture(args)
 
 
+def _iwslt_size(args):
+    """The IWSLT presets' shared rest (Hou et al. 2022, App. A): transformer_iwslt_de_en dimensions (512, 4 heads,
+    FFN 1024), dropout 0.3, attention dropout 0.2, then the syntax defaults."""
+    _default(args, "dropout", 0.3)
+    _default(args, "attention_dropout", 0.2)
+    transformer_iwslt_de_en(args)
+    syntax_base_architecture(args)
+
+
 @register_model_architecture("syntax_transformer", "distance_transformer_iwslt_de_en")
 def distance_transformer_iwslt_de_en(args):
     """Hou et al. 2022 (App. A), IWSLT14 de-en: 6+6 layers, 512, 4 heads, FFN 1024, dropout 0.3,
     attention dropout 0.2, soft mask τ = 10 in heads 0-3 of encoder layer 0."""
     _default(args, "distance_layers", "0")
     _default(args, "distance_heads", 4)
-    _default(args, "dropout", 0.3)
-    _default(args, "attention_dropout", 0.2)
-    transformer_iwslt_de_en(args)
-    syntax_base_architecture(args)
+    _iwslt_size(args)
 
 
 @register_model_architecture("syntax_transformer", "distance_transformer_wmt_en_de")
@@ -277,10 +283,7 @@ def pascal_transformer_iwslt_de_en(args):
     q = 0; dropout 0.3, attention dropout 0.2 as Hou et al.'s IWSLT comparison)."""
     _default(args, "pascal_layers", "0")
     _default(args, "pascal_heads", 2)
-    _default(args, "dropout", 0.3)
-    _default(args, "attention_dropout", 0.2)
-    transformer_iwslt_de_en(args)
-    syntax_base_architecture(args)
+    _iwslt_size(args)
 
 
 @register_model_architecture("syntax_transformer", "lisa_transformer_wmt_en_de")
@@ -295,10 +298,7 @@ def lisa_transformer_wmt_en_de(args):
 def lisa_transformer_iwslt_de_en(args):
     """LISA at IWSLT size: head 0 of encoder layer 0, weight 1.0; dropout 0.3, attention dropout 0.2."""
     _default(args, "lisa_layers", "0")
-    _default(args, "dropout", 0.3)
-    _default(args, "attention_dropout", 0.2)
-    transformer_iwslt_de_en(args)
-    syntax_base_architecture(args)
+    _iwslt_size(args)
 
 
 @register_model_architecture("syntax_transformer", "gated_distance_transformer_iwslt_de_en")
@@ -312,10 +312,7 @@ def gated_distance_transformer_iwslt_de_en(args):
     _default(args, "gate_syntax_dropout", 0.4)
     _default(args, "gate_warmup_epochs", 80)
     _default(args, "share_all_embeddings", True)
-    _default(args, "dropout", 0.3)
-    _default(args, "attention_dropout", 0.2)
-    transformer_iwslt_de_en(args)
-    syntax_base_architecture(args)
+    _iwslt_size(args)
 
 
 __all__: List[str] = ["SyntaxTransformerModel", "SyntaxTransformerEncoder", "SyntaxEncoderLayer"]
