@@ -57,7 +57,7 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
         if self.plan.explicit and self.syntax_batch is not None:
             if incremental_state is not None or static_kv or before_softmax or key is not query:
-                raise NotImplementedError("PASCAL/LISA heads are encoder self-attention only")
+                raise NotImplementedError("PASCAL, LISA and gated heads are encoder self-attention only")
             return self._explicit_forward(query, key_padding_mask, attn_mask, need_weights or need_head_weights,
                                           need_head_weights)
         bias = self.syntax_bias
@@ -105,7 +105,8 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         scores = self._masked(self._syntax_scores(raw, q_heads, k_heads), attn_mask, key_padding_mask)
         probs = utils.softmax(scores, dim=-1)  # (B, H, T, S) float32
         if self.plan.gated:
-            probs = self._gated_probs(probs, self._masked(raw, attn_mask, key_padding_mask), x, key_padding_mask)
+            raw_syntax = self._masked(raw[:, : self.plan.syntax_heads], attn_mask, key_padding_mask)
+            probs = self._gated_probs(probs, raw_syntax, x, key_padding_mask)
         probs = self._lisa_probs(scores, probs)
         attn = torch.bmm(self.dropout_module(probs.type_as(scores)).view(B * H, T, T), vs)  # (B·H, T, d)
         attn = self.out_proj(attn.transpose(0, 1).contiguous().view(T, B, C))
@@ -128,18 +129,20 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
 
     def _gated_probs(self, p_syn: torch.Tensor, raw: torch.Tensor, x: torch.Tensor, key_padding_mask) -> torch.Tensor:
         """Syntax heads: G·A_syn + (1 − G)·A_raw (Hou et al., gated self-attention), A_syn with syntax ignoring
-        (dropout, training only); other heads: A_raw. p_syn, raw: (B, H, T, S); x (T, B, C) → (B, H, T, S)."""
+        (dropout, training only); other heads keep their (stock) probabilities.
+        p_syn: (B, H, T, S) softmax of the syntax scores; raw: (B, n, T, S) masked stock scores of the n syntax
+        heads; x (T, B, C) → (B, H, T, S)."""
         n = self.plan.syntax_heads
         B, T = x.size(1), x.size(0)
         pad = key_padding_mask.bool() if key_padding_mask is not None else x.new_zeros(B, T, dtype=torch.bool)
         gates = self.gate(x, pad)  # (B, H)
         self.gate_values = gates.detach()
-        p_raw = utils.softmax(raw, dim=-1)  # (B, H, T, S) float32
+        p_raw = utils.softmax(raw, dim=-1)  # (B, n, T, S) float32
         syn = p_syn[:, :n]
         if self.training and self.syntax_dropout > 0:
             syn = torch.nn.functional.dropout(syn, self.syntax_dropout, training=True)
-        mixed = mix(syn, p_raw[:, :n], gates[:, :n])
-        return torch.cat([mixed, p_raw[:, n:]], dim=1) if n < self.num_heads else mixed
+        mixed = mix(syn, p_raw, gates[:, :n])
+        return torch.cat([mixed, p_syn[:, n:]], dim=1) if n < self.num_heads else mixed
 
     def _lisa_probs(self, scores: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
         """Record the LISA head's loss statistics; with the oracle at evaluation, put its mass on the gold parent."""
