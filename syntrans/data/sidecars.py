@@ -72,6 +72,12 @@ def load_side(data_dir: str, split: str, src: str, tgt: str, lang: str) -> Dict[
     return out
 
 
+def _first_mismatch(sizes: np.ndarray, expect: np.ndarray):
+    """(index of the first sentence whose size differs, number of differing sentences)."""
+    bad = np.nonzero(sizes != expect)[0]
+    return (int(bad[0]) if len(bad) else -1), len(bad)
+
+
 def validate_side(side: Dict[str, Sidecar], token_sizes: np.ndarray, what: str) -> None:
     """Check sidecar lengths against the binarized tokens (sizes include EOS); raise naming the first bad sentence.
 
@@ -84,19 +90,17 @@ def validate_side(side: Dict[str, Sidecar], token_sizes: np.ndarray, what: str) 
             raise ValueError(f"{sc.prefix}: {len(sc)} sentences but the binarized {what} has {n}")
     if "word" in side:
         expect = token_sizes - 1
-        bad = np.nonzero(side["word"].sizes != expect)[0]
-        if len(bad):
-            i = int(bad[0])
+        i, n_bad = _first_mismatch(side["word"].sizes, expect)
+        if n_bad:
             raise ValueError(
                 f"{side['word'].prefix}: sentence {i} (line {i + 1} of the text) has {side['word'].sizes[i]} "
                 f"subword entries but the binarized {what} has {expect[i]} tokens before EOS "
-                f"({len(bad)} sentences differ); re-run syntrans-preprocess"
+                f"({n_bad} sentences differ); re-run syntrans-preprocess"
             )
     if "head" in side and "dist" in side:
         expect = np.maximum(side["head"].sizes - 1, 0)
-        bad = np.nonzero(side["dist"].sizes != expect)[0]
-        if len(bad):
-            i = int(bad[0])
+        i, n_bad = _first_mismatch(side["dist"].sizes, expect)
+        if n_bad:
             raise ValueError(
                 f"{side['dist'].prefix}: sentence {i} (line {i + 1} of the text) has {side['dist'].sizes[i]} gaps but "
                 f"{side['head'].prefix} has {side['head'].sizes[i]} words"
