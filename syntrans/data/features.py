@@ -49,6 +49,14 @@ def _parents_per_token(mode: str, dtype) -> Callable[[Dict[str, np.ndarray]], np
     return build
 
 
+def _decoder_input_parents(arrays: Dict[str, np.ndarray]) -> np.ndarray:
+    """Target "chain" parents in the coordinates of the decoder input (``prev_output_tokens`` = BOS, y_1 … y_n):
+    target subword s sits at input position s + 1, so its parent p becomes p + 1; the BOS slot has none.
+    Same length as the target (n_sub + 1, EOS included), so it pads like the target: (n_sub + 1,) int64."""
+    parents = subword_parents_array(arrays["head"], pieces_per_word(arrays["word"]), "chain")
+    return np.concatenate([[NO_PARENT], parents + 1]).astype(np.int64)
+
+
 FEATURES: Dict[str, Feature] = {
     # gaps between consecutive source tokens, (B, T−1) after padding like src_tokens
     "src_gaps": Feature("src_gaps", "source", ("word", "dist"), EOS_GAP, _gaps_per_token, lambda t: t[:, :-1]),
@@ -58,4 +66,10 @@ FEATURES: Dict[str, Feature] = {
     # LISA: first subword of the head word, (B, T) int64 in padded coordinates
     "src_parent_first": Feature("src_parent_first", "source", ("word", "head"), NO_PARENT,
                                 _parents_per_token("first", np.int64), positions=True),
+    # DBSA encoder: Deguchi et al.'s chain convention, (B, T) int64 in padded coordinates
+    "src_parent_chain": Feature("src_parent_chain", "source", ("word", "head"), NO_PARENT,
+                                _parents_per_token("chain", np.int64), positions=True),
+    # DBSA decoder: chain parents of the decoder input tokens, (B, T) int64 padded like prev_output_tokens
+    "tgt_parent_chain": Feature("tgt_parent_chain", "target", ("word", "head"), NO_PARENT,
+                                _decoder_input_parents, positions=True),
 }

@@ -75,6 +75,38 @@ class GateOptions(FairseqDataclass):
     )
 
 
+@dataclass
+class DbsaOptions(FairseqDataclass):
+    """DBSA heads (Deguchi et al. 2019): bi-affine heads A = softmax(Q U Kᵀ/√d) trained to attend to dependency parents."""
+
+    dbsa_encoder_layers: str = field(
+        default="", metadata={"help": "comma-separated 0-based encoder layers (or 'all') with DBSA heads; empty: none"}
+    )
+    dbsa_decoder_layers: str = field(
+        default="", metadata={"help": "comma-separated 0-based decoder layers (or 'all') with causal DBSA heads; empty: none"}
+    )
+    dbsa_heads: int = field(
+        default=1,
+        metadata={"help": "DBSA heads per chosen layer (after any other syntax heads); the parse is their mean attention"},
+    )
+    dbsa_weight: float = field(default=0.5, metadata={"help": "λ_dep, weight of each side's DBSA parent loss"})
+
+
+@dataclass
+class SyncAttnOptions(FairseqDataclass):
+    """SyncAttn (Deguchi et al. 2021): L_sync = Σ (softmax(causal(C E Cᵀ)) − D)² ties the source parse to the target's."""
+
+    sync_attn: bool = field(
+        default=False, metadata={"help": "add the synchronous syntactic attention loss (needs one DBSA layer per side)"}
+    )
+    sync_weight: float = field(default=0.5, metadata={"help": "λ_sync (paper: 0.5 WMT14 en-de, 0.1 WMT16 en-ro, 10 ASPEC)"})
+    sync_layer: int = field(
+        default=-2,
+        metadata={"help": "0-based decoder layer whose encoder-decoder attention (mean over heads) is C; negative counts "
+                          "from the last: -2 is the penultimate (the paper's layer 5 of 6)"},
+    )
+
+
 def parse_layers(spec: str, num_layers: int, flag: str) -> List[int]:
     """'0,2' → [0, 2]; 'all' → every layer; checked against the number of layers."""
     spec = (spec or "").strip()

@@ -1,4 +1,4 @@
-"""``syntax_transformer``: fairseq's Transformer whose encoder self-attention takes syntax biases.
+"""``syntax_transformer``: fairseq's Transformer whose self-attention takes syntax mechanisms.
 
 Every mechanism is switched on per layer/head by options; with none on, the model is exactly the
 stock Transformer. Paper settings are registered as architecture presets at the end of this file.
@@ -11,18 +11,19 @@ import torch
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer import TransformerConfig, TransformerEncoderBase, TransformerModel
+from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase, TransformerEncoderBase, TransformerModel
 from fairseq.models.transformer.transformer_legacy import base_architecture, transformer_iwslt_de_en
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
-from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
 from ..modules.aux_losses import merge_aux, report_aux_loss, report_aux_metric
 from ..modules.distance_bias import distance_log_mask
 from ..modules.gate import SyntaxGate
 from ..modules.head_plan import HeadPlan, SyntaxBatch
 from ..modules.pascal import pascal_weights
+from ..modules.sync_attn import sync_loss
 from ..modules.syntax_attention import SyntaxBiasedMultiheadAttention
-from .options import DistanceMaskOptions, GateOptions, LisaOptions, PascalOptions, parse_layers
+from .options import DbsaOptions, DistanceMaskOptions, GateOptions, LisaOptions, PascalOptions, SyncAttnOptions, parse_layers
 
 
 class SyntaxEncoderLayer(TransformerEncoderLayerBase):
@@ -35,15 +36,45 @@ class SyntaxEncoderLayer(TransformerEncoderLayerBase):
         return attn
 
 
+class SyntaxDecoderLayer(TransformerDecoderLayerBase):
+    """A stock decoder layer whose self-attention accepts DBSA heads."""
+
+    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
+        attn = super().build_self_attention(embed_dim, cfg, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
+        attn.__class__ = SyntaxBiasedMultiheadAttention
+        attn.init_syntax()
+        return attn
+
+
 def _layers(cfg, name: str, num_layers: int) -> List[int]:
     return parse_layers(getattr(cfg, name, ""), num_layers, "--" + name.replace("_", "-"))
+
+
+def _dbsa_heads(cfg, layers: List[int], num_heads: int) -> int:
+    heads = int(getattr(cfg, "dbsa_heads", 1) or 0)
+    if layers and not 1 <= heads <= num_heads:
+        raise ValueError(f"--dbsa-heads must lie in 1..{num_heads} (attention heads), found {heads}")
+    if layers and cfg.checkpoint_activations:
+        raise ValueError("DBSA's parent loss is computed inside the attention and would lose its gradient under "
+                         "--checkpoint-activations; train DBSA models without it")
+    return heads
+
+
+def _required(features: Dict[str, Optional[torch.Tensor]], name: str, shape, why: str) -> torch.Tensor:
+    value = features.get(name)
+    if value is None:
+        raise ValueError(f"{why} needs {name} in net_input: train with --task syntax_translation on data whose "
+                         "sidecars include the parses of that side (syntrans-preprocess --trainparse/--validparse)")
+    if tuple(value.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(value.shape)}, expected {tuple(shape)}")
+    return value
 
 
 class SyntaxTransformerEncoder(TransformerEncoderBase):
     """Encoder that builds the syntax inputs of a batch once and hands them to the chosen layers.
 
     In each layer the syntax heads are consecutive from head 0: distance-mask heads, then PASCAL heads,
-    then the LISA head (:class:`HeadPlan`); the remaining heads are stock.
+    then the LISA head, then DBSA heads (:class:`HeadPlan`); the remaining heads are stock.
     """
 
     def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
@@ -72,13 +103,17 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
             raise ValueError("LISA's parent loss is computed inside the attention and would lose its gradient under "
                              "--checkpoint-activations; train LISA models without it")
         self.gate_layers = _layers(cfg, "gate_layers", n)
+        self.dbsa_layers = _layers(cfg, "dbsa_encoder_layers", n)
+        self.dbsa_heads = _dbsa_heads(cfg, self.dbsa_layers, H)
+        self.dbsa_weight = float(getattr(cfg, "dbsa_weight", 0.5))
         p = float(getattr(cfg, "gate_syntax_dropout", 0.0))
         if not 0.0 <= p < 1.0:
             raise ValueError(f"--gate-syntax-dropout is a dropout rate in [0, 1), found {p}")
         for i in range(n):
             plan = HeadPlan(H, distance=self.distance_heads if i in self.distance_layers else 0,
                             pascal=self.pascal_heads if i in self.pascal_layers else 0,
-                            lisa=1 if i in self.lisa_layers else 0, gated=i in self.gate_layers)
+                            lisa=1 if i in self.lisa_layers else 0, dbsa=self.dbsa_heads if i in self.dbsa_layers else 0,
+                            gated=i in self.gate_layers)
             gate = SyntaxGate(cfg.encoder.embed_dim, H, int(getattr(cfg, "gate_hidden", 256)),
                               not getattr(cfg, "gate_no_batchnorm", False), getattr(cfg, "gate_mode", "gated"),
                               int(getattr(cfg, "gate_warmup_epochs", 0))) if plan.gated else None
@@ -103,8 +138,8 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         return wanted
 
     def optional_syntax_features(self) -> Set[str]:
-        """Features used where present: LISA's parents feed only its loss and UAS (required in training)."""
-        return {"src_parent_first"} if self.lisa_layers else set()
+        """Features used where present: LISA's and DBSA's parents feed only their losses and UAS (required in training)."""
+        return ({"src_parent_first"} if self.lisa_layers else set()) | ({"src_parent_chain"} if self.dbsa_layers else set())
 
     def _attn(self, i: int) -> SyntaxBiasedMultiheadAttention:
         return self.layers[i].self_attn
@@ -131,6 +166,8 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         if self.lisa_layers and (self.training or self.lisa_gold_parents or features.get("src_parent_first") is not None):
             # training needs the parents for the LISA loss, the oracle for its rows; generation may go without
             batch.parents_first = self._feature(features, "src_parent_first", (B, T)).long()
+        if self.dbsa_layers and (self.training or features.get("src_parent_chain") is not None):
+            batch.parents_chain = _required(features, "src_parent_chain", (B, T), "training the encoder's DBSA heads").long()
         return batch
 
     def set_syntax_batch(self, src_tokens: torch.Tensor, features: Dict[str, Optional[torch.Tensor]]) -> None:
@@ -138,7 +175,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
 
         They stay set until the next forward, so activation checkpointing recomputes with them.
         """
-        if not (self.distance_layers or self.pascal_layers or self.lisa_layers or self.gate_layers):
+        if not (self.distance_layers or self.pascal_layers or self.lisa_layers or self.gate_layers or self.dbsa_layers):
             return
         batch = self.syntax_batch(src_tokens, features)
         for layer in self.layers:
@@ -157,6 +194,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
             loss, count, hits = (sum(x) for x in zip(*stats))
             report_aux_loss(extra, "lisa", loss, count, self.lisa_weight)
             report_aux_metric(extra, "lisa_uas", 100.0 * hits.float(), count)
+        report_dbsa(extra, "dbsa_src", [self._attn(i) for i in self.dbsa_layers], self.dbsa_weight)
         if not self.training:  # gate values per layer × syntax head, averaged over the validation sentences
             for i in self.gate_layers:
                 attn = self._attn(i)
@@ -169,9 +207,77 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
                 token_embeddings: Optional[torch.Tensor] = None, **features):
         self.set_syntax_batch(src_tokens, features)
         out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
-        if self.lisa_layers or self.gate_layers:
+        if self.lisa_layers or self.gate_layers or self.dbsa_layers:
             out["syntax_aux"] = self.aux_outputs()
         return out
+
+
+def report_dbsa(extra: Dict, name: str, attns: List[SyntaxBiasedMultiheadAttention], weight: float) -> None:
+    """The DBSA parent loss of these layers (per token with a parent, summed over layers) as ``name``, its
+    attachment score ``name_uas`` (%), and on the decoder side ``name_later``: the % of arcs dropped because
+    the parent follows its dependent."""
+    stats = [a.dbsa_stats for a in attns if a.dbsa_stats is not None]
+    if not stats:
+        return
+    loss, count, hits, dropped = (sum(x) for x in zip(*stats))
+    report_aux_loss(extra, name, loss, count, weight)
+    report_aux_metric(extra, f"{name}_uas", 100.0 * hits.float(), count)
+    if any(a.causal for a in attns):
+        report_aux_metric(extra, f"{name}_later", 100.0 * dropped.float(), count + dropped)
+
+
+class SyntaxTransformerDecoder(TransformerDecoderBase):
+    """Decoder with causal DBSA heads (Deguchi et al. 2019) in the chosen layers; otherwise stock.
+
+    In training and validation :class:`SyntaxTransformerModel` hands it the target parents of the batch
+    (``tgt_parent_chain``, in ``prev_output_tokens`` coordinates) for the parent loss; generation needs none.
+    """
+
+    def __init__(self, cfg, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
+        super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
+                         output_projection=output_projection)
+        H = cfg.decoder.attention_heads
+        self.dbsa_layers = _layers(cfg, "dbsa_decoder_layers", len(self.layers))
+        self.dbsa_heads = _dbsa_heads(cfg, self.dbsa_layers, H)
+        self.dbsa_weight = float(getattr(cfg, "dbsa_weight", 0.5))
+        for i in self.dbsa_layers:
+            self._attn(i).configure(HeadPlan(H, dbsa=self.dbsa_heads), causal=True)
+
+    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+        layer = SyntaxDecoderLayer(cfg, no_encoder_attn)
+        checkpoint = cfg.checkpoint_activations
+        if checkpoint:
+            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpoint else 0)
+
+    def _attn(self, i: int) -> SyntaxBiasedMultiheadAttention:
+        return self.layers[i].self_attn
+
+    def set_syntax_batch(self, prev_output_tokens: torch.Tensor, parents: Optional[torch.Tensor]) -> None:
+        """Route the DBSA layers through the explicit path for one teacher-forced forward (loss, UAS, probabilities)."""
+        if not self.dbsa_layers:
+            return
+        B, T = prev_output_tokens.shape
+        if self.training or parents is not None:
+            parents = _required({"tgt_parent_chain": parents}, "tgt_parent_chain", (B, T),
+                                "training the decoder's DBSA heads").long()
+        batch = SyntaxBatch(pad_mask=prev_output_tokens.eq(self.padding_idx), parents_chain=parents)
+        for i in self.dbsa_layers:
+            self._attn(i).syntax_batch = batch
+
+    def clear_syntax_batch(self) -> None:
+        """Back to the stock (incremental) path, as used by generation; drops the kept probabilities."""
+        for i in self.dbsa_layers:
+            attn = self._attn(i)
+            attn.syntax_batch = attn.dbsa_probs = None
+            attn.keep_dbsa_probs = False
+
+    def aux_outputs(self) -> Dict:
+        extra: Dict = {}
+        report_dbsa(extra, "dbsa_tgt", [self._attn(i) for i in self.dbsa_layers], self.dbsa_weight)
+        for i in self.dbsa_layers:
+            self._attn(i).dbsa_stats = None
+        return extra
 
 
 @register_model("syntax_transformer")
@@ -181,8 +287,25 @@ class SyntaxTransformerModel(TransformerModel):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        for options in (DistanceMaskOptions(), PascalOptions(), LisaOptions(), GateOptions()):
+        for options in (DistanceMaskOptions(), PascalOptions(), LisaOptions(), GateOptions(), DbsaOptions(),
+                        SyncAttnOptions()):
             gen_parser_from_dataclass(parser, options, delete_default=True)
+
+    def __init__(self, args, encoder, decoder):
+        super().__init__(args, encoder, decoder)
+        self.sync_attn = bool(getattr(args, "sync_attn", False))
+        self.sync_weight = float(getattr(args, "sync_weight", 0.5))
+        self.sync_layer = None
+        if self.sync_attn:
+            n = len(decoder.layers)
+            layer = int(getattr(args, "sync_layer", -2))
+            if not -n <= layer < n:
+                raise ValueError(f"--sync-layer must name one of the {n} decoder layers (0..{n - 1}, or -{n}..-1), found {layer}")
+            self.sync_layer = layer % n
+            if len(encoder.dbsa_layers) != 1 or len(decoder.dbsa_layers) != 1:
+                raise ValueError("--sync-attn compares one DBSA attention per side: give exactly one layer in each of "
+                                 f"--dbsa-encoder-layers and --dbsa-decoder-layers (found {encoder.dbsa_layers} and "
+                                 f"{decoder.dbsa_layers})")
 
     @classmethod
     def build_model(cls, args, task):
@@ -193,22 +316,53 @@ class SyntaxTransformerModel(TransformerModel):
     def build_encoder(cls, args, src_dict, embed_tokens):
         return SyntaxTransformerEncoder(TransformerConfig.from_namespace(args), src_dict, embed_tokens)
 
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        return SyntaxTransformerDecoder(TransformerConfig.from_namespace(args), tgt_dict, embed_tokens,
+                                        no_encoder_attn=args.no_cross_attention)
+
     def syntax_features(self) -> Set[str]:
         """Names of the batch features (``net_input`` keys) this model needs from the task."""
         return self.encoder.syntax_features()
 
     def optional_syntax_features(self) -> Set[str]:
-        """Features the model uses when the data has them (LISA's parents at evaluation)."""
-        return self.encoder.optional_syntax_features()
+        """Features the model uses when the data has them (LISA's and DBSA's parents at evaluation)."""
+        return self.encoder.optional_syntax_features() | ({"tgt_parent_chain"} if self.decoder.dbsa_layers else set())
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer: Optional[int] = None,
                 alignment_heads: Optional[int] = None, **syntax):
-        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens, **syntax)
-        x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
-                                alignment_layer=alignment_layer, alignment_heads=alignment_heads,
-                                src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
-        merge_aux(extra, encoder_out.get("syntax_aux") or {})
+        """Teacher-forced forward (training, validation); generation uses forward_encoder/forward_decoder.
+
+        With SyncAttn, C is the encoder-decoder attention that fairseq's decoder already returns for its
+        alignment layer (the mean over heads of layer ``--sync-layer``), and E, D are the DBSA heads' mean
+        attention kept from this forward only: no attention is computed twice."""
+        enc_attn = self.encoder._attn(self.encoder.dbsa_layers[0]) if self.sync_attn else None
+        if self.sync_attn:
+            if alignment_layer is not None and alignment_layer % len(self.decoder.layers) != self.sync_layer:
+                raise ValueError(f"SyncAttn takes C from decoder layer {self.sync_layer}; alignment_layer "
+                                 f"{alignment_layer} was asked for")
+            alignment_layer = self.sync_layer
+            enc_attn.keep_dbsa_probs = True
+        try:
+            encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens,
+                                       **syntax)
+            self.decoder.set_syntax_batch(prev_output_tokens, syntax.get("tgt_parent_chain"))
+            if self.sync_attn:
+                self.decoder._attn(self.decoder.dbsa_layers[0]).keep_dbsa_probs = True
+            x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
+                                    alignment_layer=alignment_layer, alignment_heads=alignment_heads,
+                                    src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+            merge_aux(extra, encoder_out.get("syntax_aux") or {})
+            merge_aux(extra, self.decoder.aux_outputs())
+            if self.sync_attn:
+                D = self.decoder._attn(self.decoder.dbsa_layers[0]).dbsa_probs  # (B, J, J)
+                loss, count = sync_loss(enc_attn.dbsa_probs, D, extra["attn"][0], prev_output_tokens.eq(self.decoder.padding_idx))
+                report_aux_loss(extra, "sync", loss, count, self.sync_weight)
+        finally:
+            self.decoder.clear_syntax_batch()
+            if enc_attn is not None:
+                enc_attn.keep_dbsa_probs, enc_attn.dbsa_probs = False, None
         return x, extra
 
 
@@ -236,6 +390,13 @@ def syntax_base_architecture(args):
     _default(args, "gate_no_batchnorm", False)
     _default(args, "gate_warmup_epochs", 0)
     _default(args, "gate_syntax_dropout", 0.0)
+    _default(args, "dbsa_encoder_layers", "")
+    _default(args, "dbsa_decoder_layers", "")
+    _default(args, "dbsa_heads", 1)
+    _default(args, "dbsa_weight", 0.5)
+    _default(args, "sync_attn", False)
+    _default(args, "sync_weight", 0.5)
+    _default(args, "sync_layer", -2)
     base_architecture(args)
 
 
@@ -315,4 +476,26 @@ def gated_distance_transformer_iwslt_de_en(args):
     _iwslt_size(args)
 
 
-__all__: List[str] = ["SyntaxTransformerModel", "SyntaxTransformerEncoder", "SyntaxEncoderLayer"]
+@register_model_architecture("syntax_transformer", "dbsa_transformer_wmt_en_de")
+def dbsa_transformer_wmt_en_de(args):
+    """Deguchi et al. 2019, WMT14 en-de: Transformer base; one DBSA head in the first encoder layer and one
+    (causal) in the first decoder layer, λ_dep = 0.5."""
+    _default(args, "dbsa_encoder_layers", "0")
+    _default(args, "dbsa_decoder_layers", "0")
+    _default(args, "dbsa_heads", 1)
+    _default(args, "dbsa_weight", 0.5)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "syncattn_transformer_wmt_en_de")
+def syncattn_transformer_wmt_en_de(args):
+    """Deguchi et al. 2021, WMT14 en-de: the DBSA model plus L_sync with λ_sync = 0.5, C from the penultimate
+    decoder layer (other datasets' λ_sync: configs/syncattn/)."""
+    _default(args, "sync_attn", True)
+    _default(args, "sync_weight", 0.5)
+    _default(args, "sync_layer", -2)
+    dbsa_transformer_wmt_en_de(args)
+
+
+__all__: List[str] = ["SyntaxTransformerModel", "SyntaxTransformerEncoder", "SyntaxTransformerDecoder",
+                      "SyntaxEncoderLayer", "SyntaxDecoderLayer"]

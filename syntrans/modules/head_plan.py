@@ -11,7 +11,7 @@ from .distance_bias import spread_over_heads
 
 @dataclass(frozen=True)
 class HeadPlan:
-    """Consecutive blocks of heads from head 0, in the order distance-mask, PASCAL, LISA; the rest stock.
+    """Consecutive blocks of heads from head 0, in the order distance-mask, PASCAL, LISA, DBSA; the rest stock.
 
     E.g. 2 distance + 2 PASCAL heads of 8: heads 0–1 distance, 2–3 PASCAL, 4–7 stock.
     """
@@ -20,32 +20,37 @@ class HeadPlan:
     distance: int = 0
     pascal: int = 0
     lisa: int = 0
+    dbsa: int = 0  # bi-affine dependency heads (Deguchi et al. 2019), encoder or decoder self-attention
     gated: bool = False  # the syntax heads mix A_syn with the stock A_raw through a learned gate
 
     def __post_init__(self):
-        used = self.distance + self.pascal + self.lisa
-        if min(self.distance, self.pascal, self.lisa) < 0 or self.lisa > 1 or used > self.num_heads:
+        used = self.syntax_heads
+        if min(self.distance, self.pascal, self.lisa, self.dbsa) < 0 or self.lisa > 1 or used > self.num_heads:
             raise ValueError(
                 f"a layer has {self.num_heads} heads but its syntax heads ask for {self.distance} distance-mask + "
-                f"{self.pascal} PASCAL + {self.lisa} LISA (at most one LISA head); lower --distance-heads/--pascal-heads "
-                "or put the mechanisms in different layers"
+                f"{self.pascal} PASCAL + {self.lisa} LISA (at most one LISA head) + {self.dbsa} DBSA; lower "
+                "--distance-heads/--pascal-heads/--dbsa-heads or put the mechanisms in different layers"
             )
         if self.gated and not used:
             raise ValueError("a gated layer needs syntax heads to gate (--distance-heads/--pascal-heads/--lisa-layers "
                              "in the same layer)")
+        if self.gated and self.dbsa:
+            raise ValueError("DBSA heads cannot be gated: their bi-affine scores are the stock scores of a transformed "
+                             "query, so there is no separate syntax attention to mix; put them in an ungated layer")
 
     @property
     def active(self) -> bool:
-        return self.distance + self.pascal + self.lisa > 0
+        return self.syntax_heads > 0
 
     @property
     def syntax_heads(self) -> int:
-        return self.distance + self.pascal + self.lisa
+        return self.distance + self.pascal + self.lisa + self.dbsa
 
     @property
     def explicit(self) -> bool:
-        """Whether the scores must be formed explicitly (multiplied, replaced or gated), not only biased additively."""
-        return self.pascal + self.lisa > 0 or self.gated
+        """Whether the scores must be formed explicitly (multiplied, replaced, gated, or their probabilities
+        needed by a loss), not only biased additively."""
+        return self.pascal + self.lisa + self.dbsa > 0 or self.gated
 
     @property
     def pascal_heads(self) -> slice:
@@ -54,6 +59,11 @@ class HeadPlan:
     @property
     def lisa_head(self) -> Optional[int]:
         return self.distance + self.pascal if self.lisa else None
+
+    @property
+    def dbsa_heads(self) -> slice:
+        start = self.distance + self.pascal + self.lisa
+        return slice(start, start + self.dbsa)
 
 
 @dataclass
@@ -64,6 +74,7 @@ class SyntaxBatch:
     distance_log_mask: Optional[torch.Tensor] = None  # (B, T, T) log M, 0 on padding-query rows, model dtype
     pascal_weights: Optional[torch.Tensor] = None  # (B, T, T) float32 N(j; p_i, σ²), ones on rows without parent
     parents_first: Optional[torch.Tensor] = None  # (B, T) long first-subword parent, −1 for EOS and padding
+    parents_chain: Optional[torch.Tensor] = None  # (B, T) long DBSA chain parent, −1 where none (EOS/BOS, padding)
     _biases: Dict[int, torch.Tensor] = field(default_factory=dict)
 
     def distance_bias(self, num_heads: int, heads: int) -> torch.Tensor:

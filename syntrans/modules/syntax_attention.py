@@ -1,4 +1,5 @@
-"""Encoder self-attention whose heads can run syntax mechanisms (distance-mask, PASCAL, LISA).
+"""Self-attention whose heads can run syntax mechanisms (encoder: distance-mask, PASCAL, LISA, DBSA;
+decoder: DBSA).
 
 * No mechanism: fairseq's ``MultiheadAttention`` unchanged (same code path, same kernels).
 * Distance-mask heads only: softmax(QKᵀ/√d + bias_h) through the same fused path, the additive bias
@@ -6,6 +7,9 @@
 * PASCAL or LISA heads, or a gate: the scores are formed explicitly (:meth:`_explicit_forward`), in the
   same order of operations as fairseq's unfused attention, so heads without syntax give the same numbers.
   A gated layer's syntax heads attend with G·A_syn + (1 − G)·A_raw (:mod:`syntrans.modules.gate`).
+* DBSA heads: the bi-affine U lives in ``q_proj`` (:mod:`syntrans.modules.dbsa`), so fairseq's unfused
+  path (incremental decoding included) computes them; the explicit path is taken when a batch with
+  syntax inputs is set, to record the parent loss and keep the heads' probabilities for SyncAttn.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import torch
 from fairseq import utils
 from fairseq.modules import MultiheadAttention
 
+from .dbsa import BiaffineQueryProjection, causal_parents, dbsa_log_probs
 from .gate import SyntaxGate, mix
 from .head_plan import HeadPlan, SyntaxBatch
 from .lisa import BiaffineScorer, gold_parent_rows, parent_loss
@@ -38,10 +43,15 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         self.lisa_stats: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None  # loss, tokens, hits
         self.syntax_dropout = 0.0  # "syntax ignoring": dropout on A_syn of a gated layer in training
         self.gate_values: Optional[torch.Tensor] = None  # (B, H) the last batch's gates, detached
+        self.causal = False  # decoder self-attention: DBSA arcs to later tokens are dropped
+        self.keep_dbsa_probs = False  # keep the DBSA heads' mean attention of the next forward (SyncAttn)
+        self.dbsa_stats: Optional[Tuple[torch.Tensor, ...]] = None  # loss, tokens, hits, dropped later arcs
+        self.dbsa_probs: Optional[torch.Tensor] = None  # (B, T, S) mean attention of the DBSA heads
 
     def configure(self, plan: HeadPlan, pascal_ignore: float = 0.0, lisa_gold_parents: bool = False,
-                  gate: Optional[SyntaxGate] = None, syntax_dropout: float = 0.0) -> None:
-        """Give this layer its head plan; a LISA head adds its bi-affine parameters U, a gated plan its gate."""
+                  gate: Optional[SyntaxGate] = None, syntax_dropout: float = 0.0, causal: bool = False) -> None:
+        """Give this layer its head plan; a LISA head adds its bi-affine parameters U, a gated plan its gate,
+        DBSA heads their U inside ``q_proj``; ``causal``: this is decoder self-attention."""
         if plan.num_heads != self.num_heads:
             raise ValueError(f"head plan for {plan.num_heads} heads given to a layer with {self.num_heads}")
         if plan.gated != (gate is not None):
@@ -52,14 +62,21 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
             self.lisa = BiaffineScorer(self.head_dim)
         if gate is not None:
             self.gate = gate
+        self.causal = bool(causal)
+        if plan.dbsa:
+            self.q_proj.__class__ = BiaffineQueryProjection  # same weight and bias; adds U after them
+            self.q_proj.init_biaffine(self.num_heads, plan.dbsa_heads)
+            self.skip_embed_dim_check = True  # torch's fused path reads q_proj.weight and would skip U
 
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
         if self.plan.explicit and self.syntax_batch is not None:
-            if incremental_state is not None or static_kv or before_softmax or key is not query:
+            if incremental_state is None and not static_kv and not before_softmax and key is query:
+                return self._explicit_forward(query, key_padding_mask, attn_mask, need_weights or need_head_weights,
+                                              need_head_weights)
+            if self.plan.syntax_heads != self.plan.dbsa:
                 raise NotImplementedError("PASCAL, LISA and gated heads are encoder self-attention only")
-            return self._explicit_forward(query, key_padding_mask, attn_mask, need_weights or need_head_weights,
-                                          need_head_weights)
+            # DBSA in incremental decoding: U is inside q_proj, fairseq's own path computes the heads
         bias = self.syntax_bias
         if bias is not None:
             # attn_mask (T, S) from the caller is shared by all heads: broadcast it onto the bias
@@ -108,6 +125,7 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
             raw_syntax = self._masked(raw[:, : self.plan.syntax_heads], attn_mask, key_padding_mask)
             probs = self._gated_probs(probs, raw_syntax, x, key_padding_mask)
         probs = self._lisa_probs(scores, probs)
+        self._record_dbsa(scores, probs)
         attn = torch.bmm(self.dropout_module(probs.type_as(scores)).view(B * H, T, T), vs)  # (B·H, T, d)
         attn = self.out_proj(attn.transpose(0, 1).contiguous().view(T, B, C))
         weights = None
@@ -157,3 +175,20 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
             return probs
         gold = gold_parent_rows(log_probs, parents).exp().unsqueeze(1)  # (B, 1, T, S)
         return torch.cat([probs[:, :h], gold, probs[:, h + 1:]], dim=1)
+
+    def _record_dbsa(self, scores: torch.Tensor, probs: torch.Tensor) -> None:
+        """DBSA (Deguchi et al. 2019): the parent loss −Σ log A[i, parent(i)] of the heads' mean attention with
+        its token count, hits and (decoder) dropped later-parent arcs; the mean attention itself when kept.
+        scores (B, H, T, S) masked, probs (B, H, T, S) float32 before dropout."""
+        self.dbsa_stats = self.dbsa_probs = None
+        if not self.plan.dbsa:
+            return
+        s = self.plan.dbsa_heads
+        parents = self.syntax_batch.parents_chain
+        if parents is not None:
+            dropped = parents.new_zeros(())
+            if self.causal:
+                parents, dropped = causal_parents(parents)
+            self.dbsa_stats = parent_loss(dbsa_log_probs(scores[:, s]), parents) + (dropped,)
+        if self.keep_dbsa_probs:
+            self.dbsa_probs = probs[:, s].mean(dim=1)  # (B, T, S)

@@ -1,0 +1,57 @@
+"""Dependency-based self-attention (DBSA, Deguchi et al. 2019; DESIGN §4.6): bi-affine heads trained to attend
+to each token's dependency parent, in the encoder and (causally) in the decoder.
+
+A DBSA head scores A = softmax(Q U Kᵀ/√d) with a learned U ∈ ℝ^{d×d} per head. Since Q U Kᵀ = (Q U) Kᵀ, the
+head is a stock attention head whose query is multiplied by U: :class:`BiaffineQueryProjection` applies U
+inside the layer's ``q_proj``, so every fairseq attention path (the unfused one, incremental decoding with
+its key/value cache, beam reordering) computes DBSA unchanged; only the loss needs the probabilities.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class BiaffineQueryProjection(nn.Linear):
+    """fairseq's ``q_proj`` (an ``nn.Linear``, same parameters) followed by Q_h ← Q_h U_h on the DBSA heads.
+
+    Deguchi et al. 2019: A_h = softmax(Q_h U_h K_hᵀ/√d_k). U_h starts as the identity (our choice: before
+    training the DBSA heads are the stock heads); ``U`` is (n, d, d) for the n heads of ``heads``.
+    """
+
+    def init_biaffine(self, num_heads: int, heads: slice) -> None:
+        """Add U for ``heads`` (after a class swap of the stock ``q_proj``)."""
+        self.num_heads = num_heads
+        self.head_dim = self.out_features // num_heads
+        self.dbsa = heads
+        n = heads.stop - heads.start
+        self.U = nn.Parameter(torch.eye(self.head_dim).repeat(n, 1, 1))  # (n, d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (…, C_in) → (…, C): the stock projection, the DBSA heads' slices multiplied by their U."""
+        q = F.linear(x, self.weight, self.bias)  # (…, C)
+        heads = q.view(q.shape[:-1] + (self.num_heads, self.head_dim))  # (…, H, d)
+        s = self.dbsa
+        biaffine = torch.einsum("...hd,hde->...he", heads[..., s, :], self.U.to(q.dtype))  # (…, n, d)
+        return torch.cat([heads[..., : s.start, :], biaffine, heads[..., s.stop:, :]], dim=-2).flatten(-2)
+
+
+def causal_parents(parents: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Decoder arcs whose parent follows the dependent cannot be scored under the causal mask (Deguchi et al.
+    2019): they are dropped (set to −1) and counted. parents (B, T) long, −1 = none → (kept (B, T), dropped ())."""
+    T = parents.size(1)
+    later = parents > torch.arange(T, device=parents.device)  # (B, T); −1 never counts
+    return parents.masked_fill(later, -1), later.sum()
+
+
+def dbsa_log_probs(scores: torch.Tensor) -> torch.Tensor:
+    """log of the DBSA heads' mean attention, log (1/n) Σ_h softmax(s_h), from their masked scores.
+
+    scores (B, n, T, S) with −inf at masked keys → (B, T, S) float32. With several DBSA heads the parse
+    distribution is their average (our choice, the same average SyncAttn takes as E and D)."""
+    log_p = torch.log_softmax(scores.float(), dim=-1)  # (B, n, T, S)
+    n = scores.size(1)
+    return log_p[:, 0] if n == 1 else torch.logsumexp(log_p, dim=1) - torch.log(log_p.new_tensor(float(n)))
