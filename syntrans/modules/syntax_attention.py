@@ -189,6 +189,9 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
             dropped = parents.new_zeros(())
             if self.causal:
                 parents, dropped = causal_parents(parents)
-            self.dbsa_stats = parent_loss(dbsa_log_probs(scores[:, s]), parents) + (dropped,)
+            # rows without a parent take no part; zeroing them keeps a fully masked row (a left-padded
+            # target's padding) from putting NaN into the gradient
+            rows = scores[:, s].masked_fill((parents < 0)[:, None, :, None], 0.0)  # (B, n, T, S)
+            self.dbsa_stats = parent_loss(dbsa_log_probs(rows), parents) + (dropped,)
         if self.keep_dbsa_probs:
             self.dbsa_probs = probs[:, s].mean(dim=1)  # (B, T, S)
