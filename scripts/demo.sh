@@ -4,7 +4,9 @@
 #   → fairseq-train: vanilla Transformer and distance-mask model, identical settings
 #   → fairseq-generate on the test set → a table of sacreBLEU and validation loss.
 # Environment knobs: DEMO_DIR (default demo/), DEMO_UPDATES (default 600), DEMO_TRAIN (default 12000),
-#   DEMO_METHODS (default "vanilla distance"; also "pascal", "lisa": about 4 minutes more each).
+#   DEMO_METHODS (default "vanilla distance"; also "pascal", "lisa", "dbsa", "syncattn": several minutes more each;
+#   dbsa and syncattn use the target parses too). Every method takes its size from configs/demo.args: explicit
+#   flags override a preset's defaults (so syncattn's --sync-layer -2 is decoder layer 1 of the demo's 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${DEMO_DIR:-demo}
@@ -60,7 +62,10 @@ for method in "${METHODS[@]}"; do
     distance) train distance --arch distance_transformer_iwslt_de_en --distance-layers 0 --distance-heads 2 --distance-tau 10 ;;
     pascal)   train pascal --arch pascal_transformer_iwslt_de_en --pascal-layers 0 --pascal-heads 2 ;;
     lisa)     train lisa --arch lisa_transformer_iwslt_de_en --lisa-layers 0 ;;
-    *) echo "DEMO_METHODS: unknown method '$method' (expected vanilla, distance, pascal, lisa)"; exit 2 ;;
+    dbsa)     train dbsa --arch dbsa_transformer_wmt_en_de --dbsa-encoder-layers 0 --dbsa-decoder-layers 0 ;;
+    syncattn) train syncattn --arch syncattn_transformer_wmt_en_de --dbsa-encoder-layers 0 --dbsa-decoder-layers 0 \
+                --sync-attn --sync-weight 0.5 --sync-layer -2 ;;
+    *) echo "DEMO_METHODS: unknown method '$method' (expected vanilla, distance, pascal, lisa, dbsa, syncattn)"; exit 2 ;;
   esac
 done
 
