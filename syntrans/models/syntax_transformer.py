@@ -329,6 +329,10 @@ class SyntaxTransformerModel(TransformerModel):
         """Features the model uses when the data has them (LISA's and DBSA's parents at evaluation)."""
         return self.encoder.optional_syntax_features() | ({"tgt_parent_chain"} if self.decoder.dbsa_layers else set())
 
+    def training_syntax_features(self) -> Set[str]:
+        """Optional features the training split must have: the parents of the LISA and DBSA losses."""
+        return self.optional_syntax_features()
+
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer: Optional[int] = None,
                 alignment_heads: Optional[int] = None, **syntax):

@@ -26,6 +26,7 @@ class SyntaxTranslationTask(TranslationTask):
         super().__init__(cfg, src_dict, tgt_dict)
         self.syntax_requests: Set[str] = set()  # shared with every dataset of this task
         self.syntax_optional: Set[str] = set()  # loaded where a split has their sidecars
+        self.syntax_train: Set[str] = set()  # optional features the training split must have (auxiliary losses)
 
     def _check_supported(self):
         if self.cfg.truncate_source:
@@ -55,11 +56,13 @@ class SyntaxTranslationTask(TranslationTask):
         ds = self.datasets.get(split)
         if not isinstance(ds, SyntaxPairDataset):
             return
-        for name in sorted(self.syntax_requests):
+        train = self.syntax_train if split == self.cfg.train_subset else set()
+        for name in sorted(self.syntax_requests | train):
             why = ds.missing(name)
             if why:
+                role = "its training loss needs" if name not in self.syntax_requests else "the model asks for"
                 raise FileNotFoundError(
-                    f"split {split} of {self.cfg.data}: the model asks for {why}, which is missing "
+                    f"split {split} of {self.cfg.data}: {role} {why}, which is missing "
                     f"(expected {ds.sidecar_path(name)}); write it with syntrans-preprocess from parsed corpora"
                 )
 
@@ -71,6 +74,9 @@ class SyntaxTranslationTask(TranslationTask):
         optional = getattr(model, "optional_syntax_features", None)
         if optional is not None:
             self.syntax_optional.update(optional())
+        train = getattr(model, "training_syntax_features", None)
+        if train is not None:
+            self.syntax_train.update(train())
         for split in list(self.datasets):
             self._check_requests(split)
         return model
