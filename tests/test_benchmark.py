@@ -49,12 +49,16 @@ def test_quick_run_reports_every_model(quick_run):
         else:  # a preset: same dropout rates as its reference, the syntax features it asked for
             assert r["notes"][0] == ref["notes"][0]
             method = r["arch"].split("_")[0]
+            chain = ["src_parent_chain", "tgt_parent_chain"]
             assert r["features"] == {"distance": ["src_gaps"], "pascal": ["src_parent_middle"],
-                                     "lisa": ["src_parent_first"], "gated": ["src_gaps"]}[method]
+                                     "lisa": ["src_parent_first"], "gated": ["src_gaps"], "dbsa": chain,
+                                     "syncattn": chain}[method]
             assert r["targets"] == {"distance": {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05},
                                     "pascal": {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05},
                                     "lisa": {"train_min": 0.95, "gen_min": 0.95, "mem_max": 1.05},
-                                    "gated": {"train_min": 0.93, "gen_min": 0.93, "mem_max": 1.10}}[method]
+                                    "gated": {"train_min": 0.93, "gen_min": 0.93, "mem_max": 1.10},
+                                    "dbsa": {"train_min": 0.95, "gen_min": 0.95, "mem_max": 1.10},
+                                    "syncattn": {"train_min": 0.90, "gen_min": 0.95, "mem_max": 1.10}}[method]
         for key in ("train_tok_s", "train_ratio", "gen_tok_s", "gen_ratio", "peak_mem_mb", "mem_ratio",
                     "held_mem_mb", "gen_mean_len"):
             assert isinstance(r[key], (int, float)) and math.isfinite(r[key]) and r[key] > 0, (name, key, r[key])
@@ -65,6 +69,8 @@ def test_quick_run_reports_every_model(quick_run):
         assert r["mem_residual_bytes"] == 0  # the profiler's allocation events account for the whole step
         hd = result["settings"]["dim"] // result["settings"]["heads"]
         lisa_u = (hd + 1) * hd if r["arch"].startswith("lisa_") else 0  # LISA's bi-affine U, one head of layer 0
+        if r["arch"].split("_")[0] in ("dbsa", "syncattn"):  # one DBSA head's U (d × d) in encoder layer 0 and decoder layer 0
+            lisa_u = 2 * hd * hd
         if r["arch"].startswith("gated_"):  # a gate network per encoder layer
             assert r["params"] > van["params"]
         else:
