@@ -15,6 +15,7 @@ import torch
 
 from ..syntax.align import pieces_per_word
 from ..syntax.gaps import EOS_GAP, subword_gaps_array
+from ..syntax.nsd import NSD_KINDS, line_nsd, subword_nsd
 from ..syntax.parents import subword_parents_array
 
 #: Parent position of a token that has none (EOS, padding).
@@ -57,6 +58,34 @@ def _decoder_input_parents(arrays: Dict[str, np.ndarray]) -> np.ndarray:
     return np.concatenate([[NO_PARENT], parents + 1]).astype(np.int64)
 
 
+#: NSD feature value of a token without one (EOS, padding) and of the decoder's BOS (see modules/nsd_layers.py).
+NO_NSD, BOS_NSD = -1_000_000, -1_000_001
+
+
+def _nsd_per_token(kind: str, where: str) -> Callable[[Dict[str, np.ndarray]], np.ndarray]:
+    """NSD of every subword (its word's value, :func:`subword_nsd`) of one sentence, (n_sub + 1,) int64:
+    ``end``: NO_NSD in the EOS slot (source tokens, target labels); ``start``: BOS_NSD first (decoder input)."""
+    source = "head" if kind == "dD" else "dist"
+
+    def build(arrays: Dict[str, np.ndarray]) -> np.ndarray:
+        pieces = pieces_per_word(arrays["word"])
+        words = line_nsd(kind, **{"heads" if kind == "dD" else "dists": arrays[source]}, n_words=len(pieces))
+        values = subword_nsd(words, pieces)
+        return np.concatenate([[BOS_NSD], values] if where == "start" else [values, [NO_NSD]]).astype(np.int64)
+
+    return build
+
+
+def _nsd_features() -> Dict[str, Feature]:
+    out = {}
+    for kind in NSD_KINDS:
+        needs = ("word", "head" if kind == "dD" else "dist")
+        for name, side, where in ((f"src_nsd_{kind}", "source", "end"), (f"tgt_nsd_in_{kind}", "target", "start"),
+                                  (f"tgt_nsd_out_{kind}", "target", "end")):
+            out[name] = Feature(name, side, needs, NO_NSD, _nsd_per_token(kind, where))
+    return out
+
+
 FEATURES: Dict[str, Feature] = {
     # gaps between consecutive source tokens, (B, T−1) after padding like src_tokens
     "src_gaps": Feature("src_gaps", "source", ("word", "dist"), EOS_GAP, _gaps_per_token, lambda t: t[:, :-1]),
@@ -72,4 +101,7 @@ FEATURES: Dict[str, Feature] = {
     # DBSA decoder: chain parents of the decoder input tokens, (B, T) int64 padded like prev_output_tokens
     "tgt_parent_chain": Feature("tgt_parent_chain", "target", ("word", "head"), NO_PARENT,
                                 _decoder_input_parents, positions=True),
+    # NSD (Ma et al. 2019): src_nsd_K per source token; tgt_nsd_in_K per decoder input token (BOS first),
+    # tgt_nsd_out_K per target token (the classifier's labels), K in dS, dG, dR, dD
+    **_nsd_features(),
 }

@@ -1,7 +1,7 @@
 """Options of the syntax mechanisms, as a fairseq dataclass so flags and hydra YAML both work."""
 
 from dataclasses import dataclass, field
-from typing import List
+from typing import List, Optional
 
 from fairseq.dataclass import FairseqDataclass
 
@@ -105,6 +105,29 @@ class SyncAttnOptions(FairseqDataclass):
         metadata={"help": "0-based decoder layer whose encoder-decoder attention (mean over heads) is C; negative counts "
                           "from the last: -2 is the penultimate (the paper's layer 5 of 6)"},
     )
+
+
+@dataclass
+class NsdOptions(FairseqDataclass):
+    """NSD (Ma et al. 2019): syntactic distances as input embeddings, syntactic PE and predicted outputs, per side."""
+
+    nsd_kind: str = field(default="dD", metadata={"help": "which NSD: dS, dG, dR (constituency) or dD (dependency)"})
+    nsd_src_input: str = field(default="none", metadata={"help": "source NSD input: none, concat, add or linear (W(x‖e)+b)"})
+    nsd_tgt_input: str = field(default="none", metadata={"help": "target NSD input (decoding feeds the predicted NSD)"})
+    nsd_embed_dim: int = field(
+        default=0, metadata={"help": "NSD embedding size k for concat/linear (0: model dim / 4); add uses the model dim"}
+    )
+    nsd_src_spe: bool = field(default=False, metadata={"help": "add the syntactic positional encoding of the source NSD"})
+    nsd_tgt_spe: bool = field(default=False, metadata={"help": "add the syntactic positional encoding of the target NSD"})
+    nsd_spe_lambda: float = field(default=40.0, metadata={"help": "λ_SPE of the syntactic PE (paper: 1e4, 1e2, 40)"})
+    nsd_src_output: bool = field(default=False, metadata={"help": "predict the source NSD from the encoder output"})
+    nsd_tgt_output: bool = field(default=False, metadata={"help": "predict the target NSD from the decoder output"})
+    nsd_ce_weight: float = field(default=1.0, metadata={"help": "weight of L_entdist (cross-entropy over NSD values)"})
+    nsd_dist_weight: float = field(default=1.0, metadata={"help": "weight of L_dist (squared error + pairwise order hinge)"})
+    nsd_src_min: Optional[int] = field(default=None, metadata={"help": "smallest source NSD value (default: from train)"})
+    nsd_src_max: Optional[int] = field(default=None, metadata={"help": "largest source NSD value (default: from train)"})
+    nsd_tgt_min: Optional[int] = field(default=None, metadata={"help": "smallest target NSD value (default: from train)"})
+    nsd_tgt_max: Optional[int] = field(default=None, metadata={"help": "largest target NSD value (default: from train)"})
 
 
 def parse_layers(spec: str, num_layers: int, flag: str) -> List[int]:

@@ -5,6 +5,7 @@ stock Transformer. Paper settings are registered as architecture presets at the 
 """
 from __future__ import annotations
 
+import logging
 from typing import Dict, List, Optional, Set
 
 import torch
@@ -20,10 +21,23 @@ from ..modules.aux_losses import merge_aux, report_aux_loss, report_aux_metric
 from ..modules.distance_bias import distance_log_mask
 from ..modules.gate import SyntaxGate
 from ..modules.head_plan import HeadPlan, SyntaxBatch
+from ..modules.nsd_layers import BOS_NSD, nsd_losses
 from ..modules.pascal import pascal_weights
 from ..modules.sync_attn import sync_loss
 from ..modules.syntax_attention import SyntaxBiasedMultiheadAttention
-from .options import DbsaOptions, DistanceMaskOptions, GateOptions, LisaOptions, PascalOptions, SyncAttnOptions, parse_layers
+from .nsd_side import NsdSide
+from .options import (
+    DbsaOptions,
+    DistanceMaskOptions,
+    GateOptions,
+    LisaOptions,
+    NsdOptions,
+    PascalOptions,
+    SyncAttnOptions,
+    parse_layers,
+)
+
+logger = logging.getLogger("syntrans.nsd")
 
 
 class SyntaxEncoderLayer(TransformerEncoderLayerBase):
@@ -109,6 +123,13 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         p = float(getattr(cfg, "gate_syntax_dropout", 0.0))
         if not 0.0 <= p < 1.0:
             raise ValueError(f"--gate-syntax-dropout is a dropout rate in [0, 1), found {p}")
+        self.nsd = NsdSide.from_cfg(cfg, "src")
+        self.nsd_weights = (float(getattr(cfg, "nsd_ce_weight", 1.0)), float(getattr(cfg, "nsd_dist_weight", 1.0)))
+        if self.nsd.embeds:
+            self.nsd_input = self.nsd.build_input(cfg.encoder.embed_dim, int(getattr(cfg, "nsd_embed_dim", 0) or 0),
+                                                  float(getattr(cfg, "nsd_spe_lambda", 40.0)))
+        if self.nsd.output:
+            self.nsd_classifier = self.nsd.build_classifier(cfg.encoder.embed_dim)
         for i in range(n):
             plan = HeadPlan(H, distance=self.distance_heads if i in self.distance_layers else 0,
                             pascal=self.pascal_heads if i in self.pascal_layers else 0,
@@ -135,11 +156,14 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
             wanted.add("src_parent_middle")
         if self.lisa_layers and self.lisa_gold_parents:
             wanted.add("src_parent_first")
+        if self.nsd.embeds:
+            wanted.add(self.nsd.input_feature)
         return wanted
 
     def optional_syntax_features(self) -> Set[str]:
         """Features used where present: LISA's and DBSA's parents feed only their losses and UAS (required in training)."""
-        return ({"src_parent_first"} if self.lisa_layers else set()) | ({"src_parent_chain"} if self.dbsa_layers else set())
+        return (({"src_parent_first"} if self.lisa_layers else set()) | ({"src_parent_chain"} if self.dbsa_layers else set())
+                | ({self.nsd.label_feature} if self.nsd.output else set()))
 
     def _attn(self, i: int) -> SyntaxBiasedMultiheadAttention:
         return self.layers[i].self_attn
@@ -206,10 +230,38 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
     def forward(self, src_tokens, src_lengths: Optional[torch.Tensor] = None, return_all_hiddens: bool = False,
                 token_embeddings: Optional[torch.Tensor] = None, **features):
         self.set_syntax_batch(src_tokens, features)
+        if self.nsd.embeds and token_embeddings is None:
+            # fairseq scales token_embeddings by embed_scale: hand it the NSD input divided by that scale
+            values = self._feature(features, self.nsd.input_feature, tuple(src_tokens.shape))
+            token_embeddings = self.nsd_input(self.embed_scale * self.embed_tokens(src_tokens), values) / self.embed_scale
+            report_clipped(self.nsd_input.clipped, "source", self.nsd, self.training)
         out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
-        if self.lisa_layers or self.gate_layers or self.dbsa_layers:
+        if self.lisa_layers or self.gate_layers or self.dbsa_layers or self.nsd.output:
             out["syntax_aux"] = self.aux_outputs()
+            if self.nsd.output:
+                labels = features.get(self.nsd.label_feature)
+                if labels is None and self.training:
+                    labels = _required(features, self.nsd.label_feature, tuple(src_tokens.shape), "the source NSD output")
+                if labels is not None:
+                    logits = self.nsd_classifier(out["encoder_out"][0].transpose(0, 1))  # (B, T, V)
+                    report_nsd(out["syntax_aux"], "src", logits, labels, self.nsd, self.nsd_weights)
         return out
+
+
+def report_clipped(clipped: int, side: str, nsd: NsdSide, training: bool) -> None:
+    """NSD values outside the training range are clipped to it: say how many (at evaluation and generation)."""
+    if clipped and not training:
+        logger.warning(f"{clipped} {side} NSD value(s) outside the training range [{nsd.v_min}, {nsd.v_max}] "
+                       "clipped to it")
+
+
+def report_nsd(extra: Dict, side: str, logits: torch.Tensor, labels: torch.Tensor, nsd: NsdSide, weights) -> None:
+    """L_entdist as ``nsd_{side}_ce`` and L_dist as ``nsd_{side}_dist`` (per token with a value), and the %
+    of gold values outside the model's range (clipped) as ``nsd_{side}_clipped``."""
+    ce, dist, count, clipped = nsd_losses(logits, labels, nsd.v_min, nsd.v_max)
+    report_aux_loss(extra, f"nsd_{side}_ce", ce, count, weights[0])
+    report_aux_loss(extra, f"nsd_{side}_dist", dist, count, weights[1])
+    report_aux_metric(extra, f"nsd_{side}_clipped", 100.0 * clipped.float(), count)
 
 
 def report_dbsa(extra: Dict, name: str, attns: List[SyntaxBiasedMultiheadAttention], weight: float) -> None:
@@ -242,6 +294,18 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
         self.dbsa_weight = float(getattr(cfg, "dbsa_weight", 0.5))
         for i in self.dbsa_layers:
             self._attn(i).configure(HeadPlan(H, dbsa=self.dbsa_heads), causal=True)
+        self.nsd = NsdSide.from_cfg(cfg, "tgt")
+        self.nsd_weights = (float(getattr(cfg, "nsd_ce_weight", 1.0)), float(getattr(cfg, "nsd_dist_weight", 1.0)))
+        self.nsd_gold_in: Optional[torch.Tensor] = None  # (B, T) teacher forcing: gold NSD of the input tokens
+        self.nsd_logits: Optional[torch.Tensor] = None  # (B, T, V) of the last forward
+        if self.nsd.embeds:
+            if self.project_in_dim is not None:
+                raise ValueError("target NSD input needs --decoder-input-dim equal to --decoder-embed-dim")
+            # fairseq's own hook between the scaled token embeddings and the positions: x ← NSD input(x)
+            self.project_in_dim = self.nsd.build_input(cfg.decoder.embed_dim, int(getattr(cfg, "nsd_embed_dim", 0) or 0),
+                                                       float(getattr(cfg, "nsd_spe_lambda", 40.0)))
+        if self.nsd.output:
+            self.nsd_classifier = self.nsd.build_classifier(cfg.decoder.embed_dim)
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         layer = SyntaxDecoderLayer(cfg, no_encoder_attn)
@@ -252,6 +316,49 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
 
     def _attn(self, i: int) -> SyntaxBiasedMultiheadAttention:
         return self.layers[i].self_attn
+
+    def output_layer(self, features):
+        """The NSD classifier reads the same features as the output projection (Ma et al. 2019, NSD output)."""
+        if self.nsd.output:
+            self.nsd_logits = self.nsd_classifier(features)  # (B, T, V)
+        return super().output_layer(features)
+
+    def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
+        """fairseq's decoder; with target NSD input, the NSD of each input token is the gold one in a
+        teacher-forced forward and, step by step, the NSD predicted at the previous step (kept in
+        ``incremental_state``, reordered with the beams)."""
+        if self.nsd.embeds:
+            self.project_in_dim.values = self._nsd_inputs(prev_output_tokens, incremental_state)
+        out = super().forward(prev_output_tokens, encoder_out=encoder_out, incremental_state=incremental_state, **kwargs)
+        if self.nsd.embeds:
+            report_clipped(self.project_in_dim.clipped, "target", self.nsd, self.training)
+            self.project_in_dim.values = None
+            if incremental_state is not None:
+                if self.nsd_logits is None:
+                    raise ValueError("target NSD input in incremental decoding needs the output layer (features_only=False)")
+                predicted = self.nsd_classifier.predict(self.nsd_logits[:, -1])  # (B,) the next input's NSD
+                self.set_incremental_state(incremental_state, "nsd", {"prev": predicted})
+        return out
+
+    def _nsd_inputs(self, prev_output_tokens: torch.Tensor, incremental_state) -> torch.Tensor:
+        if incremental_state is None:
+            if self.nsd_gold_in is None:
+                raise ValueError(f"a teacher-forced forward with target NSD input needs {self.nsd.input_feature} "
+                                 "(the gold NSD of the decoder input); incremental decoding predicts it instead")
+            if self.nsd_gold_in.shape != prev_output_tokens.shape:
+                raise ValueError(f"{self.nsd.input_feature} has shape {tuple(self.nsd_gold_in.shape)}, expected "
+                                 f"{tuple(prev_output_tokens.shape)}")
+            return self.nsd_gold_in
+        saved = self.get_incremental_state(incremental_state, "nsd")
+        if saved is None or saved.get("prev") is None:  # the first step: BOS
+            return prev_output_tokens.new_full((prev_output_tokens.size(0), 1), BOS_NSD)
+        return saved["prev"].unsqueeze(1)  # (B, 1)
+
+    def reorder_incremental_state(self, incremental_state, new_order):
+        """The predicted NSD of each hypothesis follows it when the beams are reordered."""
+        saved = self.get_incremental_state(incremental_state, "nsd")
+        if saved is not None and saved.get("prev") is not None:
+            self.set_incremental_state(incremental_state, "nsd", {"prev": saved["prev"].index_select(0, new_order)})
 
     def set_syntax_batch(self, prev_output_tokens: torch.Tensor, parents: Optional[torch.Tensor]) -> None:
         """Route the DBSA layers through the explicit path for one teacher-forced forward (loss, UAS, probabilities)."""
@@ -288,7 +395,7 @@ class SyntaxTransformerModel(TransformerModel):
     def add_args(cls, parser):
         super().add_args(parser)
         for options in (DistanceMaskOptions(), PascalOptions(), LisaOptions(), GateOptions(), DbsaOptions(),
-                        SyncAttnOptions()):
+                        SyncAttnOptions(), NsdOptions()):
             gen_parser_from_dataclass(parser, options, delete_default=True)
 
     def __init__(self, args, encoder, decoder):
@@ -327,7 +434,9 @@ class SyntaxTransformerModel(TransformerModel):
 
     def optional_syntax_features(self) -> Set[str]:
         """Features the model uses when the data has them (LISA's and DBSA's parents at evaluation)."""
-        return self.encoder.optional_syntax_features() | ({"tgt_parent_chain"} if self.decoder.dbsa_layers else set())
+        nsd = self.decoder.nsd
+        return (self.encoder.optional_syntax_features() | ({"tgt_parent_chain"} if self.decoder.dbsa_layers else set())
+                | ({nsd.label_feature} if nsd.output else set()) | ({nsd.input_feature} if nsd.embeds else set()))
 
     def training_syntax_features(self) -> Set[str]:
         """Optional features the training split must have: the parents of the LISA and DBSA losses."""
@@ -352,6 +461,9 @@ class SyntaxTransformerModel(TransformerModel):
             encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens,
                                        **syntax)
             self.decoder.set_syntax_batch(prev_output_tokens, syntax.get("tgt_parent_chain"))
+            nsd = self.decoder.nsd
+            if nsd.embeds:
+                self.decoder.nsd_gold_in = syntax.get(nsd.input_feature)
             if self.sync_attn:
                 self.decoder._attn(self.decoder.dbsa_layers[0]).keep_dbsa_probs = True
             x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
@@ -363,7 +475,14 @@ class SyntaxTransformerModel(TransformerModel):
                 D = self.decoder._attn(self.decoder.dbsa_layers[0]).dbsa_probs  # (B, J, J)
                 loss, count = sync_loss(enc_attn.dbsa_probs, D, extra["attn"][0], prev_output_tokens.eq(self.decoder.padding_idx))
                 report_aux_loss(extra, "sync", loss, count, self.sync_weight)
+            if nsd.output:
+                labels = syntax.get(nsd.label_feature)
+                if labels is None and self.training:
+                    labels = _required(syntax, nsd.label_feature, tuple(prev_output_tokens.shape), "the target NSD output")
+                if labels is not None:
+                    report_nsd(extra, "tgt", self.decoder.nsd_logits, labels, nsd, self.decoder.nsd_weights)
         finally:
+            self.decoder.nsd_gold_in = self.decoder.nsd_logits = None
             self.decoder.clear_syntax_batch()
             if enc_attn is not None:
                 enc_attn.keep_dbsa_probs, enc_attn.dbsa_probs = False, None
@@ -401,6 +520,8 @@ def syntax_base_architecture(args):
     _default(args, "sync_attn", False)
     _default(args, "sync_weight", 0.5)
     _default(args, "sync_layer", -2)
+    for name, value in NsdOptions().__dict__.items():
+        _default(args, name, value)
     base_architecture(args)
 
 
@@ -499,6 +620,37 @@ def syncattn_transformer_wmt_en_de(args):
     _default(args, "sync_weight", 0.5)
     _default(args, "sync_layer", -2)
     dbsa_transformer_wmt_en_de(args)
+
+
+@register_model_architecture("syntax_transformer", "nsd_transformer")
+def nsd_transformer(args):
+    """NSD (Ma et al. 2019) with nothing switched on yet: Transformer base plus the NSD options' defaults
+    (dD, λ_SPE 40); choose per side with --nsd-{src,tgt}-{input,spe,output} (the Table 1 rows: configs/nsd/)."""
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "nsd_src_transformer_base")
+def nsd_src_transformer_base(args):
+    """NSD on the source only (Ma et al. 2019): dD as input W(x‖e)+b with the syntactic PE (λ_SPE 40) and
+    predicted from the encoder output (L_entdist + L_dist); Transformer base."""
+    _default(args, "nsd_kind", "dD")
+    _default(args, "nsd_src_input", "linear")
+    _default(args, "nsd_src_spe", True)
+    _default(args, "nsd_src_output", True)
+    _default(args, "nsd_spe_lambda", 40.0)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "nsd_transformer_base")
+def nsd_transformer_base(args):
+    """Ma et al. 2019, Table 1's best row on both sides: dD as input W(x‖e)+b with the syntactic PE
+    (λ_SPE 40) and as output (Eq. 18+19+20: L_entdist + L_dist), source and target; Transformer base.
+    In decoding the predicted target NSD of each token feeds the next step."""
+    for side in ("src", "tgt"):
+        _default(args, f"nsd_{side}_input", "linear")
+        _default(args, f"nsd_{side}_spe", True)
+        _default(args, f"nsd_{side}_output", True)
+    nsd_src_transformer_base(args)
 
 
 __all__: List[str] = ["SyntaxTransformerModel", "SyntaxTransformerEncoder", "SyntaxTransformerDecoder",

@@ -1,0 +1,67 @@
+"""The NSD settings of one side (source or target) of a ``syntax_transformer`` (Ma et al. 2019)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..modules.nsd_layers import NSD_INPUT_MODES, NsdClassifier, NsdInput
+from ..syntax.nsd import NSD_KINDS
+
+
+@dataclass(frozen=True)
+class NsdSide:
+    """What NSD does on one side: input embedding mode, syntactic PE, predicted output, and the value range."""
+
+    side: str  # "src" or "tgt"
+    kind: str = "dD"
+    input: str = "none"
+    spe: bool = False
+    output: bool = False
+    v_min: Optional[int] = None
+    v_max: Optional[int] = None
+
+    @classmethod
+    def from_cfg(cls, cfg, side: str) -> "NsdSide":
+        get = lambda name, default: getattr(cfg, f"nsd_{side}_{name}", default)  # noqa: E731
+        out = cls(side, str(getattr(cfg, "nsd_kind", "dD")), str(get("input", "none") or "none"), bool(get("spe", False)),
+                  bool(get("output", False)), get("min", None), get("max", None))
+        out.check()
+        return out
+
+    @property
+    def embeds(self) -> bool:
+        """Whether the side's input gets NSD (embedding or syntactic PE)."""
+        return self.input != "none" or self.spe
+
+    @property
+    def active(self) -> bool:
+        return self.embeds or self.output
+
+    @property
+    def input_feature(self) -> str:
+        return f"src_nsd_{self.kind}" if self.side == "src" else f"tgt_nsd_in_{self.kind}"
+
+    @property
+    def label_feature(self) -> str:
+        return f"src_nsd_{self.kind}" if self.side == "src" else f"tgt_nsd_out_{self.kind}"
+
+    def check(self) -> None:
+        flag = f"--nsd-{self.side}"
+        if self.kind not in NSD_KINDS:
+            raise ValueError(f"--nsd-kind must be one of {', '.join(NSD_KINDS)}, found {self.kind!r}")
+        if self.input not in NSD_INPUT_MODES:
+            raise ValueError(f"{flag}-input must be one of {', '.join(NSD_INPUT_MODES)}, found {self.input!r}")
+        if self.side == "tgt" and self.embeds and not self.output:
+            raise ValueError("target NSD input (--nsd-tgt-input/--nsd-tgt-spe) needs --nsd-tgt-output: in decoding the "
+                             "predicted NSD of the previous token is the next step's input")
+        if self.active and (self.v_min is None or self.v_max is None):
+            raise ValueError(f"the {self.side} NSD value range is unknown: build the model with --task syntax_translation "
+                             f"(it reads the range from the training split) or pass {flag}-min and {flag}-max")
+        if self.active and self.v_max < self.v_min:
+            raise ValueError(f"{flag}-max ({self.v_max}) is below {flag}-min ({self.v_min})")
+
+    def build_input(self, embed_dim: int, nsd_dim: int, spe_lambda: float) -> NsdInput:
+        return NsdInput(self.input, embed_dim, nsd_dim or embed_dim // 4, self.v_min, self.v_max, self.spe, spe_lambda)
+
+    def build_classifier(self, embed_dim: int) -> NsdClassifier:
+        return NsdClassifier(embed_dim, self.v_min, self.v_max)
