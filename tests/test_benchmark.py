@@ -9,6 +9,15 @@ import pytest
 
 from syntrans.cli import benchmark
 
+#: The NSD presets with NSD parts on (the plain ``nsd_transformer`` has none: the vanilla parameters).
+NSD_WITH_PARAMS = ("nsd_src_transformer_base", "nsd_transformer_base")
+
+
+def _method(arch: str) -> str:
+    """The key of a preset's expected features and targets: its method (the arch name's first word), or,
+    for the NSD presets, which differ in both, the whole arch name."""
+    return arch if arch.startswith("nsd_") else arch.split("_")[0]
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
@@ -23,7 +32,8 @@ def test_presets_are_discovered_from_the_registry():
     presets = benchmark.syntax_presets()
     assert "syntax_transformer" not in presets
     assert {"distance_transformer_iwslt_de_en", "distance_transformer_wmt_en_de", "pascal_transformer_wmt_en_de",
-            "pascal_transformer_iwslt_de_en", "lisa_transformer_wmt_en_de", "lisa_transformer_iwslt_de_en"} <= set(presets)
+            "pascal_transformer_iwslt_de_en", "lisa_transformer_wmt_en_de", "lisa_transformer_iwslt_de_en",
+            "nsd_transformer", "nsd_src_transformer_base", "nsd_transformer_base"} <= set(presets)
 
 
 def test_quick_run_reports_every_model(quick_run):
@@ -48,17 +58,22 @@ def test_quick_run_reports_every_model(quick_run):
             assert r["targets"] is None
         else:  # a preset: same dropout rates as its reference, the syntax features it asked for
             assert r["notes"][0] == ref["notes"][0]
-            method = r["arch"].split("_")[0]
+            method = _method(r["arch"])
             chain = ["src_parent_chain", "tgt_parent_chain"]
             assert r["features"] == {"distance": ["src_gaps"], "pascal": ["src_parent_middle"],
                                      "lisa": ["src_parent_first"], "gated": ["src_gaps"], "dbsa": chain,
-                                     "syncattn": chain}[method]
+                                     "syncattn": chain, "nsd_transformer": [],
+                                     "nsd_src_transformer_base": ["src_nsd_dD"],
+                                     "nsd_transformer_base": ["src_nsd_dD", "tgt_nsd_in_dD", "tgt_nsd_out_dD"]}[method]
             assert r["targets"] == {"distance": {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05},
                                     "pascal": {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05},
                                     "lisa": {"train_min": 0.95, "gen_min": 0.95, "mem_max": 1.05},
                                     "gated": {"train_min": 0.93, "gen_min": 0.93, "mem_max": 1.10},
                                     "dbsa": {"train_min": 0.95, "gen_min": 0.95, "mem_max": 1.10},
-                                    "syncattn": {"train_min": 0.90, "gen_min": 0.95, "mem_max": 1.10}}[method]
+                                    "syncattn": {"train_min": 0.90, "gen_min": 0.95, "mem_max": 1.10},
+                                    "nsd_transformer": {"train_min": 0.93, "gen_min": 0.93, "mem_max": 1.10},
+                                    "nsd_src_transformer_base": {"train_min": 0.97, "gen_min": 0.93, "mem_max": 1.10},
+                                    "nsd_transformer_base": {"train_min": 0.93, "gen_min": 0.93, "mem_max": 1.10}}[method]
         for key in ("train_tok_s", "train_ratio", "gen_tok_s", "gen_ratio", "peak_mem_mb", "mem_ratio",
                     "held_mem_mb", "gen_mean_len"):
             assert isinstance(r[key], (int, float)) and math.isfinite(r[key]) and r[key] > 0, (name, key, r[key])
@@ -71,7 +86,7 @@ def test_quick_run_reports_every_model(quick_run):
         lisa_u = (hd + 1) * hd if r["arch"].startswith("lisa_") else 0  # LISA's bi-affine U, one head of layer 0
         if r["arch"].split("_")[0] in ("dbsa", "syncattn"):  # one DBSA head's U (d × d) in encoder layer 0 and decoder layer 0
             lisa_u = 2 * hd * hd
-        if r["arch"].startswith("gated_"):  # a gate network per encoder layer
+        if r["arch"].startswith("gated_") or r["arch"] in NSD_WITH_PARAMS:  # gate networks; NSD embeddings and classifiers
             assert r["params"] > van["params"]
         else:
             assert r["params"] == van["params"] + lisa_u  # otherwise identical dimensions
