@@ -23,7 +23,10 @@ ARCHS = [("transformer", ()), ("distance_transformer_iwslt_de_en", ("--distance-
          # distance head 0, PASCAL head 1, DBSA heads 2-3 of encoder layer 0; DBSA heads 0-1 of every other layer
          ("dbsa_transformer_wmt_en_de", ("--dbsa-heads", "2", "--dbsa-encoder-layers", "all", "--dbsa-decoder-layers",
                                          "all", "--distance-layers", "0", "--distance-heads", "1", "--pascal-layers",
-                                         "0", "--pascal-heads", "1"))]
+                                         "0", "--pascal-heads", "1")),
+         # NSD: source dD input + PE + output; both sides (target NSD predicted step by step); dS concat input
+         ("nsd_src_transformer_base", ("--nsd-embed-dim", "8")), ("nsd_transformer_base", ("--nsd-embed-dim", "8")),
+         ("nsd_transformer", ("--nsd-kind", "dS", "--nsd-src-input", "concat", "--nsd-embed-dim", "8"))]
 HYP_ARCHS = [a for a in ARCHS if "--distance-hard" not in a[1] and "--pascal-heads" not in a[1]]
 DECODER_DBSA_ARCHS = [a for a in ARCHS if a[0].startswith(("dbsa", "syncattn")) or "--dbsa-decoder-layers" in a[1]]
 
