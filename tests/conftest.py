@@ -41,6 +41,15 @@ def tiny_data(tmp_path_factory) -> Path:
     return make_bpe_corpus(tmp_path_factory.mktemp("tiny"))
 
 
+@pytest.fixture(scope="module")
+def single_threaded_tools():
+    """The fairseq tools a test module starts run with one OpenMP thread: on a few shared cores, spinning
+    threads make them up to ten times slower when another process is busy."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _no_unsafe_torch_load(monkeypatch):
     # every test must pass with torch's safe loader: never the global unsafe switch

@@ -30,13 +30,7 @@ def train_argv(data, save, arch, *extra, seed=3):
             "--log-format", "simple", "--seed", seed, *extra]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_threaded_tools():
-    """The fairseq tools run with one OpenMP thread: on a few shared cores, spinning threads make them up to
-    ten times slower when another process is busy."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_tools")  # conftest
 
 
 @pytest.fixture(scope="module")

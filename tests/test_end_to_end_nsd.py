@@ -2,7 +2,6 @@
 and a source+target configuration on the synthetic corpus; the value range is stored in the checkpoint, and
 source+target generation needs no target parse."""
 import math
-import os
 import re
 import shutil
 
@@ -21,11 +20,7 @@ CASES = {  # name: (arch and flags, logged NSD losses)
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_threaded_tools():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_tools")  # conftest
 
 
 @pytest.fixture(scope="module")

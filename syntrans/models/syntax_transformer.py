@@ -75,10 +75,11 @@ def _dbsa_heads(cfg, layers: List[int], num_heads: int) -> int:
 
 
 def _required(features: Dict[str, Optional[torch.Tensor]], name: str, shape, why: str) -> torch.Tensor:
+    """The batch feature ``name`` (``net_input`` key) of the expected shape, or a ValueError saying who needs it."""
     value = features.get(name)
     if value is None:
-        raise ValueError(f"{why} needs {name} in net_input: train with --task syntax_translation on data whose "
-                         "sidecars include the parses of that side (syntrans-preprocess --trainparse/--validparse)")
+        raise ValueError(f"{why} needs {name} in net_input: use --task syntax_translation on data whose sidecars "
+                         "include the parses of that side (syntrans-preprocess --trainparse/--validparse/--testparse)")
     if tuple(value.shape) != tuple(shape):
         raise ValueError(f"{name} has shape {tuple(value.shape)}, expected {tuple(shape)}")
     return value
@@ -169,13 +170,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         return self.layers[i].self_attn
 
     def _feature(self, features: Dict[str, Optional[torch.Tensor]], name: str, shape) -> torch.Tensor:
-        value = features.get(name)
-        if value is None:
-            raise ValueError(f"this model's syntax heads need {name} in net_input: train and generate with "
-                             "--task syntax_translation on data with syntax sidecars")
-        if tuple(value.shape) != tuple(shape):
-            raise ValueError(f"{name} has shape {tuple(value.shape)}, expected {tuple(shape)} for these src_tokens")
-        return value
+        return _required(features, name, shape, "this model's source syntax")
 
     def syntax_batch(self, src_tokens: torch.Tensor, features: Dict[str, Optional[torch.Tensor]]) -> SyntaxBatch:
         """The syntax inputs of a batch, built once on the device of ``src_tokens``."""
