@@ -4,7 +4,8 @@
 #   → fairseq-train: vanilla Transformer and distance-mask model, identical settings
 #   → fairseq-generate on the test set → a table of sacreBLEU and validation loss.
 # Environment knobs: DEMO_DIR (default demo/), DEMO_UPDATES (default 600), DEMO_TRAIN (default 12000),
-#   DEMO_METHODS (default "vanilla distance"; also "pascal", "lisa", "dbsa", "syncattn", "nsd": several minutes more each;
+#   DEMO_METHODS (default "vanilla distance"; also "pascal", "lisa", "dbsa", "syncattn", "nsd", "nsd_src":
+#   several minutes more each;
 #   dbsa and syncattn use the target parses too). Every method takes its size from configs/demo.args: explicit
 #   flags override a preset's defaults (so syncattn's --sync-layer -2 is decoder layer 1 of the demo's 3).
 set -euo pipefail
@@ -66,7 +67,9 @@ for method in "${METHODS[@]}"; do
     syncattn) train syncattn --arch syncattn_transformer_wmt_en_de --dbsa-encoder-layers 0 --dbsa-decoder-layers 0 \
                 --sync-attn --sync-weight 0.5 --sync-layer -2 ;;
     nsd)      train nsd --arch nsd_transformer_base --nsd-embed-dim 32 ;;
-    *) echo "DEMO_METHODS: unknown method '$method' (expected vanilla, distance, pascal, lisa, dbsa, syncattn, nsd)"; exit 2 ;;
+    nsd_src)  train nsd_src --arch nsd_src_transformer_base --nsd-embed-dim 32 ;;
+    *) echo "DEMO_METHODS: unknown method '$method' (expected vanilla, distance, pascal, lisa, dbsa, syncattn, nsd, nsd_src)"
+       exit 2 ;;
   esac
 done
 
