@@ -124,7 +124,7 @@ def forced_steps(model, net, tokens):
     prev = torch.cat([tokens.new_full((1, 1), model.decoder.dictionary.eos()), tokens[:, :-1]], dim=1)
     for t in range(tokens.size(1)):
         out = model.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)
-        fed.append(int(model.decoder.nsd_input_last))
+        fed.append(int(model.decoder.project_in_dim.last_fed))  # recorded by the record_fed fixture
         lp = model.get_normalized_probs(out, log_probs=True)[0, -1]
         scores.append(float(lp[tokens[0, t]]))
     return scores, fed, prev
@@ -140,7 +140,7 @@ def record_fed(monkeypatch):
     def forward(self, x, values=None):
         v = self.values if values is None else values
         out = original(self, x, values)
-        self._owner_last = v[:, -1].clone()
+        self.last_fed = v[:, -1].clone()
         return out
 
     monkeypatch.setattr(nsd_layers.NsdInput, "forward", forward)
@@ -151,45 +151,36 @@ def test_incremental_decoding_equals_a_full_forward_fed_the_same_nsd(tiny_data, 
     sample = ds.collater([ds[5]])
     net = {k: v for k, v in sample["net_input"].items() if k not in ("prev_output_tokens", "tgt_nsd_in_dD", "tgt_nsd_out_dD")}
     tokens = sample["target"]  # the reference as the forced path
-    model.decoder.nsd_input_last = None
-    type(model.decoder).nsd_input_last = property(lambda self: self.project_in_dim._owner_last)
-    try:
-        with torch.no_grad():
-            scores, fed, prev = forced_steps(model, net, tokens)
-            assert fed[0] == BOS_NSD and len(set(fed[1:])) > 1  # predictions, not constants
-            full = model(prev_output_tokens=prev, tgt_nsd_in_dD=torch.tensor([fed]), **net)
-            lp = model.get_normalized_probs(full, log_probs=True)[0]
-            want = lp.gather(-1, tokens[0].unsqueeze(-1)).squeeze(-1)
-            torch.testing.assert_close(torch.tensor(scores), want, atol=1e-4, rtol=1e-4)
-            # the gold NSD sequence instead gives other scores: the fed values matter
-            gold = model(prev_output_tokens=prev, tgt_nsd_in_dD=sample["net_input"]["tgt_nsd_in_dD"], **net)
-            assert not torch.allclose(model.get_normalized_probs(gold, log_probs=True)[0], lp, atol=1e-3)
-    finally:
-        del type(model.decoder).nsd_input_last
+    with torch.no_grad():
+        scores, fed, prev = forced_steps(model, net, tokens)
+        assert fed[0] == BOS_NSD and len(set(fed[1:])) > 1  # predictions, not constants
+        full = model(prev_output_tokens=prev, tgt_nsd_in_dD=torch.tensor([fed]), **net)
+        lp = model.get_normalized_probs(full, log_probs=True)[0]
+        want = lp.gather(-1, tokens[0].unsqueeze(-1)).squeeze(-1)
+        torch.testing.assert_close(torch.tensor(scores), want, atol=1e-4, rtol=1e-4)
+        # the gold NSD sequence instead gives other scores: the fed values matter
+        gold = model(prev_output_tokens=prev, tgt_nsd_in_dD=sample["net_input"]["tgt_nsd_in_dD"], **net)
+        assert not torch.allclose(model.get_normalized_probs(gold, log_probs=True)[0], lp, atol=1e-3)
 
 
 def test_beam_search_keeps_each_hypothesis_nsd_history(tiny_data, record_fed):
     """Every hypothesis of a beam of 4 scores exactly as decoding its own tokens alone: its NSD inputs were its
     own predictions, whatever reordering the beam did."""
     task, model, ds = nsd_model(tiny_data)
-    type(model.decoder).nsd_input_last = property(lambda self: self.project_in_dim._owner_last)
-    try:
-        sample = ds.collater([ds[i] for i in (5, 9)])
-        gen = SequenceGenerator([model], task.target_dictionary, beam_size=4, max_len_b=12)
-        with torch.no_grad():
-            hypos = gen.generate([model], sample)
-        net = {k: v for k, v in sample["net_input"].items() if k not in ("prev_output_tokens", "tgt_nsd_in_dD", "tgt_nsd_out_dD")}
-        distinct = 0
-        for b, hyps in enumerate(hypos):
-            one = {k: v[b:b + 1] for k, v in net.items()}
-            distinct += len({tuple(h["tokens"].tolist()) for h in hyps})
-            for h in hyps:
-                with torch.no_grad():
-                    scores, _, _ = forced_steps(model, one, h["tokens"].unsqueeze(0))
-                torch.testing.assert_close(torch.tensor(scores), h["positional_scores"], atol=1e-4, rtol=1e-4)
-        assert distinct >= 6  # the hypotheses diverge
-    finally:
-        del type(model.decoder).nsd_input_last
+    sample = ds.collater([ds[i] for i in (5, 9)])
+    gen = SequenceGenerator([model], task.target_dictionary, beam_size=4, max_len_b=12)
+    with torch.no_grad():
+        hypos = gen.generate([model], sample)
+    net = {k: v for k, v in sample["net_input"].items() if k not in ("prev_output_tokens", "tgt_nsd_in_dD", "tgt_nsd_out_dD")}
+    distinct = 0
+    for b, hyps in enumerate(hypos):
+        one = {k: v[b:b + 1] for k, v in net.items()}
+        distinct += len({tuple(h["tokens"].tolist()) for h in hyps})
+        for h in hyps:
+            with torch.no_grad():
+                scores, _, _ = forced_steps(model, one, h["tokens"].unsqueeze(0))
+            torch.testing.assert_close(torch.tensor(scores), h["positional_scores"], atol=1e-4, rtol=1e-4)
+    assert distinct >= 6  # the hypotheses diverge
 
 
 def test_generation_needs_no_target_nsd_but_teacher_forcing_does(tiny_data):
