@@ -45,6 +45,18 @@ def bpe_words(pieces: Sequence[str], marker: str = "@@") -> List[str]:
     return words
 
 
+def check_piece_counts(pieces: np.ndarray, other: np.ndarray, other_name: str) -> None:
+    """Validate per-word arrays: ``pieces`` and ``other`` integer, every word with at least one subword;
+    raises ValueError naming the first bad word."""
+    for name, arr in ((other_name, other), ("pieces", pieces)):
+        if arr.dtype.kind not in "iu":
+            raise ValueError(f"{name} must be integers, found dtype {arr.dtype}")
+    bad = np.flatnonzero(pieces < 1)
+    if len(bad):
+        w = int(bad[0])
+        raise ValueError(f"word {w} (0-based) has {int(pieces[w])} pieces, expected at least 1")
+
+
 def pieces_per_word(word_index: np.ndarray) -> np.ndarray:
     """Subword count per word from a nondecreasing 0-based word index (n_sub,) → (n_words,)."""
     if len(word_index) == 0:

@@ -29,6 +29,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 from stanza.models.constituency.parse_tree import Tree
 
+from .align import check_piece_counts
 from .gaps import SENTENCE_BREAK
 from .trees import as_tree, tree_distances
 
@@ -293,11 +294,5 @@ def subword_nsd(values, pieces) -> np.ndarray:
         raise ValueError(f"expected one value per word: {len(p)} piece counts but {len(v)} values")
     if not len(v):
         return np.zeros(0, dtype=np.int64)
-    for name, arr in (("values", v), ("pieces", p)):
-        if arr.dtype.kind not in "iu":
-            raise ValueError(f"{name} must be integers, found dtype {arr.dtype}")
-    bad = np.flatnonzero(p < 1)
-    if len(bad):
-        w = int(bad[0])
-        raise ValueError(f"word {w} (0-based) has {int(p[w])} pieces, expected at least 1")
+    check_piece_counts(p, v, "values")
     return np.repeat(v.astype(np.int64, copy=False), p.astype(np.int64, copy=False))

@@ -5,6 +5,8 @@ from typing import List, Sequence
 
 import numpy as np
 
+from .align import check_piece_counts
+
 #: Valid ``mode`` values of :func:`subword_parents`.
 PARENT_MODES = ("middle", "first", "chain")
 
@@ -41,13 +43,7 @@ def _check(heads: np.ndarray, pieces: np.ndarray, mode: str) -> None:
     n = len(heads)
     if n == 0:
         return
-    for name, arr in (("heads", heads), ("pieces", pieces)):
-        if arr.dtype.kind not in "iu":
-            raise ValueError(f"{name} must be integers, found dtype {arr.dtype}")
-    bad = np.flatnonzero(pieces < 1)
-    if len(bad):
-        w = int(bad[0])
-        raise ValueError(f"word {w} (0-based) has {int(pieces[w])} pieces, expected at least 1")
+    check_piece_counts(pieces, heads, "heads")
     bad = np.flatnonzero((heads < 0) | (heads > n))
     if len(bad):
         w = int(bad[0])
