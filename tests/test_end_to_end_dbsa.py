@@ -9,12 +9,10 @@ import subprocess
 
 import pytest
 import torch
-from conftest import SMALL
 from fairseq import checkpoint_utils
-from test_end_to_end import BIN, USER_DIR, run
-from test_end_to_end_parents import N_TEST, generate, metric, metric_lines
+from test_end_to_end import BIN, run
+from test_end_to_end_parents import N_TEST, UPDATES, generate, metric, metric_lines, short_runs, tiny_train_argv
 
-UPDATES = 4
 PRESETS = {"dbsa": "dbsa_transformer_wmt_en_de", "syncattn": "syncattn_transformer_wmt_en_de"}
 # the one DBSA head of each preset: encoder layer 0 and decoder layer 0, U of shape (1, d, d), d = 32 / 4
 U_KEYS = ["decoder.layers.0.self_attn.q_proj.U", "encoder.layers.0.self_attn.q_proj.U"]
@@ -24,10 +22,7 @@ SIDECAR_KINDS = ("word", "head", "dist")
 
 
 def train_argv(data, save, arch, *extra, seed=3):
-    return [data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--arch", arch, *SMALL,
-            "--criterion", "syntax_label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--optimizer", "adam",
-            "--max-tokens", "1000", "--save-dir", save, "--no-epoch-checkpoints", "--num-workers", "0",
-            "--log-format", "simple", "--seed", seed, *extra]
+    return tiny_train_argv(data, save, "--arch", arch, *extra, seed=seed)
 
 
 pytestmark = pytest.mark.usefixtures("single_threaded_tools")  # conftest
@@ -36,18 +31,7 @@ pytestmark = pytest.mark.usefixtures("single_threaded_tools")  # conftest
 @pytest.fixture(scope="module")
 def trained(tiny_data, tmp_path_factory):
     """Train each preset at most once per module: name → (checkpoint path, training log)."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            save = tmp_path_factory.mktemp(name)
-            log = run("fairseq-train", *train_argv(tiny_data, save, PRESETS[name], "--lr", "1e-3", "--max-epoch", "1",
-                                                   "--max-update", UPDATES, "--validate-interval-updates", UPDATES,
-                                                   "--log-interval", "1"))
-            cache[name] = (save / "checkpoint_last.pt", log)
-        return cache[name]
-
-    return get
+    return short_runs(tiny_data, tmp_path_factory, lambda name: ["--arch", PRESETS[name]])
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,9 @@ import re
 import shutil
 
 import pytest
-from conftest import SMALL
 from fairseq import checkpoint_utils
-from test_end_to_end import USER_DIR, run
-from test_end_to_end_parents import N_TEST, generate, metric, metric_lines
+from test_end_to_end_parents import N_TEST, UPDATES, generate, metric, metric_lines, short_runs
 
-UPDATES = 4
 CASES = {  # name: (arch and flags, logged NSD losses)
     "src": (["--arch", "nsd_src_transformer_base"], ("nsd_src_ce", "nsd_src_dist")),
     "src_tgt": (["--arch", "nsd_transformer_base"], ("nsd_src_ce", "nsd_src_dist", "nsd_tgt_ce", "nsd_tgt_dist")),
@@ -25,21 +22,8 @@ pytestmark = pytest.mark.usefixtures("single_threaded_tools")  # conftest
 
 @pytest.fixture(scope="module")
 def trained(tiny_data, tmp_path_factory):
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            save = tmp_path_factory.mktemp(name)
-            log = run("fairseq-train", tiny_data, "--user-dir", USER_DIR, "--task", "syntax_translation", *SMALL,
-                      *CASES[name][0], "--nsd-embed-dim", "8", "--criterion", "syntax_label_smoothed_cross_entropy",
-                      "--label-smoothing", "0.1", "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1000",
-                      "--max-epoch", "1", "--max-update", UPDATES, "--validate-interval-updates", UPDATES,
-                      "--save-dir", save, "--no-epoch-checkpoints", "--num-workers", "0", "--log-format", "simple",
-                      "--log-interval", "1", "--seed", "3")
-            cache[name] = (save / "checkpoint_last.pt", log)
-        return cache[name]
-
-    return get
+    """Train each case at most once per module: name → (checkpoint path, training log)."""
+    return short_runs(tiny_data, tmp_path_factory, lambda name: [*CASES[name][0], "--nsd-embed-dim", "8"])
 
 
 @pytest.mark.parametrize("name", list(CASES))

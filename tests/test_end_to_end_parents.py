@@ -43,25 +43,36 @@ CASES = {
 NUM = r"([-+0-9.eE]+|nan|inf|-inf)"
 
 
-@pytest.fixture(scope="module")
-def trained(tiny_data, tmp_path_factory):
-    """Train each case at most once per module: name → (checkpoint path, training log)."""
+def tiny_train_argv(data, save, *extra, seed=3):
+    """fairseq-train flags of the end-to-end tests: the SMALL model, our criterion (label smoothing 0.1), Adam,
+    1000-token batches; ``extra`` after SMALL, so it may override the size."""
+    return [data, "--user-dir", USER_DIR, "--task", "syntax_translation", *SMALL, *extra,
+            "--criterion", "syntax_label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--optimizer", "adam",
+            "--max-tokens", "1000", "--save-dir", save, "--no-epoch-checkpoints", "--num-workers", "0",
+            "--log-format", "simple", "--seed", seed]
+
+
+def short_runs(data, tmp_path_factory, flags_of):
+    """name → (checkpoint_last.pt, training log) of a run of UPDATES updates (lr 1e-3, one epoch at most, one
+    validation at the end) with ``flags_of(name)``; each name trained at most once."""
     cache = {}
 
     def get(name):
         if name not in cache:
             save = tmp_path_factory.mktemp(name)
-            log = run("fairseq-train", tiny_data, "--user-dir", USER_DIR, "--task", "syntax_translation",
-                      *SMALL, *CASES[name][0],
-                      "--criterion", "syntax_label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-                      "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "1000", "--max-epoch", "1",
-                      "--max-update", UPDATES, "--validate-interval-updates", UPDATES, "--save-dir", save,
-                      "--no-epoch-checkpoints", "--num-workers", "0", "--log-format", "simple", "--log-interval", "1",
-                      "--seed", "3")
+            log = run("fairseq-train", *tiny_train_argv(data, save, *flags_of(name), "--lr", "1e-3", "--max-epoch", "1",
+                                                        "--max-update", UPDATES, "--validate-interval-updates", UPDATES,
+                                                        "--log-interval", "1"))
             cache[name] = (save / "checkpoint_last.pt", log)
         return cache[name]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_data, tmp_path_factory):
+    """Train each case at most once per module: name → (checkpoint path, training log)."""
+    return short_runs(tiny_data, tmp_path_factory, lambda name: CASES[name][0])
 
 
 @pytest.fixture(scope="module")
