@@ -5,16 +5,14 @@ from pathlib import Path
 import pytest
 from conftest import SMALL, build_task_and_model
 
+from syntrans.reproduce.config_file import read_args_file
+
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").rglob("*.args"))
 
 
 def flags(path: Path):
-    """The file's flags as scripts/demo.sh reads them: comment and blank lines dropped, split on whitespace."""
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            out.extend(line.split())
-    return out
+    """The file's flags as the reproduction scripts read them (comments and blank lines dropped)."""
+    return read_args_file(path).flags
 
 
 def test_every_method_has_configs():
@@ -31,7 +29,8 @@ def test_config_builds_its_model(path, tiny_data):
     rest = [a for i, a in enumerate(argv) if a != "--arch" and (i == 0 or argv[i - 1] != "--arch")]
     # the file's flags, then the tiny size (later flags win): 8 heads of 4 dims, as the WMT presets ask for up
     # to 8 syntax heads; NSD's embedding size must fit the tiny model
+    nsd = ["--nsd-embed-dim", "8"] if any(a.startswith("--nsd-") for a in argv) else []
     task, model = build_task_and_model(tiny_data, arch, *rest, *SMALL, "--encoder-attention-heads", "8",
-                                       "--decoder-attention-heads", "8", "--nsd-embed-dim", "8")
-    assert model.__class__.__name__ == ("TransformerModel" if arch == "transformer" else "SyntaxTransformerModel")
+                                       "--decoder-attention-heads", "8", *nsd)
+    assert model.__class__.__name__ == ("TransformerModel" if arch.startswith("transformer") else "SyntaxTransformerModel")
     assert task.__class__.__name__ == "SyntaxTranslationTask"
