@@ -228,7 +228,7 @@ def test_cli_errors(tiny_data, tmp_path, capsys):
     for argv in (["gates", "--out", "g.png"],  # neither source
                  ["gates", "--log", "a.log", "--checkpoint", "c.pt", "--data", "d", "--out", "g.png"],  # both
                  ["gates", "--checkpoint", "c.pt", "--out", "g.png"],  # no --data
-                 ["sentence"]):  # not a subcommand (yet)
+                 ["sentence"]):  # neither SENTENCE nor --parse
         with pytest.raises(SystemExit) as e:
             plot_main(argv)
         assert e.value.code == 2

@@ -1,6 +1,6 @@
 """``syntrans-plot``: figures of what a trained syntrans model does (needs matplotlib: ``pip install syntrans[plot]``).
 
-Subcommands (one per kind of figure; more to come, e.g. ``sentence`` and ``attention``):
+Subcommands (one per kind of figure):
 
 ``gates``
     The syntax gates of a gated model (Hou et al.) as a layer × head heat map, with the matrix as TSV next to
@@ -13,7 +13,29 @@ Subcommands (one per kind of figure; more to come, e.g. ``sentence`` and ``atten
 
         syntrans-plot gates --log train.log --out gates.png [--epochs-out gates_epochs.png]
 
-Errors (a missing file, a log without gate values, a model without gates) are reported on stderr, exit status 2.
+``sentence``
+    One parsed sentence and what the methods compute from it (Hou et al. 2022, Fig. 1): (a) its constituency
+    tree, (b) the syntactic distances between its words (Algorithm 1), (c) the hard and (d) the soft (Eq. 6–7,
+    ``--tau``) local range masks, (e) the PASCAL weights N(j; p_i, σ²) (``--sigma``) with the dependency arcs.
+    The sentence is tokenized text parsed here (``--parser``; stanza needs its models) or sentence N of a parsed
+    corpus (CoNLL-U with or without ``# constituency`` trees, or PTB brackets; ``--sentence K`` picks one of several
+    sentences on that line); without a tree only (e) is drawn. ``--matrices`` writes the drawn arrays (gaps, hard,
+    soft, pascal, words) as .npz::
+
+        syntrans-plot sentence "I swim across the river ." [--parser stanza --lang en] --out fig.png
+        syntrans-plot sentence --parse test.tok.en.conllu --line 7 [--tau 10 --sigma 1] --out fig.png [--matrices m.npz]
+
+``attention``
+    A trained model's syntax heads on one sentence of a binarized split: per layer with syntax heads, each syntax
+    head's attention matrix (queries × keys, subword tokens as labels) as the model computes it, the gold parent
+    marked for LISA and DBSA heads (the Gaussian centre for PASCAL), the gate G in the title of gated heads;
+    decoder DBSA heads are run teacher-forced on the target::
+
+        syntrans-plot attention --checkpoint CKPT --data DATA_BIN [--split test] [--sentence-index 0] --out fig.png \
+            [--matrices m.npz]
+
+Errors (a missing file, a log without gate values, a model without gates or syntax heads, a line without a
+sentence, missing stanza models) are reported on stderr, exit status 2.
 """
 from __future__ import annotations
 
@@ -30,6 +52,20 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, found {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, found {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, found {value}")
     return value
 
 
@@ -57,6 +93,42 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--epochs-out", metavar="FILE", help="with --log: each layer's mean gate per epoch (.png, .pdf or .svg)")
     g.add_argument("--title", default=None, help="title of the heat map")
     g.set_defaults(run=run_gates)
+
+    from ..parsing.trivial import KINDS
+
+    s = sub.add_parser("sentence", help="one parsed sentence: tree, distances, local range masks, PASCAL weights",
+                       description="The constituency tree, syntactic distances (Hou et al. 2022, Algorithm 1), hard and "
+                                   "soft local range masks (Algorithm 2, Eq. 6-7) and PASCAL weights (Bugliarello & "
+                                   "Okazaki 2020) of one sentence, parsed here or read from a parsed corpus.")
+    s.add_argument("text", nargs="?", metavar="SENTENCE", help="tokenized words separated by spaces (quote them)")
+    s.add_argument("--parser", choices=("stanza",) + KINDS, default=None,
+                   help="with SENTENCE: the parser (default: stanza, which needs its installed models)")
+    s.add_argument("--lang", default=None, help="with SENTENCE and --parser stanza: the language (default: en)")
+    s.add_argument("--parse", metavar="FILE", help="a parsed corpus (CoNLL-U of syntrans-parse, or PTB brackets)")
+    s.add_argument("--line", type=_positive, metavar="N",
+                   help="with --parse: the sentence of text line N (1-based; the '# line = N' comment)")
+    s.add_argument("--sentence", type=_positive, default=None, metavar="K",
+                   help="with --parse: the K-th sentence of that line when it holds several (default 1)")
+    s.add_argument("--tau", type=_positive_float, default=10.0, help="temperature of the soft mask (Eq. 6-7; default 10)")
+    s.add_argument("--sigma", type=_positive_float, default=1.0, help="PASCAL's Gaussian standard deviation (default 1)")
+    s.add_argument("--out", required=True, metavar="FILE", help="the figure (.png, .pdf or .svg)")
+    s.add_argument("--matrices", metavar="FILE.npz", help="also write the drawn arrays (gaps, hard, soft, pascal, words)")
+    s.add_argument("--title", default=None, help="title of the figure (default: the sentence)")
+    s.set_defaults(run=run_sentence)
+
+    a = sub.add_parser("attention", help="a trained model's syntax heads on one sentence (attention matrices)",
+                       description="Each syntax head's attention matrix on one sentence of a binarized split, as the "
+                                   "model computes it (decoder DBSA heads teacher-forced on the target).")
+    a.add_argument("--checkpoint", required=True, metavar="CKPT", help="a fairseq checkpoint of a syntax_transformer")
+    a.add_argument("--data", required=True, metavar="DATA_BIN", help="the data-bin folder (syntrans-preprocess)")
+    a.add_argument("--split", default="test", help="the split holding the sentence (default: test)")
+    a.add_argument("--sentence-index", type=_non_negative, default=0, metavar="I",
+                   help="0-based index of the sentence in the split (line I+1 of its text; default 0)")
+    a.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    a.add_argument("--out", required=True, metavar="FILE", help="the figure (.png, .pdf or .svg)")
+    a.add_argument("--matrices", metavar="FILE.npz", help="also write the drawn matrices, tokens, parents and gates")
+    a.add_argument("--title", default=None, help="title of the figure")
+    a.set_defaults(run=run_attention)
     return p
 
 
@@ -98,6 +170,68 @@ def run_gates(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     gated = int((matrix == matrix).sum())
     return (f"gates: wrote {written}: {matrix.shape[0]}x{matrix.shape[1]} matrix (layers x heads, {gated} gated), "
             f"mean gate {_fmt_mean(G.mean_gate(matrix))}, from {source}")
+
+
+def run_sentence(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """``syntrans-plot sentence``; returns the summary line."""
+    import numpy as np
+
+    from ..plots import sentence as S
+
+    S.check_output_paths(args.out, args.matrices)
+    if (args.text is None) == (args.parse is None):
+        parser.error("sentence needs either SENTENCE (tokenized text to parse) or --parse FILE --line N, not both")
+    if args.parse is not None:
+        if args.line is None:
+            parser.error("--parse needs --line N (the 1-based text line of the sentence)")
+        for flag, value in (("--parser", args.parser), ("--lang", args.lang)):
+            if value is not None:
+                parser.error(f"{flag} goes with SENTENCE, not --parse (the corpus is parsed already)")
+        parsed = S.sentence_from_corpus(args.parse, args.line, args.sentence or 1)
+        source = f"{args.parse}, line {args.line}" + (f", sentence {args.sentence}" if args.sentence else "")
+    else:
+        for flag, value in (("--line", args.line), ("--sentence", args.sentence)):
+            if value is not None:
+                parser.error(f"{flag} goes with --parse FILE")
+        from ..parsing.stanza_parser import MissingModelsError
+
+        name, lang = args.parser or "stanza", args.lang or "en"
+        try:
+            parsed = S.sentence_from_text(args.text, name, lang)
+        except MissingModelsError as e:  # the message of syntrans-parse, under this command's name
+            raise ValueError(str(e).replace("syntrans-parse: ", "", 1)) from None
+        source = f"--parser {name}" + (f" --lang {lang}" if name == "stanza" else "")
+    fig, matrices = S.plot_sentence(parsed, args.tau, args.sigma, title=args.title)
+    out = S.save_figure(fig, args.out)
+    written = str(out)
+    if args.matrices is not None:
+        S.save_matrices(args.matrices, {**matrices, "words": np.array(parsed.words, dtype=str)})
+        written += f" and {args.matrices}"
+    drawn = ", ".join(k for k in S.MATRIX_NAMES if k in matrices)
+    gaps = f", distances {matrices['gaps'].tolist()}" if "gaps" in matrices else ", no constituency tree"
+    deps = "" if "pascal" in matrices else ", no dependency heads"
+    return (f"sentence: wrote {written}: {len(parsed.words)} words{gaps}{deps}; drew {drawn} "
+            f"(tau {args.tau:g}, sigma {args.sigma:g}), from {source}")
+
+
+def run_attention(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """``syntrans-plot attention``; returns the summary line."""
+    from ..plots import attention as A
+    from ..plots import sentence as S
+
+    S.check_output_paths(args.out, args.matrices)  # a bad suffix is refused before the model is loaded
+    attention = A.attention_from_checkpoint(args.checkpoint, args.data, args.split, args.sentence_index, args.device)
+    fig, matrices = A.plot_attention(attention, title=args.title)
+    out = S.save_figure(fig, args.out)
+    written = str(out)
+    if args.matrices is not None:
+        S.save_matrices(args.matrices, A.attention_arrays(attention))
+        written += f" and {args.matrices}"
+    layers = sorted({(side, layer) for side, layer, _ in matrices})
+    where = ", ".join(f"{side} layer {layer}" for side, layer in layers)
+    return (f"attention: wrote {written}: {len(matrices)} syntax heads ({where}) on sentence {args.sentence_index} of "
+            f"split {args.split!r} ({len(attention.src_tokens)} source, {len(attention.tgt_tokens)} target tokens), "
+            f"from {args.checkpoint}")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

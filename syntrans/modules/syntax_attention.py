@@ -47,6 +47,9 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         self.keep_dbsa_probs = False  # keep the DBSA heads' mean attention of the next forward (SyncAttn)
         self.dbsa_stats: Optional[Tuple[torch.Tensor, ...]] = None  # loss, tokens, hits, dropped later arcs
         self.dbsa_probs: Optional[torch.Tensor] = None  # (B, T, S) mean attention of the DBSA heads
+        self.keep_probs = False  # keep every head's probabilities of the next forwards (figures)
+        self.probs: Optional[torch.Tensor] = None  # (B, H, T, S) float32 of the last forward with keep_probs
+        self._unfused_bias: Optional[torch.Tensor] = None  # (B·H, T, S) distance bias during such a forward
 
     def configure(self, plan: HeadPlan, pascal_ignore: float = 0.0, lisa_gold_parents: bool = False,
                   gate: Optional[SyntaxGate] = None, syntax_dropout: float = 0.0, causal: bool = False) -> None:
@@ -78,12 +81,40 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
                 raise NotImplementedError("PASCAL, LISA and gated heads are encoder self-attention only")
             # DBSA in incremental decoding: U is inside q_proj, fairseq's own path computes the heads
         bias = self.syntax_bias
+        if self.keep_probs and not before_softmax:
+            return self._stock_forward_keeping_probs(query, key, value, key_padding_mask, incremental_state,
+                                                     need_weights, static_kv, attn_mask, need_head_weights, bias)
         if bias is not None:
             # attn_mask (T, S) from the caller is shared by all heads: broadcast it onto the bias
             attn_mask = bias if attn_mask is None else bias + attn_mask.to(bias.dtype).unsqueeze(0)
         return super().forward(query, key, value, key_padding_mask=key_padding_mask, incremental_state=incremental_state,
                                need_weights=need_weights, static_kv=static_kv, attn_mask=attn_mask,
                                before_softmax=before_softmax, need_head_weights=need_head_weights)
+
+    def _stock_forward_keeping_probs(self, query, key, value, key_padding_mask, incremental_state, need_weights,
+                                     static_kv, attn_mask, need_head_weights, bias):
+        """fairseq's forward through its unfused path, the only one that returns every head's probabilities
+        (its fused path is skipped under ``skip_embed_dim_check``); keeps them in ``probs`` (B, H, T, S) and
+        returns what the caller asked for. That path takes only a (T, S) ``attn_mask``: the distance-mask bias
+        (B·H, T, S) is added to the scaled scores by fairseq's own hook for it, :meth:`apply_sparse_mask`."""
+        skip, self.skip_embed_dim_check = self.skip_embed_dim_check, True
+        self._unfused_bias = bias
+        try:
+            attn, weights = super().forward(query, key, value, key_padding_mask=key_padding_mask,
+                                            incremental_state=incremental_state, need_weights=True, static_kv=static_kv,
+                                            attn_mask=attn_mask, need_head_weights=True)
+        finally:
+            self.skip_embed_dim_check, self._unfused_bias = skip, None
+        self.probs = weights.detach().transpose(0, 1)  # (H, B, T, S) → (B, H, T, S)
+        if need_head_weights:
+            return attn, weights
+        return attn, weights.mean(dim=0) if need_weights else None
+
+    def apply_sparse_mask(self, attn_weights, tgt_len: int, src_len: int, bsz: int):
+        """fairseq's hook on the unfused path's scaled scores (B·H, T, S): + the distance bias while a forward keeps
+        its probabilities (:meth:`_stock_forward_keeping_probs`), unchanged otherwise."""
+        bias = getattr(self, "_unfused_bias", None)
+        return attn_weights if bias is None else attn_weights + bias.to(attn_weights.dtype)
 
     def _syntax_scores(self, scores: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """Apply each head block's mechanism to the scaled scores.
@@ -126,6 +157,8 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
             probs = self._gated_probs(probs, raw_syntax, x, key_padding_mask)
         probs = self._lisa_probs(scores, probs)
         self._record_dbsa(scores, probs)
+        if self.keep_probs:
+            self.probs = probs.detach()  # (B, H, T, S) the probabilities this layer attends with
         attn = torch.bmm(self.dropout_module(probs.type_as(scores)).view(B * H, T, T), vs)  # (B·H, T, d)
         attn = self.out_proj(attn.transpose(0, 1).contiguous().view(T, B, C))
         weights = None

@@ -1,0 +1,247 @@
+"""A trained model's syntax heads on one sentence: each syntax head's attention matrix (queries × keys).
+
+:func:`sentence_attention` runs the model on sentence ``index`` of a binarized split (the ``syntax_translation``
+task's sidecars give its syntax features): the encoder, and for decoder-side DBSA heads the whole model
+teacher-forced on the sentence's target. The matrices are the probabilities the model's layers compute in
+that forward, kept by the layers themselves (:func:`syntrans.modules.attention_record.record_attention`):
+post-softmax, before attention dropout (the model runs in eval mode), for the heads the layer's
+:class:`~syntrans.modules.head_plan.HeadPlan` makes syntax heads:
+
+* distance-mask (Hou et al. 2022, Eq. 7): softmax(QKᵀ/√d + log M);
+* PASCAL (Bugliarello & Okazaki 2020): softmax(QKᵀ/√d ⊙ N(j; p_i, σ²)); the Gaussian centre p_i is marked;
+* LISA (Strubell et al. 2018, as adapted by Bugliarello & Okazaki): softmax of the bi-affine scores; the gold
+  parent (first subword of the head word) is marked;
+* DBSA (Deguchi et al. 2019): softmax(Q U Kᵀ/√d), encoder and causal decoder; the gold parent of the subword
+  chain convention is marked (decoder: only arcs to earlier tokens, the ones its loss scores);
+* a gated layer's syntax heads attend with G·A_syn + (1 − G)·A_raw (Hou et al.); G is in the panel's title.
+
+:func:`plot_attention` draws them, one row per layer with syntax heads, subword tokens as tick labels.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+from .gates import _figure
+
+PathLike = Union[str, "os.PathLike[str]"]
+HeadKey = Tuple[str, int, int]  # (side, layer, head)
+
+#: which batch feature holds the parents marked for a head kind, per side
+PARENT_FEATURES = {("encoder", "PASCAL"): "src_parent_middle", ("encoder", "LISA"): "src_parent_first",
+                   ("encoder", "DBSA"): "src_parent_chain", ("decoder", "DBSA"): "tgt_parent_chain"}
+
+
+@dataclass
+class HeadAttention:
+    """One syntax head's attention on one sentence."""
+
+    side: str  # "encoder" or "decoder"
+    layer: int  # 0-based
+    head: int  # 0-based, < the layer's plan.syntax_heads
+    kind: str  # "distance", "PASCAL", "LISA" or "DBSA"
+    matrix: np.ndarray  # (T, S) float32: row i = query token i, column j = key token j; rows sum to 1
+    parents: Optional[np.ndarray] = None  # (T,) float: the marked key per query (gold parent, PASCAL centre), NaN: none
+    gate: Optional[float] = None  # G of a gated head
+
+
+@dataclass
+class SentenceAttention:
+    """The syntax heads of a model on one sentence of a split."""
+
+    split: str
+    index: int  # 0-based sentence index in the split (line index + 1 of the text)
+    src_tokens: List[str]  # the source subwords, EOS last (the encoder's queries and keys)
+    tgt_tokens: List[str]  # the decoder input: BOS (fairseq's EOS symbol) then the target subwords
+    heads: List[HeadAttention] = field(default_factory=list)
+
+    def matrices(self) -> Dict[HeadKey, np.ndarray]:
+        return {(h.side, h.layer, h.head): h.matrix for h in self.heads}
+
+
+def head_kinds(plan) -> List[str]:
+    """The mechanism of each syntax head 0 … plan.syntax_heads − 1 (:class:`~syntrans.modules.head_plan.HeadPlan`)."""
+    return ["distance"] * plan.distance + ["PASCAL"] * plan.pascal + ["LISA"] * plan.lisa + ["DBSA"] * plan.dbsa
+
+
+def _parents(side: str, kind: str, net_input) -> Optional[np.ndarray]:
+    """Marked key per query of sentence 0 of the batch, NaN where a query has none; None without the feature."""
+    name = PARENT_FEATURES.get((side, kind))
+    value = net_input.get(name) if name else None
+    if value is None:
+        return None
+    if side == "decoder":  # causal: arcs to later tokens are dropped from the loss (and cannot be attended)
+        from ..modules.dbsa import causal_parents
+
+        value = causal_parents(value.long())[0]
+    p = value[0].double().cpu().numpy()  # (T,)
+    return np.where(p >= 0, p, np.nan)
+
+
+def sentence_attention(model, task, split: str = "test", index: int = 0) -> SentenceAttention:
+    """Run ``model`` (a ``syntax_transformer``) on sentence ``index`` (0-based) of ``split`` and keep its syntax
+    heads' attention. The encoder runs alone unless the decoder has syntax heads (then the whole model,
+    teacher-forced on the target). Eval mode, no gradient; the model's mode is restored afterwards.
+    ValueError for a model without syntax heads or an index outside the split."""
+    import torch
+    from fairseq import utils
+
+    from ..modules.attention_record import record_attention, syntax_layers
+
+    layers = syntax_layers(model)
+    if not layers:
+        raise ValueError("the model has no syntax heads (no distance-mask, PASCAL, LISA or DBSA heads in any layer)")
+    if split not in getattr(task, "datasets", {}):
+        task.load_dataset(split)
+    dataset = task.dataset(split)
+    if not 0 <= index < len(dataset):
+        raise ValueError(f"split {split!r} has {len(dataset)} sentences: the sentence index must lie in "
+                         f"0..{len(dataset) - 1} (0-based), found {index}")
+    sample = dataset.collater([dataset[index]])
+    device = next(model.parameters()).device
+    net_input = utils.apply_to_sample(lambda t: t.to(device), sample)["net_input"]
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), record_attention(model) as probs:
+            if any(side == "decoder" for side, _ in layers):
+                model(**net_input)
+            else:
+                model.encoder.forward_torchscript(net_input)
+    finally:
+        model.train(was_training)
+
+    out = SentenceAttention(split, index, [task.source_dictionary[int(t)] for t in net_input["src_tokens"][0]],
+                            [task.target_dictionary[int(t)] for t in net_input["prev_output_tokens"][0]])
+    for (side, layer), attn in layers.items():
+        kept = probs.get((side, layer))
+        if kept is None:
+            raise RuntimeError(f"{side} layer {layer} has syntax heads but kept no attention in this forward")
+        gates = attn.gate_values if attn.plan.gated else None  # (1, H)
+        for h, kind in enumerate(head_kinds(attn.plan)):
+            out.heads.append(HeadAttention(side, layer, h, kind, kept[0, h].float().cpu().numpy(),
+                                           _parents(side, kind, net_input),
+                                           float(gates[0, h]) if gates is not None else None))
+    return out
+
+
+def load_model_and_task(path: PathLike, data: PathLike, device: Optional[str] = None):
+    """A fairseq checkpoint's model (first of the ensemble, on ``device``: default CUDA when available) and its
+    task reading ``data`` (a data-bin folder of syntrans-preprocess); errors name the file."""
+    import pickle
+
+    import torch
+    from fairseq import checkpoint_utils
+
+    import syntrans  # noqa: F401  (registers the task, model and criterion; allow-lists checkpoint classes)
+
+    path, data = Path(path), Path(data)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such checkpoint file")
+    if not data.is_dir():
+        raise FileNotFoundError(f"{data}: no such data directory (expected a data-bin folder of syntrans-preprocess)")
+    try:
+        models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(path)], arg_overrides={"data": str(data)})
+    except (RuntimeError, KeyError, EOFError, pickle.UnpicklingError) as e:
+        raise ValueError(f"{path}: cannot load this checkpoint ({type(e).__name__}: {e})") from e
+    model = models[0]
+    model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    return model, task
+
+
+def attention_from_checkpoint(path: PathLike, data: PathLike, split: str = "test", index: int = 0,
+                              device: Optional[str] = None) -> SentenceAttention:
+    """:func:`sentence_attention` of a checkpoint's model on its task reading ``data``."""
+    model, task = load_model_and_task(path, data, device)
+    try:
+        return sentence_attention(model, task, split, index)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from e
+
+
+# ---------------------------------------------------------------------------------------------- plots
+
+def _panel_title(h: HeadAttention) -> str:
+    kind = f"gated {h.kind}" if h.gate is not None else h.kind
+    title = f"{h.side} layer {h.layer}, head {h.head}: {kind}"
+    if h.gate is not None:
+        title += f", G = {h.gate:.3f}"
+    return title
+
+
+def plot_attention(attention: SentenceAttention, title: Optional[str] = None):
+    """One heat map per syntax head, a row per (side, layer) with syntax heads (encoder first); rows are query
+    tokens, columns key tokens, colour 0..1. Parents (where known) are marked per query row: ○ the gold parent
+    of a LISA or DBSA head, + the Gaussian centre p_i of a PASCAL head.
+
+    Returns ``(fig, {(side, layer, head): matrix})``; each head's Axes has the label ``"{side} {layer} {head}"``
+    and its image (``ax.images[0]``) holds exactly that matrix. Save with
+    :func:`syntrans.plots.sentence.save_figure`.
+    """
+    heads = attention.heads
+    if not heads:
+        raise ValueError("no syntax heads to draw")
+    rows: Dict[Tuple[str, int], List[HeadAttention]] = {}
+    for h in heads:
+        rows.setdefault((h.side, h.layer), []).append(h)
+    n_cols = max(len(v) for v in rows.values())
+    longest = max(max(h.matrix.shape) for h in heads)
+    size = max(3.2, 0.13 * longest + 1.2)  # inches per panel
+    fontsize = 7 if longest <= 30 else 6 if longest <= 60 else 4
+    fig = _figure(n_cols * (size + 0.4) + 1.2, len(rows) * (size + 0.9) + 0.8)
+    grid = fig.add_gridspec(len(rows), n_cols, hspace=0.55, wspace=0.45)
+    image, axes = None, []
+    for r, ((side, _layer), row) in enumerate(rows.items()):
+        tokens = attention.src_tokens if side == "encoder" else attention.tgt_tokens
+        for c in range(n_cols):
+            ax = fig.add_subplot(grid[r, c])
+            if c >= len(row):
+                ax.axis("off")
+                continue
+            h = row[c]
+            axes.append(ax)
+            ax.set_label(f"{h.side} {h.layer} {h.head}")
+            T, S = h.matrix.shape
+            image = ax.imshow(h.matrix, cmap="viridis", vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest")
+            ax.set_xticks(range(S))
+            ax.set_xticklabels(tokens[:S], rotation=90, fontsize=fontsize)
+            ax.set_yticks(range(T))
+            ax.set_yticklabels(tokens[:T], fontsize=fontsize)
+            ax.tick_params(length=0)
+            ax.set_xlabel("key", fontsize=8)
+            ax.set_ylabel("query", fontsize=8)
+            if h.parents is not None:
+                q = np.flatnonzero(~np.isnan(h.parents))
+                if h.kind == "PASCAL":
+                    ax.scatter(h.parents[q], q, marker="+", s=30, linewidths=1.0, color="red", label="p_i")
+                else:
+                    ax.scatter(h.parents[q], q, marker="o", s=30, linewidths=1.0, facecolors="none",
+                               edgecolors="red", label="gold parent")
+                ax.set_xlim(-0.5, S - 0.5)
+                ax.set_ylim(T - 0.5, -0.5)
+            ax.set_title(_panel_title(h), fontsize=9)
+    fig.colorbar(image, ax=axes, shrink=0.5, label="attention probability")
+    marks = "; ○ gold parent, + PASCAL centre p_i" if any(h.parents is not None for h in heads) else ""
+    fig.suptitle(title if title is not None else
+                 f"syntax heads on sentence {attention.index} of split {attention.split!r}{marks}", fontsize=11)
+    return fig, attention.matrices()
+
+
+def attention_arrays(attention: SentenceAttention) -> Dict[str, np.ndarray]:
+    """Every drawn matrix as ``{side}_l{layer}_h{head}`` (T, S), its marked parents as ``…_parents`` (T,), the
+    tokens as ``src_tokens``/``tgt_tokens`` and gates as ``…_gate``: the arrays ``--matrices`` writes."""
+    out: Dict[str, np.ndarray] = {"src_tokens": np.array(attention.src_tokens, dtype=str),
+                                  "tgt_tokens": np.array(attention.tgt_tokens, dtype=str)}
+    for h in attention.heads:
+        key = f"{h.side}_l{h.layer}_h{h.head}"
+        out[key] = h.matrix
+        if h.parents is not None:
+            out[key + "_parents"] = h.parents
+        if h.gate is not None and not math.isnan(h.gate):
+            out[key + "_gate"] = np.array(h.gate)
+    return out
