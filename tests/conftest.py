@@ -22,6 +22,7 @@ def make_bpe_corpus(root: Path, sizes=None, merges: int = 200, seed: int = 1) ->
     text = (raw / "train.src").read_text() + (raw / "train.tgt").read_text()
     codes = io.StringIO()
     learn_bpe(io.StringIO(text), codes, merges)
+    (root / "bpe.codes").write_text(codes.getvalue())  # the codes, kept for syntrans-translate
     codes.seek(0)
     bpe = BPE(codes)
     for split in sizes:

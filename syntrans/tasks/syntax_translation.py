@@ -119,7 +119,7 @@ class SyntaxTranslationTask(TranslationTask):
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         if self.syntax_requests:
             raise NotImplementedError(
-                "interactive translation needs syntax features for the input; binarize it with syntrans-preprocess "
-                "and use fairseq-generate"
+                "interactive translation needs syntax features for the input; use syntrans-translate (it parses the "
+                "input), or binarize it with syntrans-preprocess and use fairseq-generate"
             )
         return super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)

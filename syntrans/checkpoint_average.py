@@ -1,0 +1,128 @@
+"""Checkpoint averaging: the element-wise mean of the parameters of several fairseq checkpoints.
+
+fairseq's ``scripts/average_checkpoints.py`` is not installed with the package; this is our own version
+(``syntrans-average-checkpoints``). Floating-point tensors are summed in float32 (float64 stays float64) and
+the mean is cast back to the dtype of the last checkpoint's tensor; integer and boolean tensors (counters,
+buffers) cannot be averaged and must be equal in every checkpoint. Everything else (``cfg``, ``args``,
+``extra_state``, optimizer history) is the last checkpoint's, so the result loads wherever that one does
+(fairseq-generate, resuming). Checkpoints load with torch's weights-only loader and the allow-list of
+:mod:`syntrans.checkpoint_safety`, never with the global unsafe switch.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import pickle
+import re
+from typing import Dict, List, Optional, Sequence
+
+import torch
+
+from .checkpoint_safety import allow_fairseq_checkpoint_globals
+
+EPOCH_CHECKPOINT = re.compile(r"^checkpoint(\d+)\.pt$")  # checkpoint{epoch}.pt
+UPDATE_CHECKPOINT = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")  # checkpoint_{epoch}_{update}.pt
+
+
+def load_checkpoint_safely(path: str) -> Dict:
+    """A fairseq checkpoint's state dict on the CPU, loaded weights-only with the fairseq allow-list.
+
+    torch < 2.4 has no allow-list: there the checkpoint loads as fairseq itself loads it.
+    """
+    if not os.path.isfile(path):
+        found = "a directory" if os.path.isdir(path) else "nothing"
+        raise FileNotFoundError(f"{path}: expected a checkpoint file, found {found}")
+    kwargs = {"map_location": "cpu"}
+    if hasattr(torch.serialization, "add_safe_globals"):
+        allow_fairseq_checkpoint_globals()
+        kwargs["weights_only"] = True
+    try:
+        state = torch.load(path, **kwargs)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as e:
+        why = " ".join(str(e).split())[:400]
+        raise ValueError(f"{path}: cannot load this checkpoint ({type(e).__name__}: {why})") from e
+    if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
+        raise ValueError(f"{path}: not a fairseq checkpoint (expected a dict with a 'model' state dict, found "
+                         f"{type(state).__name__}{' without one' if isinstance(state, dict) else ''})")
+    return state
+
+
+def last_checkpoints(directory: str, n: int, by_update: bool = False, upper_bound: Optional[int] = None) -> List[str]:
+    """The last ``n`` epoch checkpoints (``checkpoint{E}.pt``) of ``directory``, or update checkpoints
+    (``checkpoint_{E}_{U}.pt``) with ``by_update``, oldest first; numbers above ``upper_bound`` are left out."""
+    if n < 1:
+        raise ValueError(f"the number of checkpoints to average must be at least 1, found {n}")
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{directory}: expected a directory of checkpoints, found "
+                                f"{'a file' if os.path.exists(directory) else 'nothing'}")
+    pattern = UPDATE_CHECKPOINT if by_update else EPOCH_CHECKPOINT
+    found = []
+    for name in os.listdir(directory):
+        m = pattern.match(name)
+        if m and (upper_bound is None or int(m.group(1)) <= upper_bound):
+            found.append((int(m.group(1)), name))
+    kind = "checkpoint_{epoch}_{update}.pt" if by_update else "checkpoint{epoch}.pt"
+    if len(found) < n:
+        bound = f" at most {upper_bound}" if upper_bound is not None else ""
+        raise ValueError(f"{directory}: {n} checkpoints {kind}{bound} were asked for, found {len(found)}")
+    return [os.path.join(directory, name) for _, name in sorted(found)[-n:]]
+
+
+def _accumulator_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def average_checkpoints(paths: Sequence[str]) -> Dict:
+    """The last checkpoint's state with ``model`` replaced by the mean of every checkpoint's ``model``.
+
+    Errors (ValueError) name the file: keys missing or extra compared with the first checkpoint, a shape that
+    differs, an integer or boolean entry that differs.
+    """
+    if not paths:
+        raise ValueError("no checkpoints to average")
+    first = paths[0]
+    sums: Dict[str, torch.Tensor] = collections.OrderedDict()  # float: running sum; other: the first's value
+    state: Dict = {}
+    for path in paths:
+        state = load_checkpoint_safely(path)
+        params = state["model"]
+        if not sums:
+            for key, value in params.items():
+                if not torch.is_tensor(value):
+                    raise ValueError(f"{path}: model entry {key} is a {type(value).__name__}, expected a tensor")
+                sums[key] = value.to(_accumulator_dtype(value.dtype)).clone() if value.is_floating_point() else value
+            continue
+        missing, extra = [k for k in sums if k not in params], [k for k in params if k not in sums]
+        if missing or extra:
+            parts = [f"lacks {len(missing)} parameter(s) that {first} has: {', '.join(missing[:5])}" if missing else "",
+                     f"has {len(extra)} parameter(s) that {first} lacks: {', '.join(extra[:5])}" if extra else ""]
+            raise ValueError(f"{path}: its model {' and '.join(p for p in parts if p)}; only checkpoints of the same "
+                             "architecture can be averaged")
+        for key, acc in sums.items():
+            value = params[key]
+            if not torch.is_tensor(value) or value.shape != acc.shape:
+                found = tuple(value.shape) if torch.is_tensor(value) else type(value).__name__
+                raise ValueError(f"{path}: parameter {key} has shape {found}, {first} has {tuple(acc.shape)}")
+            if acc.is_floating_point() != value.is_floating_point():
+                raise ValueError(f"{path}: parameter {key} is {value.dtype}, {first} has {acc.dtype}")
+            if acc.is_floating_point():
+                acc.add_(value.to(acc.dtype))
+            elif not torch.equal(acc, value):
+                raise ValueError(f"{path}: integer entry {key} ({value.dtype}) differs from {first}'s; integer and "
+                                 "boolean tensors cannot be averaged and must be equal in every checkpoint")
+    last = state["model"]
+    averaged = collections.OrderedDict()
+    for key, acc in sums.items():
+        averaged[key] = acc.div(len(paths)).to(last[key].dtype) if acc.is_floating_point() else last[key]
+    state["model"] = averaged
+    return state
+
+
+def save_checkpoint(state: Dict, path: str) -> None:
+    """``torch.save`` through a temporary file, so that a failed write leaves no half-written checkpoint."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{path}: the output directory {directory} does not exist")
+    tmp = f"{path}.tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, path)

@@ -1,0 +1,86 @@
+"""``syntrans-average-checkpoints``: average the parameters of fairseq checkpoints into one checkpoint.
+
+    syntrans-average-checkpoints --inputs ckpt/checkpoint8.pt ckpt/checkpoint9.pt ckpt/checkpoint10.pt --output avg.pt
+    syntrans-average-checkpoints --inputs ckpt --num-epoch-checkpoints 5 --output avg.pt
+    syntrans-average-checkpoints --inputs ckpt --num-update-checkpoints 5 [--checkpoint-upper-bound 50000] --output avg.pt
+
+The element-wise mean of the models' parameters (float32 accumulation, cast back); integer buffers must be
+equal. Everything else comes from the last checkpoint (the newest with ``--num-*-checkpoints``), so the output
+loads in fairseq-generate like any checkpoint. Exit status 0, or 2 with a message naming the file.
+See :mod:`syntrans.checkpoint_average`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import List, Optional
+
+PROG = "syntrans-average-checkpoints"
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, found {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Average the parameters of fairseq checkpoints.")
+    p.add_argument("--inputs", nargs="+", required=True, metavar="PATH",
+                   help="checkpoint files, or one directory with --num-epoch-checkpoints/--num-update-checkpoints")
+    count = p.add_mutually_exclusive_group()
+    count.add_argument("--num-epoch-checkpoints", type=_positive, metavar="N",
+                       help="average the last N checkpoint{epoch}.pt of the directory")
+    count.add_argument("--num-update-checkpoints", type=_positive, metavar="N",
+                       help="average the last N checkpoint_{epoch}_{update}.pt of the directory")
+    p.add_argument("--checkpoint-upper-bound", type=int, default=None, metavar="K",
+                   help="with --num-*-checkpoints: only epochs (updates) up to K")
+    p.add_argument("--output", required=True, metavar="FILE", help="the averaged checkpoint to write")
+    return p
+
+
+def resolve_inputs(args, parser: argparse.ArgumentParser) -> List[str]:
+    """The checkpoint files to average, oldest first."""
+    from ..checkpoint_average import last_checkpoints
+
+    n = args.num_epoch_checkpoints or args.num_update_checkpoints
+    if n is None:
+        if args.checkpoint_upper_bound is not None:
+            parser.error("--checkpoint-upper-bound needs --num-epoch-checkpoints or --num-update-checkpoints")
+        dirs = [p for p in args.inputs if os.path.isdir(p)]
+        if dirs:
+            parser.error(f"{dirs[0]} is a directory: name checkpoint files, or give --num-epoch-checkpoints N or "
+                         "--num-update-checkpoints N")
+        return list(args.inputs)
+    if len(args.inputs) != 1:
+        parser.error(f"with --num-*-checkpoints, --inputs must be one directory, found {len(args.inputs)} paths")
+    return last_checkpoints(args.inputs[0], n, by_update=args.num_update_checkpoints is not None,
+                            upper_bound=args.checkpoint_upper_bound)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run ``syntrans-average-checkpoints``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from ..checkpoint_average import average_checkpoints, save_checkpoint
+
+    t0 = time.perf_counter()
+    try:
+        paths = resolve_inputs(args, parser)
+        state = average_checkpoints(paths)
+        save_checkpoint(state, args.output)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    n_params = sum(t.numel() for t in state["model"].values())
+    print(f"{PROG}: averaged {len(paths)} checkpoints ({', '.join(os.path.basename(p) for p in paths)}) into "
+          f"{args.output}: {len(state['model'])} tensors, {n_params} values, {time.perf_counter() - t0:.1f}s",
+          file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

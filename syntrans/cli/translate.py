@@ -1,0 +1,174 @@
+"""``syntrans-translate``: translate raw text with a trained model, streaming stdin → stdout in batches.
+
+    syntrans-translate --checkpoint ckpt/checkpoint_best.pt --data data-bin --bpe-codes codes < in.de > out.en
+
+Reads ``--batch-size`` lines, translates them, writes and flushes their translations, and goes on, so it works in
+a pipe; one output line per input line, in order (an empty line gives an empty line, reported on stderr). Each
+line is Moses-tokenized (``--no-tokenize``: it already is), parsed only when the model needs the source syntax at
+generation (``--parser``: ``auto``/``stanza`` use the installed stanza models; ``right-branching``,
+``left-branching``, ``flat`` need none; a sentence the parser fails on gets the right-branching fallback and is
+reported with its line number), BPE-encoded with ``--bpe-codes``, translated with fairseq's beam search as
+fairseq-generate does (``--beam``, ``--lenpen``, ``--max-len-a``, ``--max-len-b``), and the hypothesis is
+BPE-removed and Moses-detokenized (``--no-detokenize``: left tokenized).
+
+``--parse FILE``: the parses of the input lines (CoNLL-U or PTB brackets, as syntrans-preprocess reads them,
+``# line = N`` tying sentences to input lines); the input is then taken as tokenized and nothing is parsed.
+A summary (sentences, empty lines, parse fallbacks, time) goes to stderr. Exit status 0, or 2 for a usage,
+input or model error (a missing stanza model included: the message says how to install it).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import itertools
+import sys
+import time
+from typing import Dict, Iterator, List, Optional, TextIO
+
+from ..hub.translator import PARSER_CHOICES
+
+PROG = "syntrans-translate"
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, found {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Translate raw text with a trained model, streaming stdin → stdout.",
+                                epilog="Details: the module docs of syntrans.cli.translate and syntrans.hub.")
+    p.add_argument("--checkpoint", required=True, metavar="CKPT", help="fairseq checkpoint (e.g. ckpt/checkpoint_best.pt)")
+    p.add_argument("--data", required=True, metavar="DATA_BIN", help="data-bin folder with the dictionaries (dict.*.txt)")
+    p.add_argument("--bpe-codes", required=True, metavar="CODES", help="subword-nmt BPE codes the training data used")
+    p.add_argument("--bpe-marker", default="@@", help="BPE continuation marker (default: @@)")
+    p.add_argument("--parser", choices=PARSER_CHOICES, default="auto",
+                   help="source parser when the model needs one (default: auto = stanza with installed models)")
+    p.add_argument("--parser-lang", default=None, help="stanza language (default: the source language)")
+    p.add_argument("--parse", metavar="FILE", default=None,
+                   help="parses of the input lines (CoNLL-U/PTB); the input is then tokenized text, not re-parsed")
+    p.add_argument("--binarize-trees", action="store_true",
+                   help="the training data was binarized with syntrans-preprocess --binarize-trees")
+    p.add_argument("--source-lang", default=None, help="default: the checkpoint's task config")
+    p.add_argument("--target-lang", default=None, help="default: the checkpoint's task config")
+    p.add_argument("--beam", type=_positive, default=5, help="beam size (default: 5)")
+    p.add_argument("--lenpen", type=float, default=1.0, help="length penalty (default: 1.0)")
+    p.add_argument("--max-len-a", type=float, default=0, help="max length = a·source length + b (default a: 0)")
+    p.add_argument("--max-len-b", type=int, default=200, help="(default b: 200)")
+    p.add_argument("--batch-size", type=_positive, default=32, help="lines per batch (default: 32)")
+    p.add_argument("--lowercase", action="store_true", help="lowercase the input (for a lowercased training corpus)")
+    p.add_argument("--no-tokenize", action="store_true", help="the input is Moses-tokenized already")
+    p.add_argument("--no-detokenize", action="store_true", help="write tokenized hypotheses (BPE removed)")
+    p.add_argument("--model-overrides", default="{}", help="like fairseq-generate's, e.g. \"{'lisa_gold_parents': True}\"")
+    p.add_argument("--input", metavar="FILE", default=None, help="input text (default: stdin)")
+    p.add_argument("--output", metavar="FILE", default=None, help="output text (default: stdout)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    return p
+
+
+def _info(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+
+
+def line_batches(stream: TextIO, size: int) -> Iterator[List[str]]:
+    """Lists of up to ``size`` lines (line ends removed) as they arrive."""
+    while True:
+        lines = list(itertools.islice(stream, size))
+        if not lines:
+            return
+        yield [line.rstrip("\n").rstrip("\r") for line in lines]
+
+
+def read_parse_file(path: str) -> Dict[int, list]:
+    """line number → its parsed sentences, from a parsed corpus (errors name the file)."""
+    from ..syntax.parsed import read_parsed
+
+    by_line: Dict[int, list] = {}
+    for s in read_parsed(path):
+        by_line.setdefault(s.line, []).append(s)
+    return by_line
+
+
+def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str, name: str) -> list:
+    out = []
+    for k, line in enumerate(lines):
+        n, sentences = first + k, by_line.get(first + k)
+        if line.split() and not sentences:
+            raise ValueError(f"{path}: no sentence for line {n} of {name}, which is not empty")
+        if not line.split() and sentences:
+            raise ValueError(f"{path}: sentences for line {n} of {name}, which is empty")
+        out.append(sentences)
+    return out
+
+
+def run(args) -> int:
+    from ..hub import Translator
+
+    t0 = time.perf_counter()
+    overrides = ast.literal_eval(args.model_overrides)
+    if not isinstance(overrides, dict):
+        raise ValueError(f"--model-overrides must be a Python dict literal, found {args.model_overrides!r}")
+    translator = Translator.from_checkpoint(
+        args.checkpoint, args.data, args.bpe_codes, parser=None if args.parse else args.parser,
+        source_lang=args.source_lang, target_lang=args.target_lang, beam=args.beam, lenpen=args.lenpen,
+        max_len_a=args.max_len_a, max_len_b=args.max_len_b, batch_size=args.batch_size, device=args.device,
+        lowercase=args.lowercase, tokenize=not (args.no_tokenize or args.parse), detokenize=not args.no_detokenize,
+        parser_lang=args.parser_lang, binarize_trees=args.binarize_trees, bpe_marker=args.bpe_marker,
+        model_overrides=overrides, log=_info)
+    by_line: Optional[Dict[int, list]] = None
+    if args.parse:
+        by_line = read_parse_file(args.parse)
+        if not translator.needs_parse:
+            _info(f"the model needs no source parse at generation: the parses in {args.parse} are only checked "
+                  "against the input")
+    t_load = time.perf_counter() - t0
+    name = args.input or "stdin"
+    inp = open(args.input, encoding="utf-8") if args.input else sys.stdin
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    n = 0
+    try:
+        for lines in line_batches(inp, args.batch_size):
+            if by_line is not None:
+                parses = _parses_of(by_line, lines, n + 1, args.parse, name)
+                hyps = translator.translate_parsed([line.split() for line in lines], parses, first_line=n + 1, name=name)
+            else:
+                hyps = translator.translate(lines, first_line=n + 1, name=name)
+            out.write("".join(h + "\n" for h in hyps))
+            out.flush()
+            n += len(lines)
+    finally:
+        if args.input:
+            inp.close()
+        if args.output:
+            out.close()
+    if by_line and max(by_line) > n:
+        raise ValueError(f"{args.parse}: sentences for line {max(by_line)} but {name} has {n} lines")
+    seconds = time.perf_counter() - t0
+    source = "not needed" if not translator.needs_parse else (f"from {args.parse}" if args.parse else f"parser {args.parser}")
+    _info(f"summary: {n} sentences ({translator.empty_lines} empty, {translator.parse_failures} parse fallbacks) in "
+          f"{seconds:.1f}s (loading {t_load:.1f}s, {n / max(seconds - t_load, 1e-9):.1f} sentences/s); source parse: {source}")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run ``syntrans-translate``; returns the exit status (see the module docs)."""
+    args = build_parser().parse_args(argv)
+    for stream, given in ((sys.stdin, args.input), (sys.stdout, args.output)):
+        if not given and hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8")
+    from ..parsing.stanza_parser import MissingModelsError
+
+    try:
+        return run(args)
+    except MissingModelsError as e:
+        print(f"{PROG}: {e}", file=sys.stderr, flush=True)
+        return 2
+    except (FileNotFoundError, ValueError, NotImplementedError, SyntaxError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

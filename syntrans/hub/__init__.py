@@ -1,0 +1,15 @@
+"""Translate with a trained syntrans (or plain fairseq) model from Python: :class:`Translator`.
+
+    from syntrans.hub import Translator
+    t = Translator.from_checkpoint("ckpt/checkpoint_best.pt", data="data-bin", bpe_codes="codes", parser="auto")
+    t.translate(["Ein Mann fährt Fahrrad ."])
+
+Files: ``translator.py`` (the pipeline), ``text.py`` (Moses and BPE), ``source_syntax.py`` (parsing and in-memory
+sidecars), ``batch.py`` (collating like fairseq-generate), ``loading.py`` (the checkpoint and its task).
+``syntrans-translate`` (:mod:`syntrans.cli.translate`) is the command line around it.
+"""
+from .source_syntax import MemorySidecar, SourceParser
+from .text import SourceText, TargetText
+from .translator import PARSER_CHOICES, Translator
+
+__all__ = ["PARSER_CHOICES", "MemorySidecar", "SourceParser", "SourceText", "TargetText", "Translator"]

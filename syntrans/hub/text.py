@@ -1,0 +1,70 @@
+"""Text in and out of a translation model: Moses tokenization, subword-nmt BPE, and their inverses.
+
+The source side goes raw line → Moses tokens (sacremoses, XML-escaped like ``tokenizer.perl`` output, the
+usual form of training data) → BPE pieces; the target side goes pieces → BPE removed (fairseq's
+``--remove-bpe``, done by the dictionary) → Moses detokenized and unescaped.
+"""
+from __future__ import annotations
+
+import os
+from typing import List
+
+
+class SourceText:
+    """Tokenizes and BPE-encodes source lines.
+
+    ``tokenize``: Moses-tokenize a raw line (``MosesTokenizer(lang).tokenize(line, escape=True)``); without it a
+    line is already tokenized and its tokens are its whitespace-separated fields. ``lowercase`` lowercases the
+    tokens (as a lowercased training corpus was). ``bpe_codes``: a subword-nmt codes file; ``marker`` its
+    continuation marker (``@@``).
+    """
+
+    def __init__(self, bpe_codes: str, lang: str = "en", tokenize: bool = True, lowercase: bool = False,
+                 marker: str = "@@"):
+        from subword_nmt.apply_bpe import BPE
+
+        if not os.path.isfile(bpe_codes):
+            raise FileNotFoundError(f"{bpe_codes}: expected a subword-nmt BPE codes file (learn_bpe output), found "
+                                    f"{'a directory' if os.path.isdir(bpe_codes) else 'nothing'}")
+        try:
+            with open(bpe_codes, encoding="utf-8") as f:
+                self.bpe = BPE(f, separator=marker)
+        except (ValueError, IndexError, UnicodeDecodeError) as e:
+            raise ValueError(f"{bpe_codes}: cannot read it as subword-nmt BPE codes ({type(e).__name__}: {e})") from None
+        self.marker = marker
+        self.lowercase = lowercase
+        self.moses = None
+        if tokenize:
+            from sacremoses import MosesTokenizer
+
+            self.moses = MosesTokenizer(lang=lang)
+
+    def tokens(self, line: str) -> List[str]:
+        """The words of one raw (or, without tokenization, tokenized) line; [] for a blank line."""
+        if not line.strip():
+            return []
+        words = self.moses.tokenize(line, escape=True) if self.moses is not None else line.split()
+        return [w.lower() for w in words] if self.lowercase else words
+
+    def pieces(self, words: List[str]) -> List[str]:
+        """BPE pieces of a word list (a piece continuing into the next one ends in the marker)."""
+        if self.lowercase:
+            words = [w.lower() for w in words]
+        return self.bpe.segment_tokens(words) if words else []
+
+
+class TargetText:
+    """Detokenizes hypotheses (BPE already removed): ``MosesDetokenizer(lang).detokenize(words, unescape=True)``."""
+
+    def __init__(self, lang: str = "en", detokenize: bool = True):
+        self.moses = None
+        if detokenize:
+            from sacremoses import MosesDetokenizer
+
+            self.moses = MosesDetokenizer(lang=lang)
+
+    def __call__(self, hypothesis: str) -> str:
+        if self.moses is None:
+            return hypothesis
+        return self.moses.detokenize(hypothesis.split(), unescape=True)
+

@@ -1,0 +1,180 @@
+"""``Translator``: a trained model that translates sentences, with the same beam search as fairseq-generate.
+
+Per batch of lines: Moses tokenization (escaped like the training data; optional lowercasing) → a source parse,
+only when the model needs source syntax at generation (distance-mask, PASCAL, gated, LISA with gold parents,
+NSD with a source input: ``task.syntax_requests``; never for the vanilla Transformer, DBSA, SyncAttn, LISA, NSD on
+the target side or as a source output only) → subword-nmt BPE → the sidecar arrays of each sentence as
+syntrans-preprocess writes them → features built and padded by the datasets fairseq-generate uses → fairseq's
+``SequenceGenerator`` (``task.build_generator`` + ``task.inference_step``) → the best hypothesis → BPE removed →
+Moses detokenization. Outputs keep the input order; an empty line translates to an empty line.
+"""
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+from typing import Callable, Dict, List, Optional, Sequence
+
+from .batch import collate, encode_source
+from .loading import load_for_generation
+from .source_syntax import LineParse, SourceParser, as_sentences, line_arrays, memory_side, needed_kinds, needs_parse
+from .text import SourceText, TargetText
+
+PARSER_CHOICES = ("auto", "stanza", "right-branching", "left-branching", "flat")
+
+
+def _stderr(message: str) -> None:
+    print(f"syntrans: {message}", file=sys.stderr, flush=True)
+
+
+class Translator:
+    """Translate raw sentences (:meth:`translate`) or tokenized, parsed ones (:meth:`translate_parsed`).
+
+    Build it with :meth:`from_checkpoint`. Counters since construction: ``sentences`` (lines translated, empty ones
+    included), ``empty_lines``, ``parse_failures`` (sentences that got the right-branching fallback parse).
+    """
+
+    def __init__(self, model, task, source: SourceText, target: TargetText, generation, parser: Optional[SourceParser] = None,
+                 device: str = "cpu", batch_size: int = 32, binarize_trees: bool = False,
+                 log: Callable[[str], None] = _stderr):
+        from fairseq import utils
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, found {batch_size}")
+        self.model, self.task, self.source, self.target, self.parser = model, task, source, target, parser
+        self.device, self.batch_size, self.binarize_trees, self.log = device, batch_size, binarize_trees, log
+        self.generation = generation
+        self.generator = task.build_generator([model], generation)
+        self.max_source_positions = utils.resolve_max_positions(task.max_positions(), model.max_positions())[0]
+        self.requests = set(getattr(task, "syntax_requests", set()))
+        self.sentences = self.empty_lines = self.parse_failures = 0
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint: str, data: str, bpe_codes: str, parser: Optional[str] = "auto",
+                        source_lang: Optional[str] = None, target_lang: Optional[str] = None, beam: int = 5,
+                        lenpen: float = 1.0, max_len_a: float = 0, max_len_b: int = 200, batch_size: int = 32,
+                        device: Optional[str] = None, lowercase: bool = False, tokenize: bool = True,
+                        detokenize: bool = True, parser_lang: Optional[str] = None, binarize_trees: bool = False,
+                        bpe_marker: str = "@@", model_overrides: Optional[Dict] = None,
+                        log: Callable[[str], None] = _stderr) -> "Translator":
+        """Load ``checkpoint`` with the dictionaries in ``data`` and the BPE codes ``bpe_codes``.
+
+        ``parser``: how to parse the source when the model needs it: ``auto`` (stanza with the installed models for
+        ``parser_lang``, default the source language; else :class:`~syntrans.parsing.MissingModelsError` with the
+        ``stanza.download`` command), ``stanza``, ``right-branching``, ``left-branching``, ``flat``, or None (no
+        parser: only :meth:`translate_parsed` works for such a model). Not built at all for a model that needs no
+        parse. ``binarize_trees``: the data was binarized with ``syntrans-preprocess --binarize-trees``.
+        ``device``: ``cpu``, ``cuda`` or None (CUDA when available). Generation settings are fairseq-generate's.
+        """
+        import torch
+        from fairseq.dataclass.configs import GenerationConfig
+
+        if parser is not None and parser not in PARSER_CHOICES:
+            raise ValueError(f"unknown parser {parser!r}: expected one of {', '.join(PARSER_CHOICES)} (or None)")
+        if beam < 1:
+            raise ValueError(f"beam must be at least 1, found {beam}")
+        model, _cfg, task = load_for_generation(checkpoint, data, source_lang, target_lang, model_overrides)
+        src, tgt = task.cfg.source_lang, task.cfg.target_lang
+        generation = GenerationConfig(beam=beam, nbest=1, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b)
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        model.to(device)
+        model.prepare_for_inference_(SimpleNamespace(generation=generation))  # as fairseq-generate (eval mode, beamable mm)
+        source = SourceText(bpe_codes, lang=src, tokenize=tokenize, lowercase=lowercase, marker=bpe_marker)
+        built_parser = None
+        if parser is not None and needs_parse(set(getattr(task, "syntax_requests", set()))):
+            built_parser = SourceParser(parser, parser_lang or src, batch_size)
+        return cls(model, task, source, TargetText(tgt, detokenize), generation, built_parser, device, batch_size,
+                   binarize_trees, log)
+
+    @property
+    def needs_parse(self) -> bool:
+        """Whether generation needs a parse of each source sentence."""
+        return needs_parse(self.requests)
+
+    def translate(self, lines: Sequence[str], first_line: int = 1, name: str = "input") -> List[str]:
+        """Translations of raw lines (tokenized lines without tokenization), in order. Messages name ``name`` and the
+        1-based line number counted from ``first_line``."""
+        out: List[str] = []
+        for start in range(0, len(lines), self.batch_size):
+            chunk = list(lines[start:start + self.batch_size])
+            first = first_line + start
+            tokens = [self.source.tokens(line) for line in chunk]
+            parses: List[LineParse] = [None] * len(chunk)
+            if self.needs_parse:
+                parses = self._parse(tokens, first, name)
+            out.extend(self._translate(tokens, parses, first, name))
+        return out
+
+    def translate_parsed(self, token_lists: Sequence[Sequence[str]], parsed_sentences: Optional[Sequence[LineParse]] = None,
+                         first_line: int = 1, name: str = "input") -> List[str]:
+        """Translations of tokenized lines (no Moses tokenization, no parser) with their parses: per line a
+        ParsedSentence, a list of them (several sentences on one line), or None (an empty line, or a model that needs
+        no parse). The parses' words must be the lines' tokens (as syntrans-preprocess requires)."""
+        if parsed_sentences is None:
+            parsed_sentences = [None] * len(token_lists)
+        if len(parsed_sentences) != len(token_lists):
+            raise ValueError(f"{name}: {len(token_lists)} token lists but {len(parsed_sentences)} parses")
+        out: List[str] = []
+        for start in range(0, len(token_lists), self.batch_size):
+            stop = start + self.batch_size
+            tokens = [[t.lower() for t in ts] if self.source.lowercase else list(ts) for ts in token_lists[start:stop]]
+            out.extend(self._translate(tokens, list(parsed_sentences[start:stop]), first_line + start, name))
+        return out
+
+    # ------------------------------------------------------------------------------------------------- internals
+
+    def _parse(self, tokens: List[List[str]], first: int, name: str) -> List[LineParse]:
+        if self.parser is None:
+            raise ValueError(f"{name}: the model needs a parse of every source sentence but this Translator has no parser "
+                             "(parser=None): give one, or use translate_parsed with the parses")
+        by_line, failures = self.parser.parse([(first + k, t) for k, t in enumerate(tokens) if t], where=name)
+        for line, reason in failures:
+            self.log(f"{name}, line {line}: the parser failed ({reason}); the right-branching fallback parse is used")
+        self.parse_failures += len(failures)
+        return [by_line.get(first + k) for k in range(len(tokens))]
+
+    def _translate(self, tokens: List[List[str]], parses: List[LineParse], first: int, name: str) -> List[str]:
+        from fairseq import utils
+
+        results = [""] * len(tokens)
+        self.sentences += len(tokens)
+        live = []
+        for k, toks in enumerate(tokens):
+            if toks:
+                live.append(k)
+            else:
+                self.empty_lines += 1
+                self.log(f"{name}, line {first + k}: empty line, translated to an empty line")
+        if not live:
+            return results
+        items, wheres, src_tokens = [], [], []
+        for k in live:
+            where = f"{name}, line {first + k}"
+            sentences = as_sentences(parses[k])
+            if self.needs_parse and not sentences:
+                raise ValueError(f"{where}: the model needs a parse of this sentence, and none was given")
+            pieces = self.source.pieces(tokens[k])
+            items.append(line_arrays(pieces, sentences, where, self.source.marker, self.binarize_trees))
+            wheres.append(where)
+            ids = encode_source(self.task, pieces)
+            if self.max_source_positions is not None and len(ids) > self.max_source_positions:
+                raise ValueError(f"{where}: {len(ids)} source tokens (BPE pieces and EOS) but the model takes at most "
+                                 f"{self.max_source_positions}")
+            src_tokens.append(ids)
+        side = memory_side(items, wheres, needed_kinds(self.requests), name) if hasattr(self.task, "syntax_requests") else None
+        sample = collate(self.task, src_tokens, side)
+        sample = utils.apply_to_sample(lambda t: t.to(self.device), sample)
+        hypos = self.task.inference_step(self.generator, [self.model], sample)
+        for i, sid in enumerate(sample["id"].tolist()):
+            results[live[sid]] = self._output(hypos[i][0])
+        return results
+
+    def _output(self, hypo: Dict) -> str:
+        """The best hypothesis as fairseq-generate's H- line (BPE removed), then detokenized."""
+        from fairseq import utils
+        from fairseq_cli.generate import get_symbols_to_strip_from_output
+
+        _, text, _ = utils.post_process_prediction(
+            hypo_tokens=hypo["tokens"].int().cpu(), src_str="", alignment=hypo["alignment"], align_dict=None,
+            tgt_dict=self.task.target_dictionary, remove_bpe=self.source.marker + " ",
+            extra_symbols_to_ignore=get_symbols_to_strip_from_output(self.generator))
+        return self.target(text)
