@@ -34,6 +34,10 @@ setup(
             "syntrans-synth=syntrans.cli.synth:main",
             "syntrans-benchmark=syntrans.cli.benchmark:main",
             "syntrans-plot=syntrans.cli.plot:main",
+            "syntrans-prepare=syntrans.cli.prepare:main",
+            "syntrans-reproduce=syntrans.cli.reproduce:main",
+            "syntrans-translate=syntrans.cli.translate:main",
+            "syntrans-average-checkpoints=syntrans.cli.average_checkpoints:main",
         ],
     },
 )

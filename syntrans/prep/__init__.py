@@ -1,0 +1,15 @@
+"""Data preparation per corpus (``syntrans-prepare``): download, extract, tokenize, clean, BPE, parse, binarize.
+
+``prepare_corpus(corpus, src, tgt, out_dir, ...)`` runs the resumable pipeline of
+:mod:`syntrans.prep.pipeline` and returns a :class:`Prepared`; :data:`CORPORA` is the registry
+(:mod:`syntrans.prep.corpora`); every user-fixable problem is a :class:`PrepError`. Pieces:
+:mod:`.download` and :mod:`.checksums` (fetch), :mod:`.extract`, :mod:`.tokenization` and :mod:`.clean`
+(pure functions) with :mod:`.prepare_text`, :mod:`.bpe`, :mod:`.parse`, :mod:`.binarize` (the only step
+that imports fairseq), :mod:`.markers` (done-markers).
+"""
+from .corpora import CORPORA, Clean, Corpus, Download, PairData, Part
+from .errors import PrepError
+from .pipeline import STEPS, Prepared, prepare_corpus
+
+__all__ = ["CORPORA", "STEPS", "Clean", "Corpus", "Download", "PairData", "Part", "PrepError", "Prepared",
+           "prepare_corpus"]

@@ -1,0 +1,59 @@
+"""Step 6 (binarize): ``syntrans-preprocess`` (fairseq-preprocess plus syntax sidecars) into ``OUT/data-bin``.
+
+The only place ``syntrans.prep`` reaches fairseq: :func:`syntrans.cli.preprocess.main` is imported
+when the step runs. Its inputs are ``OUT/bpe/{split}`` (text prefixes) and ``OUT/parse/{split}``
+(parse prefixes); ``--joined-dictionary`` when the BPE is joint. An existing ``OUT/data-bin`` is
+removed first (fairseq refuses to overwrite its dictionaries).
+"""
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from .corpora import SPLITS
+from .errors import PrepError
+
+
+def preprocess_argv(bpe_dir: Path, parse_dir: Path, data_bin: Path, src: str, tgt: str, joint: bool,
+                    workers: int = 1) -> list[str]:
+    """The syntrans-preprocess arguments of the step."""
+    argv = ["--source-lang", src, "--target-lang", tgt, "--destdir", str(data_bin), "--workers", str(workers)]
+    if joint:
+        argv.append("--joined-dictionary")
+    for split in SPLITS:
+        argv += [f"--{split}pref", str(bpe_dir / split), f"--{split}parse", str(parse_dir / split)]
+    return argv
+
+
+def binary_outputs(src: str, tgt: str) -> list[str]:
+    """Files (relative to data-bin) the step must leave: dictionaries, binaries and sidecars of every split."""
+    out = [f"dict.{src}.txt", f"dict.{tgt}.txt"]
+    for split in SPLITS:
+        for lang in (src, tgt):
+            base = f"{split}.{src}-{tgt}.{lang}"
+            out += [f"{base}.bin", f"{base}.idx"]
+            out += [f"{base}.{kind}.{ext}" for kind in ("word", "head", "dist") for ext in ("bin", "idx")]
+    return out
+
+
+def run_binarize(bpe_dir: Path, parse_dir: Path, data_bin: Path, src: str, tgt: str, joint: bool, workers: int = 1,
+                 log: Callable[[str], None] = print) -> None:
+    from ..cli.preprocess import main as preprocess
+
+    if data_bin.exists():
+        shutil.rmtree(data_bin)
+    argv = preprocess_argv(bpe_dir, parse_dir, data_bin, src, tgt, joint, workers)
+    log("binarize: syntrans-preprocess " + " ".join(argv))
+    try:
+        rc = preprocess(argv)
+    except SystemExit as e:  # argparse inside fairseq
+        rc = e.code if isinstance(e.code, int) else 2
+    if rc != 0:
+        raise PrepError(f"syntrans-preprocess failed with exit status {rc} (its message is above); inputs: "
+                        f"{bpe_dir}/{{split}}.{{{src},{tgt}}} and {parse_dir}/{{split}}.{{{src},{tgt}}}.conllu; "
+                        f"run again with --force to redo every step")
+    missing = [p for p in binary_outputs(src, tgt) if not (data_bin / p).exists()]
+    if missing:
+        raise PrepError(f"syntrans-preprocess finished but {data_bin / missing[0]} is missing "
+                        f"({len(missing)} expected files missing); run again with --force")

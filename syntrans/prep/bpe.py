@@ -1,0 +1,73 @@
+"""Step 4 (bpe): subword-nmt codes learned on the tokenized training text, applied to every split.
+
+Joint BPE (the default of every corpus but the separate-script ones): one ``OUT/bpe/codes`` learned on
+the training text of both sides (``cat train.src train.tgt | subword-nmt learn-bpe -s OPS``). Separate:
+``OUT/bpe/codes.{lang}`` per language, each with OPS merges. Applied output: ``OUT/bpe/{split}.{lang}``
+(pieces joined with subword-nmt's ``@@ `` marker, the line count unchanged).
+"""
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from .corpora import SPLITS
+
+
+def learn_codes(inputs: Iterable[Path], codes: Path, ops: int, workers: int = 1) -> None:
+    """Learn ``ops`` merges on the concatenation of ``inputs`` into ``codes`` (written atomically)."""
+    from subword_nmt.learn_bpe import learn_bpe
+
+    inputs = list(inputs)
+    tmp = codes.with_name(codes.name + ".tmp")
+    joined = codes.with_name(codes.name + ".input.tmp")
+    try:
+        with open(joined, "wb") as out:
+            for p in inputs:
+                with open(p, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 20)
+        with open(joined, encoding="utf-8") as fin, open(tmp, "w", encoding="utf-8", newline="\n") as fout:
+            learn_bpe(fin, fout, ops, num_workers=workers)
+        tmp.replace(codes)
+    finally:
+        joined.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
+
+
+def apply_codes(codes: Path, inp: Path, out: Path, workers: int = 1) -> None:
+    """Segment ``inp`` with ``codes`` into ``out`` (written atomically)."""
+    from subword_nmt.apply_bpe import BPE
+
+    with open(codes, encoding="utf-8") as f:
+        bpe = BPE(f)
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fout:
+            bpe.process_lines(str(inp), fout, dropout=0, num_workers=workers)
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def codes_paths(bpe_dir: Path, langs: tuple[str, str], joint: bool) -> dict[str, Path]:
+    """{lang: codes file}: the same file for both languages when joint."""
+    return {lang: bpe_dir / ("codes" if joint else f"codes.{lang}") for lang in langs}
+
+
+def run_bpe(tok_dir: Path, bpe_dir: Path, langs: tuple[str, str], ops: int, joint: bool, workers: int = 1,
+            log: Callable[[str], None] = print) -> dict[str, Path]:
+    """Learn and apply; returns {lang: codes file}."""
+    bpe_dir.mkdir(parents=True, exist_ok=True)
+    codes = codes_paths(bpe_dir, langs, joint)
+    if joint:
+        learn_codes([tok_dir / f"train.{lang}" for lang in langs], codes[langs[0]], ops, workers)
+        log(f"bpe: learned {ops} joint merges on train.{{{','.join(langs)}}} -> {codes[langs[0]]}")
+    else:
+        for lang in langs:
+            learn_codes([tok_dir / f"train.{lang}"], codes[lang], ops, workers)
+            log(f"bpe: learned {ops} merges on train.{lang} -> {codes[lang]}")
+    for split in SPLITS:
+        for lang in langs:
+            apply_codes(codes[lang], tok_dir / f"{split}.{lang}", bpe_dir / f"{split}.{lang}", workers)
+    log(f"bpe: applied to {', '.join(SPLITS)} -> {bpe_dir}/{{split}}.{{lang}}")
+    return codes

@@ -1,0 +1,434 @@
+"""``prepare_corpus``: fetch → extract → tokenize → bpe → parse → binarize → reference, each step resumable.
+
+Layout of OUT (``out_dir``)::
+
+    raw/                      --raw-dir by default: archives, SHA256SUMS (synthetic: the generated corpus)
+                              (licensed and local corpora: nothing is written into their --raw-dir)
+    text/{split}.{lang}       raw parallel text (extract; IWSLT's valid is written by tokenize)
+    tok/{split}.{lang}        Moses-tokenized text, training pairs cleaned (tokenize)
+    bpe/codes, bpe/{split}.{lang}   BPE codes (codes.{lang} when separate) and segmented text (bpe)
+    parse/{split}.{lang}.conllu     parses of tok/ (parse)
+    data-bin/                 fairseq binaries + syntax sidecars (binarize)
+    ref/test.{lang}           raw test text, lowercased if the corpus is: sacreBLEU's reference (reference)
+    .done/<step>.json         done-markers (settings, outputs, info); .done/raw-SHA256SUMS: first-use
+                              sums of a licensed/local corpus's files
+    prepared.json             the summary (:class:`Prepared`)
+
+A finished step (its marker's settings equal the current ones and its outputs exist) is skipped with
+"step X: done before, skipped"; a step whose settings changed, or every step under ``force``, is
+redone, and so is every later step that reads its outputs (:data:`DEPENDS`: a new BPE size redoes
+bpe and binarize but not the parses). Smoke runs (``smoke``) slice the extracted text to the first
+``smoke_sizes`` pairs (train 2000, valid 200, test 200 by default; IWSLT14's valid, held out from the
+train slice, is not capped), use 1000 BPE merges unless ``bpe_ops`` is given, and let ``parser="auto"``
+fall back to right-branching without stanza models.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import markers
+from .bpe import codes_paths, run_bpe
+from .checksums import Digest
+from .clean import REASONS
+from .corpora import CORPORA, SPLITS, Corpus, PairData
+from .errors import PrepError
+from .extract import extract_text, read_lines
+
+STEPS = ("fetch", "extract", "tokenize", "bpe", "parse", "binarize", "reference")
+#: the steps whose outputs each step reads: redoing one redoes these dependants (and theirs)
+DEPENDS = {"fetch": (), "extract": ("fetch",), "tokenize": ("extract",), "bpe": ("tokenize",), "parse": ("tokenize",),
+           "binarize": ("bpe", "parse"), "reference": ("extract",)}
+SMOKE_SIZES = {"train": 2000, "valid": 200, "test": 200}
+SMOKE_BPE_OPS = 1000
+SYNTHETIC_SEED = 1
+LOCAL_SUMS = "raw-SHA256SUMS"  # first-use sums of a licensed/local corpus's files, in OUT/.done
+PARSERS = ("auto", "stanza", "right-branching", "left-branching", "flat")
+
+
+@dataclass
+class Prepared:
+    """What a prepared corpus is made of (also written to ``OUT/prepared.json``).
+
+    ``codes``: the joint BPE codes, or the source side's codes when separate (``codes_by_lang`` has
+    both). ``ref_test``/``src_test_raw``: raw test target/source text, one line per test pair, lowercased
+    if the corpus lowercases. ``parsers``: {lang: parser used} ("gold" for synthetic). ``sizes``:
+    pairs per split after cleaning; ``dropped``: training pairs dropped per filter.
+    """
+
+    corpus: str
+    src: str
+    tgt: str
+    out_dir: Path
+    data_bin: Path
+    codes: Path
+    ref_test: Path
+    src_test_raw: Path
+    lowercase: bool
+    bpe_ops: int
+    joint: bool
+    parsers: dict
+    sizes: dict
+    dropped: dict = field(default_factory=dict)
+    codes_by_lang: dict = field(default_factory=dict)
+    smoke: bool = False
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for k in ("out_dir", "data_bin", "codes", "ref_test", "src_test_raw"):
+            d[k] = str(d[k])
+        d["codes_by_lang"] = {k: str(v) for k, v in self.codes_by_lang.items()}
+        d["paths"] = {"data_bin": d["data_bin"], "codes": d["codes"], "ref": d["ref_test"], "src_test_raw": d["src_test_raw"]}
+        return d
+
+    def summary(self) -> str:
+        sizes = ", ".join(f"{s} {self.sizes[s]}" for s in SPLITS)
+        dropped = ", ".join(f"{k} {v}" for k, v in self.dropped.items())
+        parsers = ", ".join(f"{lang}={p}" for lang, p in self.parsers.items())
+        return (f"prepared {self.corpus} {self.src}->{self.tgt}{' (smoke)' if self.smoke else ''}: {sizes} pairs "
+                f"(train dropped: {dropped or 'no filters'}); BPE {self.bpe_ops} {'joint' if self.joint else 'separate'}; "
+                f"parsers {parsers}; data-bin {self.data_bin}; reference {self.ref_test}")
+
+
+@dataclass
+class _Run:
+    """The settings of one prepare_corpus call, resolved."""
+
+    corpus: Corpus
+    pair: PairData
+    src: str
+    tgt: str
+    out: Path
+    raw: Path
+    smoke: bool
+    sizes: dict
+    parser: str
+    bpe_ops: int
+    workers: int
+    force: bool
+    log: Callable[[str], None]
+    known: list  # [(sums, label)] from --checksums
+    parse_shards: int
+
+    @property
+    def direction(self) -> str:
+        return f"{self.src}-{self.tgt}"
+
+    @property
+    def limits(self) -> dict:
+        return dict(self.sizes) if self.smoke else dict.fromkeys(SPLITS)
+
+
+def _path(out: Path, p: Path) -> str:
+    return p.relative_to(out).as_posix()
+
+
+# --------------------------------------------------------------------------------------------
+# steps: each is (settings, run) -> (outputs relative to OUT, info)
+
+
+def _digest_cache(out: Path) -> dict[str, Digest]:
+    m = markers.load(out, "fetch")
+    cache = {}
+    for name, d in ((m or {}).get("info", {}).get("digests") or {}).items():
+        try:
+            cache[name] = Digest(**d)
+        except TypeError:
+            pass
+    return cache
+
+
+def _current_digests(r: _Run) -> dict:
+    """{file: sha256 or None} of the raw files now (hashing only files whose size or mtime changed)."""
+    from .checksums import file_digest
+    from .download import local_files
+
+    if r.corpus.kind == "download":
+        names = [d.name for d in r.corpus.downloads if _needed(r, d.name)]
+    else:
+        names = []
+        for cands in local_files([p for s in SPLITS for p in r.pair.splits[r.direction][s]]):
+            hit = next((n for n in cands if (r.raw / n).is_file()), cands[0])
+            names.append(hit)
+    cache = _digest_cache(r.out)
+    out = {}
+    for name in names:
+        path = r.raw / name
+        if not path.is_file():
+            out[name] = None
+            continue
+        st = os.stat(path)
+        c = cache.get(name)
+        out[name] = c.sha256 if c and (c.size, c.mtime_ns) == (st.st_size, st.st_mtime_ns) else file_digest(path).sha256
+    return out
+
+
+def _needed(r: _Run, archive: str) -> bool:
+    return any(p.archive == archive for s in SPLITS for p in r.pair.splits[r.direction][s])
+
+
+def _fetch_settings(r: _Run, info: dict | None = None) -> dict:
+    """The fetch step's settings: the sha256 of every raw file (None: missing), so a changed file redoes it.
+
+    Without a fetch marker (or under force) the step runs anyway: nothing is hashed here then.
+    After a run, ``info`` (its digests) gives the settings without hashing again. New ``--checksums``
+    sums also redo the step (they are checked), but only changed files redo the steps after it
+    (:func:`_fetch_id`).
+    """
+    if r.corpus.kind == "synthetic":
+        return {"kind": "synthetic", "seed": SYNTHETIC_SEED, "sizes": r.sizes}
+    if info is not None:
+        files = {name: d["sha256"] for name, d in info["digests"].items()}
+    elif r.force or markers.load(r.out, "fetch") is None:
+        files = None
+    else:
+        files = _current_digests(r)
+    return {"kind": r.corpus.kind, "raw_dir": str(r.raw), "files": files,
+            "checksums": {label: sums for sums, label in r.known}}
+
+
+def _fetch_id(settings: dict) -> str:
+    """The fetch marker's id: a digest of what the raw files are, so re-verifying the same files redoes nothing after."""
+    what = {k: v for k, v in settings.items() if k not in ("checksums", "after")}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _fetch(r: _Run) -> tuple[list[str], dict]:
+    from .download import check_local_files, fetch_downloads
+
+    if r.corpus.kind == "synthetic":
+        from ..synth import write_corpus
+
+        r.raw.mkdir(parents=True, exist_ok=True)
+        write_corpus(str(r.raw), r.sizes, SYNTHETIC_SEED, *r.pair.langs)
+        r.log(f"fetch: generated the synthetic corpus (seed {SYNTHETIC_SEED}, {r.sizes}) in {r.raw}")
+        outs = [f"{s}.{lang}{ext}" for s in SPLITS for lang in r.pair.langs for ext in ("", ".conllu")]
+        return [_path(r.out, r.raw / o) for o in outs], {}
+    cache = {} if r.force else _digest_cache(r.out)
+    if r.corpus.kind == "download":
+        downloads = [d for d in r.corpus.downloads if _needed(r, d.name)]
+        digests = fetch_downloads(r.corpus, downloads, r.raw, r.known, cache, r.log)
+    else:
+        parts = [p for s in SPLITS for p in r.pair.splits[r.direction][s]]
+        digests = check_local_files(r.corpus, parts, r.raw, r.out / markers.DONE_DIR / LOCAL_SUMS, r.known, cache, r.log)
+    return [], {"digests": {k: asdict(v) for k, v in digests.items()}}
+
+
+def _extract_settings(r: _Run) -> dict:
+    return {"raw_dir": str(r.raw), "langs": r.pair.langs,
+            "parts": {s: [asdict(p) for p in r.pair.splits[r.direction][s]] for s in SPLITS}}
+
+
+def _extract(r: _Run) -> tuple[list[str], dict]:
+    sizes = extract_text(r.pair, r.direction, r.raw, r.out / "text", r.log)
+    outs = [f"text/{s}.{lang}" for s in sizes for lang in r.pair.langs]
+    return outs, {"lines": sizes}
+
+
+def _tokenize_settings(r: _Run) -> dict:
+    p = r.pair
+    return {"limits": r.limits, "langs": p.langs, "lowercase": p.lowercase, "aggressive_dashes": p.aggressive_dashes,
+            "segmented": p.segmented, "tokenize": p.tokenize, "valid_every": p.valid_every,
+            "clean": asdict(p.clean) if p.clean else None}
+
+
+def _tokenize(r: _Run) -> tuple[list[str], dict]:
+    from .prepare_text import tokenize_corpus
+
+    info = tokenize_corpus(r.pair, r.out / "text", r.out / "tok", r.limits, r.workers, r.log)
+    return [f"tok/{s}.{lang}" for s in SPLITS for lang in r.pair.langs], info
+
+
+def _bpe_settings(r: _Run) -> dict:
+    return {"ops": r.bpe_ops, "joint": r.pair.joint, "langs": r.pair.langs}
+
+
+def _bpe(r: _Run) -> tuple[list[str], dict]:
+    codes = run_bpe(r.out / "tok", r.out / "bpe", r.pair.langs, r.bpe_ops, r.pair.joint, r.workers, r.log)
+    outs = sorted({_path(r.out, c) for c in codes.values()}) + [f"bpe/{s}.{lang}" for s in SPLITS for lang in r.pair.langs]
+    return outs, {}
+
+
+def _parse_settings(r: _Run) -> dict:
+    from .parse import resolve_parsers
+
+    parsers, _ = resolve_parsers(r.parser, r.pair.langs, r.smoke, r.pair.gold_parses)
+    return {"requested": r.parser, "parsers": parsers}
+
+
+def _parse(r: _Run) -> tuple[list[str], dict]:
+    from .parse import resolve_parsers, run_parse
+
+    parsers, notes = resolve_parsers(r.parser, r.pair.langs, r.smoke, r.pair.gold_parses)
+    for note in notes:
+        r.log(note)
+    used = run_parse(r.out / "tok", r.out / "parse", r.pair.langs, parsers, r.parser, r.smoke, r.parse_shards,
+                     r.workers, gold_dir=r.raw, log=r.log)
+    return [f"parse/{s}.{lang}.conllu" for s in SPLITS for lang in r.pair.langs], {"parsers": used}
+
+
+def _binarize_settings(r: _Run) -> dict:
+    return {"src": r.src, "tgt": r.tgt, "joint": r.pair.joint}
+
+
+def _binarize(r: _Run) -> tuple[list[str], dict]:
+    from .binarize import binary_outputs, run_binarize
+
+    run_binarize(r.out / "bpe", r.out / "parse", r.out / "data-bin", r.src, r.tgt, r.pair.joint, r.workers, r.log)
+    return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt)], {}
+
+
+def _reference_settings(r: _Run) -> dict:
+    return {"src": r.src, "tgt": r.tgt, "lowercase": r.pair.lowercase, "limit": r.limits["test"]}
+
+
+def _reference(r: _Run) -> tuple[list[str], dict]:
+    ref = r.out / "ref"
+    ref.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for lang in (r.src, r.tgt):
+        out = ref / f"test.{lang}"
+        tmp = out.with_name(out.name + ".tmp")
+        n = 0
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            for line in read_lines(r.out / "text" / f"test.{lang}"):
+                if r.limits["test"] is not None and n >= r.limits["test"]:
+                    break
+                line = line.rstrip("\r\n")
+                f.write((line.lower() if r.pair.lowercase else line) + "\n")
+                n += 1
+        tmp.replace(out)
+        counts[lang] = n
+    r.log(f"reference: {ref}/test.{{{r.src},{r.tgt}}}: {counts[r.tgt]} lines"
+          + (" (lowercased)" if r.pair.lowercase else ""))
+    return [f"ref/test.{r.src}", f"ref/test.{r.tgt}"], {"lines": counts}
+
+
+_STEP_FUNCS = {
+    "fetch": (_fetch_settings, _fetch),
+    "extract": (_extract_settings, _extract),
+    "tokenize": (_tokenize_settings, _tokenize),
+    "bpe": (_bpe_settings, _bpe),
+    "parse": (_parse_settings, _parse),
+    "binarize": (_binarize_settings, _binarize),
+    "reference": (_reference_settings, _reference),
+}
+
+
+def run_steps(r: _Run) -> dict[str, dict]:
+    """Run or skip every step in order (rules: module docs and :mod:`.markers`); returns {step: info}."""
+    infos, ids = {}, {}  # ids: marker id of each step, finished now or before
+    for step in STEPS:
+        settings_fn, run_fn = _STEP_FUNCS[step]
+        after = {dep: ids[dep] for dep in DEPENDS[step]}
+        settings = dict(settings_fn(r), after=after)
+        done, why = markers.check(r.out, step, settings)
+        if done and not r.force:
+            r.log(f"step {step}: done before, skipped")
+            m = markers.load(r.out, step)
+            infos[step], ids[step] = m["info"], m["id"]
+            continue
+        r.log(f"step {step}: running ({'--force' if r.force else why or 'first run'})")
+        markers.clear(r.out, step)
+        t0 = time.time()
+        outputs, info = run_fn(r)
+        if step == "fetch":
+            settings = dict(_fetch_settings(r, info), after=after)  # the digests of what is there now
+        ids[step] = markers.save(r.out, step, settings, outputs, info,
+                                 run_id=_fetch_id(settings) if step == "fetch" else None)
+        r.log(f"step {step}: finished in {time.time() - t0:.1f}s")
+        infos[step] = markers.normalise(info)
+    return infos
+
+
+# --------------------------------------------------------------------------------------------
+# the API
+
+
+def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | None, smoke: bool, parser: str,
+             bpe_ops: int | None, workers: int, force: bool, log: Callable[[str], None], smoke_sizes: dict | None,
+             checksums: Path | None, parse_shards: int) -> _Run:
+    if corpus not in CORPORA:
+        raise PrepError(f"unknown corpus {corpus!r}; expected one of: {', '.join(CORPORA)}")
+    c = CORPORA[corpus]
+    pair = c.find_pair(src, tgt)
+    if parser not in PARSERS:
+        raise PrepError(f"unknown parser {parser!r}; expected one of: {', '.join(PARSERS)}")
+    sizes = dict(SMOKE_SIZES)
+    for k, v in (smoke_sizes or {}).items():
+        if k not in SMOKE_SIZES:
+            raise PrepError(f"smoke_sizes: unknown split {k!r}; expected train, valid, test")
+        if v is not None:
+            if int(v) < 1:
+                raise PrepError(f"smoke_sizes: {k} must be at least 1, found {v}")
+            sizes[k] = int(v)
+    if bpe_ops is not None and bpe_ops < 1:
+        raise PrepError(f"--bpe-ops must be at least 1, found {bpe_ops}")
+    if workers < 1 or parse_shards < 1:
+        raise PrepError(f"--workers and --parse-shards must be at least 1, found {workers} and {parse_shards}")
+    out = Path(out_dir).resolve()
+    raw = out / "raw" if (raw_dir is None or c.kind == "synthetic") else Path(raw_dir).resolve()
+    if c.kind == "synthetic" and raw_dir is not None:
+        log(f"synthetic: --raw-dir {raw_dir} is not used (the corpus is generated into {raw})")
+    from .checksums import read_sums
+
+    user_file = Path(checksums).resolve() if checksums else None
+    if user_file is not None and not user_file.is_file():
+        raise PrepError(f"--checksums {user_file}: expected a sha256sum-format file, found nothing")
+    known = [(read_sums(user_file), f"--checksums {user_file}")] if user_file else []
+    return _Run(c, pair, src, tgt, out, raw, smoke, sizes, parser,
+                bpe_ops or (SMOKE_BPE_OPS if smoke else pair.bpe_ops), workers, force, log, known, parse_shards)
+
+
+def _warn_missing_models(r: _Run) -> None:
+    """Say at the start (not hours later, at the parse step) when stanza models the run will need are missing."""
+    if r.parser not in ("auto", "stanza") or r.pair.gold_parses or (r.smoke and r.parser == "auto"):
+        return
+    from .parse import stanza_installed
+
+    missing = [lang for lang in r.pair.langs if not stanza_installed(lang)]
+    if missing:
+        from ..parsing.stanza_parser import download_command
+
+        r.log(f"warning: no stanza models for {', '.join(missing)} are installed: the parse step will stop with an "
+              f"error. Install them now (needs internet access): "
+              + "; ".join(download_command(lang) for lang in missing)
+              + " (or pass --parser right-branching)")
+
+
+def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | None = None, smoke: bool = False,
+                   parser: str = "auto", bpe_ops: int | None = None, workers: int = 1, force: bool = False,
+                   log: Callable[[str], None] = print, smoke_sizes: dict | None = None,
+                   checksums: Path | None = None, parse_shards: int = 1) -> Prepared:
+    """Prepare ``corpus`` for direction src→tgt into ``out_dir`` (layout: module docs); returns its summary.
+
+    Raises :class:`~syntrans.prep.errors.PrepError` for anything the user can fix (missing files,
+    network errors, checksum mismatches, a pair the corpus lacks, missing stanza models).
+    """
+    r = _resolve(corpus, src, tgt, out_dir, raw_dir, smoke, parser, bpe_ops, workers, force, log, smoke_sizes,
+                 checksums, parse_shards)
+    r.out.mkdir(parents=True, exist_ok=True)
+    _warn_missing_models(r)
+    t0 = time.time()
+    infos = run_steps(r)
+    codes = codes_paths(r.out / "bpe", r.pair.langs, r.pair.joint)
+    tok = infos["tokenize"]
+    p = Prepared(
+        corpus=r.corpus.name, src=r.src, tgt=r.tgt, out_dir=r.out, data_bin=r.out / "data-bin", codes=codes[r.src],
+        ref_test=r.out / "ref" / f"test.{r.tgt}", src_test_raw=r.out / "ref" / f"test.{r.src}",
+        lowercase=r.pair.lowercase, bpe_ops=r.bpe_ops, joint=r.pair.joint, parsers=dict(infos["parse"]["parsers"]),
+        sizes={s: tok["sizes"][s] for s in SPLITS},
+        dropped={k: tok["dropped"][k] for k in REASONS} if r.pair.clean else {},
+        codes_by_lang=codes, smoke=r.smoke)
+    summary = p.to_json()
+    summary["seconds"] = round(time.time() - t0, 1)
+    tmp = r.out / "prepared.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(r.out / "prepared.json")
+    log(p.summary())
+    return p
