@@ -6,7 +6,7 @@ import pytest
 from conftest import SHARED_DATA
 
 from syntrans.reproduce.config_file import CONFIG_DIR, ConfigError, read_args_file
-from syntrans.reproduce.report import mean_sd
+from syntrans.reproduce.report import _delta, mean_sd
 from syntrans.reproduce.scoring import bleu, detokenize, generate_hypotheses
 from syntrans.reproduce.tables import TABLES
 
@@ -97,3 +97,4 @@ def test_mean_sd():
     assert mean_sd([1.0, 2.0, 3.0]) == "2.00 ± 1.00 (n=3)"
     assert mean_sd([27.5]) == "27.50 (n=1)"
     assert mean_sd([]) == "—"
+    assert (_delta(2.42, 2.4249), _delta(35.74, 34.56), _delta(None, 1.0)) == ("+0.00", "+1.18", "—")

@@ -18,7 +18,7 @@ def mean_sd(values: Sequence[float]) -> str:
 def _delta(value: Optional[float], base: Optional[float]) -> str:
     if value is None or base is None:
         return "—"
-    return f"{value - base:+.2f}"
+    return f"{round(value - base, 2) + 0.0:+.2f}"  # + 0.0: no "-0.00"
 
 
 def results_markdown(table, outcomes: Dict[tuple, dict], header: List[str], footer: List[str]) -> str:
