@@ -17,14 +17,10 @@ import sys
 import time
 from typing import List, Optional
 
+from .argtypes import positive_int as _positive
+
 PROG = "syntrans-average-checkpoints"
 
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, found {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:

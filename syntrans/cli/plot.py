@@ -45,14 +45,10 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from .argtypes import positive_int as _positive
+
 PROG = "syntrans-plot"
 
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, found {value}")
-    return value
 
 
 def _non_negative(text: str) -> int:

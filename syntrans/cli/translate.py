@@ -26,15 +26,10 @@ import time
 from typing import Dict, Iterator, List, Optional, TextIO
 
 from ..hub.translator import PARSER_CHOICES
+from .argtypes import positive_int as _positive
 
 PROG = "syntrans-translate"
 
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, found {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:

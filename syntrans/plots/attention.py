@@ -22,12 +22,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from .gates import _figure
+from .loading import load_model_and_task
 
 PathLike = Union[str, "os.PathLike[str]"]
 HeadKey = Tuple[str, int, int]  # (side, layer, head)
@@ -128,30 +128,6 @@ def sentence_attention(model, task, split: str = "test", index: int = 0) -> Sent
                                            _parents(side, kind, net_input),
                                            float(gates[0, h]) if gates is not None else None))
     return out
-
-
-def load_model_and_task(path: PathLike, data: PathLike, device: Optional[str] = None):
-    """A fairseq checkpoint's model (first of the ensemble, on ``device``: default CUDA when available) and its
-    task reading ``data`` (a data-bin folder of syntrans-preprocess); errors name the file."""
-    import pickle
-
-    import torch
-    from fairseq import checkpoint_utils
-
-    import syntrans  # noqa: F401  (registers the task, model and criterion; allow-lists checkpoint classes)
-
-    path, data = Path(path), Path(data)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such checkpoint file")
-    if not data.is_dir():
-        raise FileNotFoundError(f"{data}: no such data directory (expected a data-bin folder of syntrans-preprocess)")
-    try:
-        models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(path)], arg_overrides={"data": str(data)})
-    except (RuntimeError, KeyError, EOFError, pickle.UnpicklingError) as e:
-        raise ValueError(f"{path}: cannot load this checkpoint ({type(e).__name__}: {e})") from e
-    model = models[0]
-    model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    return model, task
 
 
 def attention_from_checkpoint(path: PathLike, data: PathLike, split: str = "test", index: int = 0,

@@ -108,24 +108,9 @@ def gate_matrix_from_checkpoint(path: PathLike, data: PathLike, split: str = "va
 
     ``device``: where the model runs (default: CUDA when available, else CPU).
     """
-    import pickle
+    from .loading import load_model_and_task
 
-    import torch
-    from fairseq import checkpoint_utils
-
-    import syntrans  # noqa: F401  (registers the task, model and criterion; allow-lists checkpoint classes)
-
-    path, data = Path(path), Path(data)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such checkpoint file")
-    if not data.is_dir():
-        raise FileNotFoundError(f"{data}: no such data directory (expected a data-bin folder of syntrans-preprocess)")
-    try:
-        models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(path)], arg_overrides={"data": str(data)})
-    except (RuntimeError, KeyError, EOFError, pickle.UnpicklingError) as e:
-        raise ValueError(f"{path}: cannot load this checkpoint ({type(e).__name__}: {e})") from e
-    model = models[0]
-    model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model, task = load_model_and_task(path, data, device)
     try:
         return gate_matrix_from_model(model, task, split, max_sentences=max_sentences, max_tokens=max_tokens)
     except ValueError as e:
