@@ -1,5 +1,5 @@
 """Registers everything fairseq needs from syntrans (imported by ``syntrans/__init__.py``)."""
-from .checkpoint_safety import allow_fairseq_checkpoint_globals
+from .checkpoints.safety import allow_fairseq_checkpoint_globals
 
 allow_fairseq_checkpoint_globals()
 

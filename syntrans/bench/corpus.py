@@ -7,8 +7,9 @@ Prepared text and binarized data are cached under ``--work-dir`` (default ``benc
 stamped with the configuration it was made with.
 
 Sidecar timing: on the same corpus, fairseq's binarization (``fairseq_cli.preprocess.main``, the
-first phase of ``syntrans-preprocess``, one worker) against building the syntax sidecars of the same
-splits and sides (``build_side``, its second phase), as the ratio sidecars / fairseq.
+first phase of ``syntrans-preprocess``: :func:`syntrans.data.preprocess.fairseq_binarize`, one worker)
+against building the syntax sidecars of the same splits and sides (``build_side``, its second phase:
+:func:`syntrans.data.preprocess.build_sidecars`), as the ratio sidecars / fairseq.
 """
 from __future__ import annotations
 
@@ -22,6 +23,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
+
+from subword_nmt.apply_bpe import BPE
+from subword_nmt.learn_bpe import learn_bpe
+
+from ..data.preprocess import build_sidecars, fairseq_binarize, parse_preprocess_args, split_jobs
+from ..parsing.trivial import trivial_parse
+from ..syntax.parsed import write_conllu
+from ..synth import write_corpus
+from .options import BenchError, BenchOptions
 
 
 def say(msg: str) -> None:
@@ -59,9 +69,6 @@ def _stamp_ok(path: Path, config: dict) -> bool:
 
 def _learn_and_apply_bpe(train_texts: List[str], merges: int, jobs: List[Tuple[str, Path]]) -> None:
     """Joint subword-nmt BPE learnt on ``train_texts`` (file paths), applied to each (input, output)."""
-    from subword_nmt.apply_bpe import BPE
-    from subword_nmt.learn_bpe import learn_bpe
-
     text = "".join(Path(t).read_text(encoding="utf-8") for t in train_texts)
     codes = io.StringIO()
     learn_bpe(io.StringIO(text), codes, merges)
@@ -72,11 +79,9 @@ def _learn_and_apply_bpe(train_texts: List[str], merges: int, jobs: List[Tuple[s
         out.write_text("".join(bpe.process_line(x) + "\n" for x in lines), encoding="utf-8")
 
 
-def prepare_synth(args, root: Path) -> Corpus:
-    from ..synth import write_corpus
-
-    merges = args.bpe_merges or 500
-    sizes = {"train": args.synth_train, "test": args.synth_test}
+def prepare_synth(opts: BenchOptions, root: Path) -> Corpus:
+    merges = opts.bpe_merges or 500
+    sizes = {"train": opts.synth_train, "test": opts.synth_test}
     config = {"corpus": "synth", "sizes": sizes, "seed": 1, "merges": merges, "version": 1}
     raw = root / "raw"
     corpus = Corpus("synth", f"synthetic (syntrans.synth, seed 1, {sizes['train']} train / {sizes['test']} test "
@@ -96,13 +101,10 @@ def prepare_synth(args, root: Path) -> Corpus:
     return corpus
 
 
-def prepare_multi30k(args, root: Path, raw_dir: Path) -> Corpus:
-    from sacremoses import MosesTokenizer
+def prepare_multi30k(opts: BenchOptions, root: Path, raw_dir: Path) -> Corpus:
+    from sacremoses import MosesTokenizer  # lazy: a slow import, needed only for Multi30k
 
-    from ..parsing.trivial import trivial_parse
-    from ..syntax.parsed import write_conllu
-
-    merges = args.bpe_merges or 2000
+    merges = opts.bpe_merges or 2000
     files = {"train": "train", "test": "test_2016_flickr"}
     config = {"corpus": "multi30k", "raw": str(raw_dir.resolve()), "merges": merges, "parser": "right-branching",
               "version": 1}
@@ -134,55 +136,43 @@ def prepare_multi30k(args, root: Path, raw_dir: Path) -> Corpus:
     return corpus
 
 
-def prepare_corpus(args) -> Corpus:
-    work = Path(args.work_dir)
-    m30k = Path(args.multi30k_dir) if args.multi30k_dir else _default_multi30k()
-    use_m30k = args.corpus == "multi30k" or (args.corpus == "auto" and not args.quick and m30k is not None
+def bench_corpus(opts: BenchOptions) -> Corpus:
+    """The benchmark's corpus, prepared (or taken from the cache) under ``opts.work_dir``."""
+    work = Path(opts.work_dir)
+    m30k = Path(opts.multi30k_dir) if opts.multi30k_dir else _default_multi30k()
+    use_m30k = opts.corpus == "multi30k" or (opts.corpus == "auto" and not opts.quick and m30k is not None
                                               and (m30k / "train.en").exists())
     if use_m30k:
         if m30k is None or not (m30k / "train.en").exists():
-            raise SystemExit(f"syntrans-benchmark: error: no Multi30k at {m30k or '../shared/data/multi30k'}")
-        return prepare_multi30k(args, work / "multi30k", m30k)
-    name = "synth-quick" if args.quick else "synth"
-    return prepare_synth(args, work / name)
+            raise BenchError(f"no Multi30k at {m30k or '../shared/data/multi30k'}")
+        return prepare_multi30k(opts, work / "multi30k", m30k)
+    name = "synth-quick" if opts.quick else "synth"
+    return prepare_synth(opts, work / name)
 
 
-def _fairseq_preprocess(corpus: Corpus, dest: Path) -> None:
-    from fairseq import options
-    from fairseq_cli import preprocess as fairseq_preprocess
-
+def _preprocess_args(corpus: Corpus, dest: Path):
+    """syntrans-preprocess's options for the corpus into ``dest``, one worker."""
     # joined dictionary (the BPE is joint): presets that share all embeddings need it
     argv = ["-s", corpus.src, "-t", corpus.tgt, "--destdir", str(dest), "--workers", "1", "--joined-dictionary"]
-    for split, (text, _) in corpus.splits.items():
-        argv += [f"--{split}pref", text]
-    fairseq_preprocess.main(options.get_preprocessing_parser().parse_args(argv))
-
-
-def _sidecars(corpus: Corpus, dest: Path) -> None:
-    from ..cli.preprocess import find_parse
-    from ..data.build_sidecars import build_side
-    from ..data.sidecars import side_prefix
-
     for split, (text, parse) in corpus.splits.items():
-        for lang in (corpus.src, corpus.tgt):
-            pfile = find_parse(parse, lang)
-            if pfile is None:
-                raise FileNotFoundError(f"no parsed corpus {parse}.{lang}.conllu")
-            build_side(f"{text}.{lang}", pfile, side_prefix(str(dest), split, corpus.src, corpus.tgt, lang))
+        argv += [f"--{split}pref", text, f"--{split}parse", parse]
+    return parse_preprocess_args(argv)
 
 
 def time_preprocessing(corpus: Corpus, reps: int = 1) -> dict:
     """fairseq's binarization then the sidecars of the same splits into a fresh folder (timed apart),
     ``reps`` times; medians."""
     dest = corpus.root / "timing"
+    args = _preprocess_args(corpus, dest)
+    jobs = list(split_jobs(args))
     t_fairseq, t_side = [], []
     for _ in range(reps):
         shutil.rmtree(dest, ignore_errors=True)
         t0 = time.perf_counter()
-        _fairseq_preprocess(corpus, dest)
+        fairseq_binarize(args)
         t_fairseq.append(time.perf_counter() - t0)
         t1 = time.perf_counter()
-        _sidecars(corpus, dest)
+        build_sidecars(args, jobs)
         t_side.append(time.perf_counter() - t1)
     lines = sum(sum(1 for _ in open(f"{text}.{corpus.src}", encoding="utf-8")) for text, _ in corpus.splits.values())
     f, sc = statistics.median(t_fairseq), statistics.median(t_side)
@@ -203,6 +193,7 @@ def ensure_data_bin(corpus: Corpus, timing: Optional[dict]) -> None:
         os.replace(timing["dest"], corpus.data_bin)
     else:
         say(f"binarizing {corpus.name} into {corpus.data_bin}")
-        _fairseq_preprocess(corpus, corpus.data_bin)
-        _sidecars(corpus, corpus.data_bin)
+        args = _preprocess_args(corpus, corpus.data_bin)
+        fairseq_binarize(args)
+        build_sidecars(args, list(split_jobs(args)))
     stamp.write_text(json.dumps(config))

@@ -22,8 +22,15 @@ import statistics
 import time
 from typing import Dict, List, Optional, Tuple
 
+import torch
+from fairseq import utils
+from fairseq.sequence_generator import SequenceGenerator
+from torch.profiler import ProfilerActivity, profile
+
+from ..criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
 from .corpus import say
 from .models import VANILLA, Bench, for_model
+from .options import BenchOptions
 from .report import targets_for
 
 MEMORY_METHOD = {
@@ -43,8 +50,6 @@ MEMORY_METHOD = {
 
 
 def _tensors(obj):
-    import torch
-
     if torch.is_tensor(obj):
         yield obj
     elif isinstance(obj, dict):
@@ -78,14 +83,8 @@ def held_bytes(bench: Bench, sample: dict) -> int:
 
 
 class Runner:
-    def __init__(self, args, task, benches: List[Bench], train: list, test: list, device: str):
-        import torch
-        from fairseq import utils
-        from fairseq.sequence_generator import SequenceGenerator
-
-        from ..criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
-
-        self.args, self.device, self.benches = args, device, benches
+    def __init__(self, opts: BenchOptions, task, benches: List[Bench], train: list, test: list, device: str):
+        self.opts, self.device, self.benches = opts, device, benches
         self.cuda = device == "cuda"
         move = utils.move_to_cuda if self.cuda else (lambda s: s)
         self.train = [[move(for_model(s, b)) for s in train] for b in benches]
@@ -97,13 +96,12 @@ class Runner:
             b.model.to(device)
             b.gen_model.to(device)
             b.gen_model.eval()
-            b.optimizer = torch.optim.Adam(b.model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-8)
-            self.generators.append(SequenceGenerator([b.gen_model], task.target_dictionary, beam_size=args.beam,
-                                                     max_len_a=args.max_len_a, max_len_b=args.max_len_b))
+            b.optimizer = torch.optim.Adam(b.model.parameters(), lr=opts.lr, betas=(0.9, 0.98), eps=1e-8)
+            self.generators.append(SequenceGenerator([b.gen_model], task.target_dictionary, beam_size=opts.beam,
+                                                     max_len_a=opts.max_len_a, max_len_b=opts.max_len_b))
 
     def sync(self):
         if self.cuda:
-            import torch
             torch.cuda.synchronize()
 
     def step(self, bench: Bench, sample: dict) -> None:
@@ -113,25 +111,21 @@ class Runner:
         bench.optimizer.step()
 
     def train_pass(self, k: int, rep: int) -> float:
-        import torch
-
         b, batches = self.benches[k], self.train[k]
         b.model.train()
-        torch.manual_seed(self.args.seed + rep)  # same dropout stream for every model
-        for s in batches[:self.args.warmup]:
+        torch.manual_seed(self.opts.seed + rep)  # same dropout stream for every model
+        for s in batches[:self.opts.warmup]:
             self.step(b, s)
         self.sync()
         t0 = time.perf_counter()
         ntok = 0
-        for s in batches[self.args.warmup:]:
+        for s in batches[self.opts.warmup:]:
             self.step(b, s)
             ntok += int(s["ntokens"])
         self.sync()
         return ntok / (time.perf_counter() - t0)
 
     def gen_pass(self, k: int) -> Tuple[float, int, int]:
-        import torch
-
         b, gen = self.benches[k], self.generators[k]
         ntok = nsent = 0
         with torch.no_grad():
@@ -149,28 +143,24 @@ class Runner:
         """(peak bytes, bytes held before the step, accounting residual) of one training step on the
         largest timed batch, after one untimed step on it (so that whatever the model keeps between
         steps was allocated while memory was tracked; see MEMORY_METHOD)."""
-        import torch
-
         b = self.benches[k]
-        timed = self.train[k][self.args.warmup:]
+        timed = self.train[k][self.opts.warmup:]
         sample = max(timed, key=lambda s: int(s["ntokens"]))
         b.model.train()
         if self.cuda:
-            torch.manual_seed(self.args.seed)
+            torch.manual_seed(self.opts.seed)
             self.step(b, sample)
             b.optimizer.zero_grad(set_to_none=True)
             held = held_bytes(b, sample)
             self.sync()
             before = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
-            torch.manual_seed(self.args.seed)
+            torch.manual_seed(self.opts.seed)
             self.step(b, sample)
             self.sync()
             extra = torch.cuda.max_memory_allocated() - before
             residual = None
         else:
-            from torch.profiler import ProfilerActivity, profile
-
             # The CPU allocator reports to the profiler the allocations made while it records and the
             # frees of those; an earlier block's free goes unreported. The first recorded step makes
             # every block the model keeps between steps a recorded one, so the second step's frees of
@@ -178,7 +168,7 @@ class Runner:
             for trial in range(2):
                 b.optimizer.zero_grad(set_to_none=True)
                 held = held_bytes(b, sample)
-                torch.manual_seed(self.args.seed)
+                torch.manual_seed(self.opts.seed)
                 with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
                     self.step(b, sample)
                 events = [e for e in prof.profiler.kineto_results.events()
@@ -196,7 +186,7 @@ class Runner:
         return held + extra, held, residual
 
     def run(self) -> None:
-        a = self.args
+        a = self.opts
         n = len(self.benches)
         for rep in range(a.reps):
             for k in [(rep + j) % n for j in range(n)]:  # rotate the order: no model is always first
@@ -211,11 +201,9 @@ class Runner:
             b.peak_bytes, b.static_bytes, b.mem_residual = self.peak_memory(k)
 
 
-def measure_device(args, task, benches: List[Bench], train: list, test: list, device: str) -> dict:
-    import torch
-
-    say(f"measuring on {device}: {len(benches)} models × {args.reps} repetitions")
-    runner = Runner(args, task, benches, train, test, device)
+def measure_device(opts: BenchOptions, task, benches: List[Bench], train: list, test: list, device: str) -> dict:
+    say(f"measuring on {device}: {len(benches)} models × {opts.reps} repetitions")
+    runner = Runner(opts, task, benches, train, test, device)
     runner.run()
     by_name = {b.name: b for b in benches}
     stock = benches[0]
@@ -261,8 +249,8 @@ def measure_device(args, task, benches: List[Bench], train: list, test: list, de
     if device == "cuda":
         torch.cuda.empty_cache()
     info = {"device": device, "rows": rows, "memory_method": MEMORY_METHOD[device],
-            "train_tokens_per_rep": sum(int(s["ntokens"]) for s in train[args.warmup:]),
-            "train_sentences_per_rep": sum(int(s["nsentences"]) for s in train[args.warmup:]),
+            "train_tokens_per_rep": sum(int(s["ntokens"]) for s in train[opts.warmup:]),
+            "train_sentences_per_rep": sum(int(s["nsentences"]) for s in train[opts.warmup:]),
             "gen_sentences_per_rep": sum(len(s["id"]) for s in test)}
     if device == "cuda":
         info["gpu"] = torch.cuda.get_device_name(0)

@@ -22,7 +22,14 @@ import copy
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
+import torch
+from fairseq import options, tasks, utils
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq.models import ARCH_MODEL_INV_REGISTRY, ARCH_MODEL_REGISTRY
+
+from .. import plugin  # noqa: F401  (registers the task, the syntax_transformer presets and the criterion)
 from .corpus import Corpus
+from .options import BenchError, BenchOptions
 
 VANILLA = "transformer"
 SYNTAX_MODEL = "syntax_transformer"
@@ -30,8 +37,6 @@ SYNTAX_MODEL = "syntax_transformer"
 
 def syntax_presets() -> List[str]:
     """Every architecture registered for the ``syntax_transformer`` model but its plain arch."""
-    from fairseq.models import ARCH_MODEL_INV_REGISTRY, ARCH_MODEL_REGISTRY
-
     names = ARCH_MODEL_INV_REGISTRY.get(SYNTAX_MODEL, [])
     found = [a for a in names if a != SYNTAX_MODEL and ARCH_MODEL_REGISTRY.get(a) is ARCH_MODEL_REGISTRY[SYNTAX_MODEL]]
     return sorted(found)
@@ -57,20 +62,17 @@ class Bench:
     params: int = 0
 
 
-def model_argv(args, corpus: Corpus, arch: str, extra: List[str] = ()) -> List[str]:
-    L, D, H, F = str(args.layers), str(args.dim), str(args.heads), str(args.ffn)
+def model_argv(opts: BenchOptions, corpus: Corpus, arch: str, extra: List[str] = ()) -> List[str]:
+    L, D, H, F = str(opts.layers), str(opts.dim), str(opts.heads), str(opts.ffn)
     return [str(corpus.data_bin), "--task", "syntax_translation", "-s", corpus.src, "-t", corpus.tgt, "--arch", arch,
             "--encoder-layers", L, "--decoder-layers", L, "--encoder-embed-dim", D, "--decoder-embed-dim", D,
             "--encoder-attention-heads", H, "--decoder-attention-heads", H, "--encoder-ffn-embed-dim", F,
-            "--decoder-ffn-embed-dim", F, "--seed", str(args.seed), "--max-tokens", str(args.max_tokens), *extra]
+            "--decoder-ffn-embed-dim", F, "--seed", str(opts.seed), "--max-tokens", str(opts.max_tokens), *extra]
 
 
-def parse_model_args(args, corpus: Corpus, arch: str, extra: List[str] = ()):
-    from fairseq import options
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
+def parse_model_args(opts: BenchOptions, corpus: Corpus, arch: str, extra: List[str] = ()):
     parser = options.get_training_parser()
-    ns = options.parse_args_and_arch(parser, model_argv(args, corpus, arch, extra))
+    ns = options.parse_args_and_arch(parser, model_argv(opts, corpus, arch, extra))
     return ns, convert_namespace_to_omegaconf(ns)
 
 
@@ -86,23 +88,23 @@ def matched_name(drops: Tuple[float, ...]) -> str:
     return VANILLA + "[" + ",".join(f"{k}={v:g}" for k, v in zip(("dropout", "attn", "act"), drops)) + "]"
 
 
-def plan_models(args, corpus: Corpus, archs: List[str]) -> List[dict]:
+def plan_models(opts: BenchOptions, corpus: Corpus, archs: List[str]) -> List[dict]:
     """What to build, in row order: the stock vanilla Transformer first; then for each preset, unless
     ``--no-matched-vanilla``, the stock Transformer with the preset's dropout rates (when they differ from
     the stock ones and no earlier row has them), which is the preset's reference, then the preset."""
-    stock_ns, _ = parse_model_args(args, corpus, VANILLA)
+    stock_ns, _ = parse_model_args(opts, corpus, VANILLA)
     stock = _dropouts(stock_ns)
     plan = [{"name": VANILLA, "arch": VANILLA, "extra": [], "reference": VANILLA, "notes": []}]
     refs = {stock: VANILLA}
     for arch in archs:
         notes, extra = [], []
-        ns, _ = parse_model_args(args, corpus, arch)
+        ns, _ = parse_model_args(opts, corpus, arch)
         dh = getattr(ns, "distance_heads", 0) or 0
-        if getattr(ns, "distance_layers", "") and dh > args.heads:
-            notes.append(f"distance heads {dh} of the preset > --heads {args.heads}: capped at {args.heads}")
-            extra = ["--distance-heads", str(args.heads)]
+        if getattr(ns, "distance_layers", "") and dh > opts.heads:
+            notes.append(f"distance heads {dh} of the preset > --heads {opts.heads}: capped at {opts.heads}")
+            extra = ["--distance-heads", str(opts.heads)]
         drops = _dropouts(ns)
-        if args.no_matched_vanilla:
+        if opts.no_matched_vanilla:
             ref = VANILLA
         elif drops not in refs:
             ref = refs[drops] = matched_name(drops)
@@ -115,23 +117,20 @@ def plan_models(args, corpus: Corpus, archs: List[str]) -> List[dict]:
     return plan
 
 
-def build_models(args, corpus: Corpus, archs: List[str]):
+def build_models(opts: BenchOptions, corpus: Corpus, archs: List[str]):
     """The task (train and test loaded) and one Bench per planned model (see :func:`plan_models`)."""
-    import torch
-    from fairseq import tasks
-
-    _, cfg = parse_model_args(args, corpus, VANILLA)
+    _, cfg = parse_model_args(opts, corpus, VANILLA)
     task = tasks.setup_task(cfg.task)
     for split in corpus.splits:
         task.load_dataset(split)
     benches = []
-    for item in plan_models(args, corpus, archs):
-        ns, cfg = parse_model_args(args, corpus, item["arch"], item["extra"])
-        torch.manual_seed(args.seed)
+    for item in plan_models(opts, corpus, archs):
+        ns, cfg = parse_model_args(opts, corpus, item["arch"], item["extra"])
+        torch.manual_seed(opts.seed)
         try:
             model = task.build_model(cfg.model)
         except ValueError as e:  # e.g. a preset with more syntax heads than --heads
-            raise SystemExit(f"syntrans-benchmark: error: {item['arch']} at --heads {args.heads}: {e}") from None
+            raise BenchError(f"{item['arch']} at --heads {opts.heads}: {e}") from None
         gen_model = copy.deepcopy(model)  # untrained copy: identical generation in every repetition
         features = sorted(set().union(*(getattr(model, f, lambda: set())() for f in
                                         ("syntax_features", "optional_syntax_features"))))
@@ -142,14 +141,12 @@ def build_models(args, corpus: Corpus, archs: List[str]):
     return task, benches
 
 
-def make_batches(task, benches: List[Bench], args) -> Tuple[list, list]:
+def make_batches(task, benches: List[Bench], opts: BenchOptions) -> Tuple[list, list]:
     """Training and test batches, collated once with every feature any model requested."""
-    from fairseq import utils
-
     max_pos = utils.resolve_max_positions(task.max_positions(), *[b.model.max_positions() for b in benches])
-    n_train = args.warmup + args.batches
-    itr = task.get_batch_iterator(dataset=task.dataset("train"), max_tokens=args.max_tokens, max_positions=max_pos,
-                                  ignore_invalid_inputs=True, required_batch_size_multiple=8, seed=args.seed,
+    n_train = opts.warmup + opts.batches
+    itr = task.get_batch_iterator(dataset=task.dataset("train"), max_tokens=opts.max_tokens, max_positions=max_pos,
+                                  ignore_invalid_inputs=True, required_batch_size_multiple=8, seed=opts.seed,
                                   num_workers=0, epoch=1, disable_iterator_cache=True)
     train = []
     epoch = 1
@@ -160,18 +157,18 @@ def make_batches(task, benches: List[Bench], args) -> Tuple[list, list]:
                 break
         epoch += 1
         if epoch > 50:
-            raise SystemExit("syntrans-benchmark: error: the training split yields no batches")
-        itr = task.get_batch_iterator(dataset=task.dataset("train"), max_tokens=args.max_tokens,
+            raise BenchError("the training split yields no batches")
+        itr = task.get_batch_iterator(dataset=task.dataset("train"), max_tokens=opts.max_tokens,
                                       max_positions=max_pos, ignore_invalid_inputs=True,
-                                      required_batch_size_multiple=8, seed=args.seed, num_workers=0, epoch=epoch,
+                                      required_batch_size_multiple=8, seed=opts.seed, num_workers=0, epoch=epoch,
                                       disable_iterator_cache=True)
-    gitr = task.get_batch_iterator(dataset=task.dataset("test"), max_sentences=args.gen_batch_size,
-                                   max_positions=max_pos, ignore_invalid_inputs=True, seed=args.seed,
+    gitr = task.get_batch_iterator(dataset=task.dataset("test"), max_sentences=opts.gen_batch_size,
+                                   max_positions=max_pos, ignore_invalid_inputs=True, seed=opts.seed,
                                    num_workers=0, epoch=1, disable_iterator_cache=True)
     test = []
     for sample in gitr.next_epoch_itr(shuffle=True):
         test.append(sample)
-        if len(test) == args.gen_batches:
+        if len(test) == opts.gen_batches:
             break
     return train, test
 

@@ -7,7 +7,7 @@
 The element-wise mean of the models' parameters (float32 accumulation, cast back); integer buffers must be
 equal. Everything else comes from the last checkpoint (the newest with ``--num-*-checkpoints``), so the output
 loads in fairseq-generate like any checkpoint. Exit status 0, or 2 with a message naming the file.
-See :mod:`syntrans.checkpoint_average`.
+See :mod:`syntrans.checkpoints.average`.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import sys
 import time
 from typing import List, Optional
 
+from ..checkpoints.average import average_checkpoints, last_checkpoints, save_checkpoint
 from .argtypes import positive_int as _positive
 
 PROG = "syntrans-average-checkpoints"
@@ -40,8 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve_inputs(args, parser: argparse.ArgumentParser) -> List[str]:
     """The checkpoint files to average, oldest first."""
-    from ..checkpoint_average import last_checkpoints
-
     n = args.num_epoch_checkpoints or args.num_update_checkpoints
     if n is None:
         if args.checkpoint_upper_bound is not None:
@@ -61,8 +60,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-average-checkpoints``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from ..checkpoint_average import average_checkpoints, save_checkpoint
-
     t0 = time.perf_counter()
     try:
         paths = resolve_inputs(args, parser)

@@ -8,38 +8,29 @@ ratio to the reference, with the issue's targets printed next to the ratios (rep
 Building the syntax sidecars is timed against fairseq's binarization of the same corpus: Multi30k
 en→de when ``../shared/data/multi30k`` is present, else the built-in synthetic corpus.
 
-This module holds the command line and wires together the pieces of :mod:`syntrans.bench`:
-:mod:`~syntrans.bench.corpus` (preparation, binarization, sidecar timing), :mod:`~syntrans.bench.models`
-(which models, built how, on which batches), :mod:`~syntrans.bench.measure` (speed and memory) and
-:mod:`~syntrans.bench.report` (targets, Markdown and JSON).
+This module holds the command line: its flags make a :class:`~syntrans.bench.options.BenchOptions` for
+:func:`syntrans.bench.run.run_benchmark` (see :mod:`syntrans.bench`), whose Markdown report goes to stdout.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import sys
-import time
-import warnings
-from pathlib import Path
 from typing import List, Optional
 
-from ..bench.corpus import ensure_data_bin, prepare_corpus, say, time_preprocessing
-from ..bench.measure import measure_device
-from ..bench.models import build_models, make_batches, syntax_presets
-from ..bench.report import SIDECAR_TARGET, _finite_json, render, targets_for
+from ..bench.corpus import say
+from ..bench.models import syntax_presets
+from ..bench.options import DEFAULTS, BenchError, BenchOptions
+from ..bench.run import run_benchmark
 
-QUICK = dict(layers=2, dim=64, heads=8, ffn=128, batches=2, warmup=1, reps=2, max_tokens=512, gen_batches=1,
-             gen_batch_size=8, beam=2, synth_train=200, synth_test=24, max_len_b=5, sidecar_reps=1)
-DEFAULTS = dict(layers=6, dim=256, heads=8, ffn=1024, batches=6, warmup=1, reps=4, max_tokens=2048, gen_batches=2,
-                gen_batch_size=32, beam=4, synth_train=10000, synth_test=500, max_len_b=10, sidecar_reps=3)
+PROG = "syntrans-benchmark"
+__all__ = ["build_parser", "main", "options_from_args", "syntax_presets"]  # syntax_presets: what a run measures
 
 
 # ------------------------------------------------------------------------------------------- options
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="syntrans-benchmark",
+        prog=PROG,
         description="Training/generation speed and peak memory of every syntax_transformer preset against the "
                     "vanilla fairseq Transformer, and syntax-sidecar building time against fairseq binarization.")
     p.add_argument("--device", choices=("cpu", "cuda", "all"), default=None,
@@ -89,111 +80,30 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def resolve(args) -> argparse.Namespace:
-    base = QUICK if args.quick else DEFAULTS
-    for k, v in base.items():
-        if getattr(args, k, None) is None:
-            setattr(args, k, v)
-    for k in ("layers", "dim", "heads", "ffn", "batches", "reps", "max_tokens", "gen_batches", "gen_batch_size", "beam",
-              "sidecar_reps"):
-        if getattr(args, k) < 1:
-            raise SystemExit(f"syntrans-benchmark: error: --{k.replace('_', '-')} must be ≥ 1")
-    if args.warmup < 0:
-        raise SystemExit("syntrans-benchmark: error: --warmup must be ≥ 0")
-    if args.dim % args.heads:
-        raise SystemExit(f"syntrans-benchmark: error: --dim {args.dim} is not divisible by --heads {args.heads}")
-    return args
+def options_from_args(args: argparse.Namespace) -> BenchOptions:
+    """The :class:`BenchOptions` of parsed flags (the presets' values filled in; BenchError for refused values)."""
+    archs = [a.strip() for a in args.archs.split(",") if a.strip()] if args.archs else None
+    return BenchOptions(
+        device=args.device, archs=archs, layers=args.layers, dim=args.dim, heads=args.heads, ffn=args.ffn,
+        batches=args.batches, warmup=args.warmup, reps=args.reps, max_tokens=args.max_tokens,
+        gen_batches=args.gen_batches, gen_batch_size=args.gen_batch_size, beam=args.beam, max_len_a=args.max_len_a,
+        max_len_b=args.max_len_b, lr=args.lr, no_matched_vanilla=args.no_matched_vanilla, seed=args.seed,
+        threads=args.threads, quick=args.quick, corpus=args.corpus, multi30k_dir=args.multi30k_dir,
+        bpe_merges=args.bpe_merges, work_dir=args.work_dir, no_sidecars=args.no_sidecars,
+        sidecar_reps=args.sidecar_reps, out=args.out, json=args.json, verbose=args.verbose)
 
 
 # ------------------------------------------------------------------------------------------- main
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = resolve(build_parser().parse_args(argv))
-    if args.verbose:
-        return run(args)
-    levels = {}
-    for name in ("fairseq", "fairseq_cli", "hydra", "syntrans"):
-        levels[name] = logging.getLogger(name).level
-        logging.getLogger(name).setLevel(logging.WARNING)
+    """Run ``syntrans-benchmark``; returns 0, or exits with a message naming a refused setting."""
     try:
-        with warnings.catch_warnings():  # hydra's deprecation notes and the like: not the benchmark's business
-            warnings.simplefilter("ignore", UserWarning)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            warnings.simplefilter("ignore", FutureWarning)
-            return run(args)
-    finally:
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
-
-
-def run(args) -> int:
-    import fairseq
-    import torch
-
-    import syntrans  # noqa: F401  (registers the task, model and criterion)
-
-    threads = torch.get_num_threads()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    try:
-        return _run(args, fairseq, torch)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(args, fairseq, torch) -> int:
-    presets = syntax_presets()
-    if args.archs:
-        wanted = [a.strip() for a in args.archs.split(",") if a.strip()]
-        unknown = [a for a in wanted if a not in presets]
-        if unknown:
-            raise SystemExit(f"syntrans-benchmark: error: not syntax presets: {', '.join(unknown)} "
-                             f"(registered: {', '.join(presets)})")
-        presets = wanted
-    if args.device in (None, "all"):
-        devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    elif args.device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("syntrans-benchmark: error: --device cuda but torch.cuda.is_available() is False")
-    else:
-        devices = [args.device]
-
-    t_start = time.perf_counter()
-    corpus = prepare_corpus(args)
-    say(f"corpus: {corpus.description}")
-    timing = None
-    if not args.no_sidecars:
-        say("timing fairseq binarization vs syntax sidecars")
-        timing = time_preprocessing(corpus, args.sidecar_reps)
-    ensure_data_bin(corpus, timing)
-
-    torch.manual_seed(args.seed)
-    task, benches = build_models(args, corpus, presets)
-    train, test = make_batches(task, benches, args)
-    results = []
-    for dev in devices:
-        results.append(measure_device(args, task, benches, train, test, dev))
-
-    settings = {k: getattr(args, k) for k in ("layers", "dim", "heads", "ffn", "batches", "warmup", "reps",
-                                               "max_tokens", "gen_batches", "gen_batch_size", "beam", "max_len_a",
-                                               "max_len_b", "lr", "seed", "quick", "no_matched_vanilla",
-                                               "sidecar_reps")}
-    settings["threads"] = torch.get_num_threads()
-    result = {
-        "corpus": {"name": corpus.name, "description": corpus.description, "data_bin": str(corpus.data_bin)},
-        "torch": torch.__version__, "fairseq": fairseq.__version__, "python": sys.version.split()[0],
-        "settings": settings, "models": [b.name for b in benches], "presets": presets, "devices": results,
-        "sidecars": None if timing is None else {k: v for k, v in timing.items() if k != "dest"},
-        "targets": {"models": {p: targets_for(p) for p in presets}, "sidecars_max": SIDECAR_TARGET},
-        "seconds": time.perf_counter() - t_start,
-    }
-    text = render(result)
-    sys.stdout.write(text)
+        run = run_benchmark(options_from_args(build_parser().parse_args(argv)))
+    except BenchError as e:
+        raise SystemExit(f"{PROG}: error: {e}") from None
+    sys.stdout.write(run.report)
     sys.stdout.flush()
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-    if args.json:
-        Path(args.json).write_text(json.dumps(_finite_json(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    say(f"done in {result['seconds']:.0f}s")
+    say(f"done in {run.result['seconds']:.0f}s")
     return 0
 
 

@@ -45,6 +45,13 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+import numpy as np
+
+from ..parsing.stanza_parser import MissingModelsError
+from ..parsing.trivial import KINDS
+from ..plots import attention as A
+from ..plots import gates as G
+from ..plots import sentence as S
 from .argtypes import positive_int as _positive
 
 PROG = "syntrans-plot"
@@ -90,8 +97,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--title", default=None, help="title of the heat map")
     g.set_defaults(run=run_gates)
 
-    from ..parsing.trivial import KINDS
-
     s = sub.add_parser("sentence", help="one parsed sentence: tree, distances, local range masks, PASCAL weights",
                        description="The constituency tree, syntactic distances (Hou et al. 2022, Algorithm 1), hard and "
                                    "soft local range masks (Algorithm 2, Eq. 6-7) and PASCAL weights (Bugliarello & "
@@ -134,8 +139,6 @@ def _fmt_mean(value: float) -> str:
 
 def run_gates(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     """``syntrans-plot gates``; returns the summary line."""
-    from ..plots import gates as G
-
     if args.checkpoint is not None:
         if args.data is None:
             parser.error("gates --checkpoint needs --data DATA_BIN")
@@ -170,10 +173,6 @@ def run_gates(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
 
 def run_sentence(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     """``syntrans-plot sentence``; returns the summary line."""
-    import numpy as np
-
-    from ..plots import sentence as S
-
     S.check_output_paths(args.out, args.matrices)
     if (args.text is None) == (args.parse is None):
         parser.error("sentence needs either SENTENCE (tokenized text to parse) or --parse FILE --line N, not both")
@@ -189,8 +188,6 @@ def run_sentence(args: argparse.Namespace, parser: argparse.ArgumentParser) -> s
         for flag, value in (("--line", args.line), ("--sentence", args.sentence)):
             if value is not None:
                 parser.error(f"{flag} goes with --parse FILE")
-        from ..parsing.stanza_parser import MissingModelsError
-
         name, lang = args.parser or "stanza", args.lang or "en"
         try:
             parsed = S.sentence_from_text(args.text, name, lang)
@@ -212,9 +209,6 @@ def run_sentence(args: argparse.Namespace, parser: argparse.ArgumentParser) -> s
 
 def run_attention(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     """``syntrans-plot attention``; returns the summary line."""
-    from ..plots import attention as A
-    from ..plots import sentence as S
-
     S.check_output_paths(args.out, args.matrices)  # a bad suffix is refused before the model is loaded
     attention = A.attention_from_checkpoint(args.checkpoint, args.data, args.split, args.sentence_index, args.device)
     fig, matrices = A.plot_attention(attention, title=args.title)

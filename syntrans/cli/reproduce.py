@@ -17,6 +17,11 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from ..prep.errors import PrepError
+from ..reproduce.config_file import CONFIG_DIR, ConfigError
+from ..reproduce.runner import Options, RunError, reproduce
+from ..reproduce.tables import TABLES
+
 PROG = "syntrans-reproduce"
 
 
@@ -35,8 +40,6 @@ def _names(text: str) -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..reproduce.tables import TABLES
-
     p = argparse.ArgumentParser(prog=PROG, description="Rebuild a published table of test BLEU with our numbers beside the "
                                 "published ones.", epilog="tables: " + "; ".join(f"{k}: {t.paper}" for k, t in TABLES.items()))
     p.add_argument("table", choices=sorted(TABLES), metavar="TABLE", help="one of: " + ", ".join(TABLES))
@@ -71,9 +74,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
-    from ..reproduce.config_file import CONFIG_DIR, ConfigError
-    from ..reproduce.runner import Options, RunError, reproduce
-
     if args.synthetic and not args.smoke:
         print(f"{PROG}: --synthetic goes with --smoke (the synthetic corpus is for smoke runs)", file=sys.stderr)
         return 2
@@ -93,14 +93,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                    command=" ".join([PROG, *map(shlex.quote, argv)]))
     try:
         reproduce(opts, log=lambda message: print(message, flush=True))  # flushed: progress shows in a piped log
-    except (RunError, ConfigError) as e:
+    except (RunError, ConfigError, PrepError) as e:  # the preparation's errors (PrepError) carry their own message
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    except Exception as e:  # the preparation's errors (PrepError) carry their own message
-        if type(e).__name__ == "PrepError":
-            print(f"{PROG}: {e}", file=sys.stderr)
-            return 2
-        raise
     return 0
 
 

@@ -25,7 +25,9 @@ import sys
 import time
 from typing import Dict, Iterator, List, Optional, TextIO
 
-from ..hub.translator import PARSER_CHOICES
+from ..hub.translator import PARSER_CHOICES, Translator
+from ..parsing.stanza_parser import MissingModelsError
+from ..syntax.parsed import read_parsed
 from .argtypes import positive_int as _positive
 
 PROG = "syntrans-translate"
@@ -78,8 +80,6 @@ def line_batches(stream: TextIO, size: int) -> Iterator[List[str]]:
 
 def read_parse_file(path: str) -> Dict[int, list]:
     """line number → its parsed sentences, from a parsed corpus (errors name the file)."""
-    from ..syntax.parsed import read_parsed
-
     by_line: Dict[int, list] = {}
     for s in read_parsed(path):
         by_line.setdefault(s.line, []).append(s)
@@ -99,8 +99,6 @@ def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str
 
 
 def run(args) -> int:
-    from ..hub import Translator
-
     t0 = time.perf_counter()
     overrides = ast.literal_eval(args.model_overrides)
     if not isinstance(overrides, dict):
@@ -153,8 +151,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     for stream, given in ((sys.stdin, args.input), (sys.stdout, args.output)):
         if not given and hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8")
-    from ..parsing.stanza_parser import MissingModelsError
-
     try:
         return run(args)
     except MissingModelsError as e:

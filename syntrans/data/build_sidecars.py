@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import List
 
-from ..syntax.align import bpe_word_index, bpe_words, line_facts
+from ..syntax.align import bpe_word_index, bpe_words, check_line_words, line_facts
 from ..syntax.gc_pause import gc_paused
 from ..syntax.parsed import group_by_line, read_parsed
 from . import sidecars
@@ -86,11 +86,10 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
             raise SidecarError(f"{text_file}, line {ln}: {e}") from None
         words = bpe_words(pieces, marker)
         parse_words = [w for s in sents for w in s.words]
-        if len(words) != len(parse_words):
-            raise SidecarError(
-                f"{text_file}, line {ln}: the BPE text spells {len(words)} words but {parse_file} has "
-                f"{len(parse_words)} for that line (text: {' '.join(words[:8])!r}…; parse: {' '.join(parse_words[:8])!r}…); "
-                "the parse must be of the same tokenized text the BPE was applied to")
+        try:
+            check_line_words(words, parse_words, f"{text_file}, line {ln}", parse_file)
+        except ValueError as e:
+            raise SidecarError(str(e)) from None
         if words != parse_words:
             rep.respelled.append(ln)
         if not pieces:

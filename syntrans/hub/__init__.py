@@ -5,7 +5,8 @@
     t.translate(["Ein Mann fährt Fahrrad ."])
 
 Files: ``translator.py`` (the pipeline), ``text.py`` (Moses and BPE), ``source_syntax.py`` (parsing and in-memory
-sidecars), ``batch.py`` (collating like fairseq-generate), ``loading.py`` (the checkpoint and its task).
+sidecars), ``batch.py`` (collating like fairseq-generate); the checkpoint and its task load with
+:func:`syntrans.checkpoints.loading.load_checkpoint`.
 ``syntrans-translate`` (:mod:`syntrans.cli.translate`) is the command line around it.
 """
 from .source_syntax import MemorySidecar, SourceParser

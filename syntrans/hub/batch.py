@@ -24,7 +24,7 @@ def collate(task, src_tokens: List[torch.Tensor], side: Optional[Dict] = None) -
     ``side``: the source sidecars (kind → :class:`~syntrans.hub.source_syntax.MemorySidecar`), for the
     ``syntax_translation`` task; the features the task's model asks for must be buildable from them.
     """
-    from fairseq.data import LanguagePairDataset
+    from fairseq.data import LanguagePairDataset  # lazy: imports fairseq
 
     cfg = task.cfg
     dataset = LanguagePairDataset(
@@ -33,7 +33,7 @@ def collate(task, src_tokens: List[torch.Tensor], side: Optional[Dict] = None) -
         pad_to_multiple=getattr(cfg, "required_seq_len_multiple", 1), shuffle=False,
     )
     if hasattr(task, "syntax_requests"):  # the syntax_translation task
-        from ..data.syntax_dataset import SyntaxPairDataset
+        from ..data.syntax_dataset import SyntaxPairDataset  # lazy: imports fairseq
 
         dataset = SyntaxPairDataset(dataset, side or {}, {}, task.syntax_requests, task.syntax_optional)
     return dataset.collater([dataset[i] for i in range(len(src_tokens))])

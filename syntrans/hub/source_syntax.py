@@ -2,8 +2,8 @@
 
 What ``syntrans-preprocess`` writes to disk for a corpus line (:mod:`syntrans.data.build_sidecars`) is built
 here for one input line with the same functions (:func:`~syntrans.syntax.align.bpe_word_index`,
-:func:`~syntrans.syntax.align.line_facts`), and held by :class:`MemorySidecar`, which reads like a
-:class:`~syntrans.data.sidecars.Sidecar` (int64 items, as it returns them), so that
+:func:`~syntrans.syntax.align.check_line_words`, :func:`~syntrans.syntax.align.line_facts`), and held by
+:class:`MemorySidecar`, which reads like a :class:`~syntrans.data.sidecars.Sidecar` (int64 items, as it returns them), so that
 :class:`~syntrans.data.syntax_dataset.SyntaxPairDataset` builds and pads the features exactly as at generation
 from binarized data.
 """
@@ -14,7 +14,9 @@ from typing import Dict, List, Sequence, Set, Tuple, Union
 import numpy as np
 
 from ..data.features import FEATURES
-from ..syntax.align import bpe_word_index, bpe_words, line_facts
+from ..parsing import driver  # its functions looked up at call time, so that tests can patch them there
+from ..parsing.stanza_parser import MissingModelsError
+from ..syntax.align import bpe_word_index, bpe_words, check_line_words, line_facts
 from ..syntax.parsed import ParsedSentence
 
 #: sidecar kinds that need a parse (``word`` needs only the BPE text)
@@ -70,13 +72,7 @@ def line_arrays(pieces: Sequence[str], sentences: Sequence[ParsedSentence], wher
         raise ValueError(f"{where}: {e}") from None
     if not sentences:
         return out
-    words = bpe_words(pieces, marker)
-    parse_words = [w for s in sentences for w in s.words]
-    if len(words) != len(parse_words):
-        raise ValueError(
-            f"{where}: the tokenized line has {len(words)} words but its parse has {len(parse_words)} "
-            f"(line: {' '.join(words[:8])!r}…; parse: {' '.join(parse_words[:8])!r}…); the parse must be of the same "
-            "tokenized text")
+    check_line_words(bpe_words(pieces, marker), [w for s in sentences for w in s.words], where)
     heads, dists = line_facts(sentences, binarize=binarize, need_tree=True, need_heads=True)
     if heads is not None:
         out["head"] = heads
@@ -103,34 +99,30 @@ def memory_side(items: Sequence[Dict[str, List[int]]], wheres: Sequence[str], re
 
 class SourceParser:
     """Parses token lists with a ``syntrans-parse`` parser and its failure convention: a sentence the parser fails on
-    gets the right-branching fallback parse and is reported with its line number (:func:`syntrans.cli.parse.parse_lines`).
+    gets the right-branching fallback parse and is reported with its line number (:func:`syntrans.parsing.driver.parse_lines`).
 
     ``name``: ``auto`` or ``stanza`` (stanza's models for ``lang``; :class:`MissingModelsError` at once when they are
     not installed), ``right-branching``, ``left-branching`` or ``flat``.
     """
 
     def __init__(self, name: str, lang: str, batch_size: int = 32):
-        from ..cli.parse import PARSERS, make_parser
-        from ..parsing.stanza_parser import MissingModelsError
-
         if name == "auto":
             name = "stanza"
-        if name not in PARSERS:
-            raise ValueError(f"unknown parser {name!r}: expected auto or one of {', '.join(PARSERS)}")
+        if name not in driver.PARSERS:
+            raise ValueError(f"unknown parser {name!r}: expected auto or one of {', '.join(driver.PARSERS)}")
         self.name, self.lang, self.batch_size = name, lang, batch_size
         try:
-            self.parser = make_parser(name, lang, batch_size, raw=False)  # the tokens are Moses-escaped: unescaped for stanza
+            # the tokens are Moses-escaped: unescaped for stanza
+            self.parser = driver.make_parser(name, lang, batch_size, raw=False)
         except MissingModelsError as e:
             raise MissingModelsError(stanza_message(e)) from e
 
     def parse(self, numbered: Sequence[Tuple[int, List[str]]], where: str = "input"
               ) -> Tuple[Dict[int, List[ParsedSentence]], List[Tuple[int, str]]]:
         """Parse (line number, tokens) pairs: (line number → its sentences, [(line number, failure reason)])."""
-        from ..cli.parse import Stats, parse_lines
-
-        stats = Stats()
+        stats = driver.Stats()
         by_line: Dict[int, List[ParsedSentence]] = {}
-        for sentences in parse_lines(numbered, self.parser, self.batch_size, stats=stats, where=where):
+        for sentences in driver.parse_lines(numbered, self.parser, self.batch_size, stats=stats, where=where):
             for s in sentences:
                 by_line.setdefault(s.line, []).append(s)
         return by_line, list(stats.failures)

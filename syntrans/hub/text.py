@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import List
 
+from subword_nmt.apply_bpe import BPE
+
 
 class SourceText:
     """Tokenizes and BPE-encodes source lines.
@@ -21,8 +23,6 @@ class SourceText:
 
     def __init__(self, bpe_codes: str, lang: str = "en", tokenize: bool = True, lowercase: bool = False,
                  marker: str = "@@"):
-        from subword_nmt.apply_bpe import BPE
-
         if not os.path.isfile(bpe_codes):
             raise FileNotFoundError(f"{bpe_codes}: expected a subword-nmt BPE codes file (learn_bpe output), found "
                                     f"{'a directory' if os.path.isdir(bpe_codes) else 'nothing'}")
@@ -35,7 +35,7 @@ class SourceText:
         self.lowercase = lowercase
         self.moses = None
         if tokenize:
-            from sacremoses import MosesTokenizer
+            from sacremoses import MosesTokenizer  # lazy: a slow import, needed only when tokenizing
 
             self.moses = MosesTokenizer(lang=lang)
 
@@ -59,7 +59,7 @@ class TargetText:
     def __init__(self, lang: str = "en", detokenize: bool = True):
         self.moses = None
         if detokenize:
-            from sacremoses import MosesDetokenizer
+            from sacremoses import MosesDetokenizer  # lazy: a slow import, needed only when detokenizing
 
             self.moses = MosesDetokenizer(lang=lang)
 

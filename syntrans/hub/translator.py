@@ -14,8 +14,10 @@ import sys
 from types import SimpleNamespace
 from typing import Callable, Dict, List, Optional, Sequence
 
+import torch
+
+from ..checkpoints.loading import load_checkpoint
 from .batch import collate, encode_source
-from .loading import load_for_generation
 from .source_syntax import LineParse, SourceParser, as_sentences, line_arrays, memory_side, needed_kinds, needs_parse
 from .text import SourceText, TargetText
 
@@ -36,7 +38,7 @@ class Translator:
     def __init__(self, model, task, source: SourceText, target: TargetText, generation, parser: Optional[SourceParser] = None,
                  device: str = "cpu", batch_size: int = 32, binarize_trees: bool = False,
                  log: Callable[[str], None] = _stderr):
-        from fairseq import utils
+        from fairseq import utils  # lazy: imports fairseq
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, found {batch_size}")
@@ -65,18 +67,16 @@ class Translator:
         parse. ``binarize_trees``: the data was binarized with ``syntrans-preprocess --binarize-trees``.
         ``device``: ``cpu``, ``cuda`` or None (CUDA when available). Generation settings are fairseq-generate's.
         """
-        import torch
-        from fairseq.dataclass.configs import GenerationConfig
+        from fairseq.dataclass.configs import GenerationConfig  # lazy: imports fairseq
 
         if parser is not None and parser not in PARSER_CHOICES:
             raise ValueError(f"unknown parser {parser!r}: expected one of {', '.join(PARSER_CHOICES)} (or None)")
         if beam < 1:
             raise ValueError(f"beam must be at least 1, found {beam}")
-        model, _cfg, task = load_for_generation(checkpoint, data, source_lang, target_lang, model_overrides)
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        model, _cfg, task = load_checkpoint(checkpoint, data, source_lang, target_lang, model_overrides, device)
         src, tgt = task.cfg.source_lang, task.cfg.target_lang
         generation = GenerationConfig(beam=beam, nbest=1, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b)
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        model.to(device)
         model.prepare_for_inference_(SimpleNamespace(generation=generation))  # as fairseq-generate (eval mode, beamable mm)
         source = SourceText(bpe_codes, lang=src, tokenize=tokenize, lowercase=lowercase, marker=bpe_marker)
         built_parser = None
@@ -133,7 +133,7 @@ class Translator:
         return [by_line.get(first + k) for k in range(len(tokens))]
 
     def _translate(self, tokens: List[List[str]], parses: List[LineParse], first: int, name: str) -> List[str]:
-        from fairseq import utils
+        from fairseq import utils  # lazy: imports fairseq
 
         results = [""] * len(tokens)
         self.sentences += len(tokens)
@@ -170,8 +170,8 @@ class Translator:
 
     def _output(self, hypo: Dict) -> str:
         """The best hypothesis as fairseq-generate's H- line (BPE removed), then detokenized."""
-        from fairseq import utils
-        from fairseq_cli.generate import get_symbols_to_strip_from_output
+        from fairseq import utils  # lazy: imports fairseq
+        from fairseq_cli.generate import get_symbols_to_strip_from_output  # lazy: imports fairseq
 
         _, text, _ = utils.post_process_prediction(
             hypo_tokens=hypo["tokens"].int().cpu(), src_str="", alignment=hypo["alignment"], align_dict=None,

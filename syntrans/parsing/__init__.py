@@ -3,8 +3,10 @@
 ``trivial_parse(tokens, kind)`` needs no model; ``align_to_tokens`` maps a stanza-like parse back to
 the input tokens by position; ``StanzaParser`` wraps the stanza pipeline, built by the factory
 ``syntrans.parsing.stanza_parser.make_pipeline`` (patch it there to fake the pipeline); stanza's
-pipeline and torch are imported only when a stanza parser is built.
+models are loaded only when a stanza parser is built. :mod:`.driver` parses files with them (batches,
+the failure fallback, shards): ``parse_lines``, ``make_parser``, ``parse_job``.
 """
+from .driver import PARSERS, ParseJob, Stats, StrictParseError, make_parser, merge_finished, parse_job, parse_lines
 from .shards import InputError, merge_shards, shard_path, shard_range
 from .stanza_parser import (
     MissingModelsError,
@@ -30,10 +32,14 @@ from .trivial import (
 
 __all__ = [
     "KINDS",
+    "PARSERS",
     "InputError",
     "MissingModelsError",
+    "ParseJob",
     "StanzaLikeSentence",
     "StanzaParser",
+    "Stats",
+    "StrictParseError",
     "SyntacticWord",
     "TrivialParser",
     "align_to_tokens",
@@ -41,9 +47,13 @@ __all__ = [
     "flat_tree",
     "from_stanza",
     "left_branching_tree",
+    "make_parser",
     "make_pipeline",
+    "merge_finished",
     "merge_shards",
     "moses_unescape",
+    "parse_job",
+    "parse_lines",
     "right_branching_tree",
     "shard_path",
     "shard_range",

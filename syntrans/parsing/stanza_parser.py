@@ -37,6 +37,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import stanza
+import torch
+from stanza.models.constituency.parse_tree import Tree
+from stanza.resources import common as stanza_resources
+
 from ..syntax.parsed import ParsedSentence
 from ..syntax.trees import TreeLike, as_tree
 
@@ -145,8 +150,6 @@ def align_to_tokens(tokens: Sequence[str], sentence: StanzaLikeSentence,
 
 def _tree_to_tokens(tree, word_tok: Sequence[int], tokens: Sequence[str]):
     """Rebuild ``tree`` so its leaves are ``tokens`` (leaf j belongs to token word_tok[j])."""
-    from stanza.models.constituency.parse_tree import Tree
-
     n_leaves = len(tree.leaf_labels())
     if n_leaves != len(word_tok):
         raise ValueError(f"the constituency tree has {n_leaves} leaves but the parser returned {len(word_tok)} words")
@@ -181,9 +184,7 @@ class MissingModelsError(RuntimeError):
 
 def resources_dir() -> str:
     """Where stanza looks for models: ``$STANZA_RESOURCES_DIR``, else stanza's default (read now)."""
-    from stanza.resources.common import DEFAULT_MODEL_DIR
-
-    return os.environ.get("STANZA_RESOURCES_DIR") or DEFAULT_MODEL_DIR
+    return os.environ.get("STANZA_RESOURCES_DIR") or stanza_resources.DEFAULT_MODEL_DIR
 
 
 def download_command(lang: str, model_dir: str | None = None) -> str:
@@ -212,9 +213,7 @@ def missing_models_message(lang: str, error: BaseException, model_dir: str | Non
 def has_mwt(lang: str, model_dir: str) -> bool:
     """Whether the installed resources list a multi-word-token model for ``lang`` (False if unknown)."""
     try:
-        from stanza.resources.common import load_resources_json
-
-        resources = load_resources_json(model_dir)
+        resources = stanza_resources.load_resources_json(model_dir)
     except (OSError, ValueError):  # no or unreadable resources.json: the pipeline itself will report it
         return False
     entry = resources.get(lang, {})
@@ -229,9 +228,6 @@ def make_pipeline(lang: str, batch_size: int = 64, use_gpu: bool | None = None):
     ``batch_size`` is the constituency parser's batch (sentences); the word-counted batches of
     pos, lemma and depparse are max(5000, 100 · batch_size) words (stanza's default is 5000).
     """
-    import stanza
-    import torch
-
     model_dir = resources_dir()
     processors = list(PROCESSORS)
     if has_mwt(lang, model_dir):

@@ -26,8 +26,8 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from ..checkpoints.loading import load_checkpoint
 from .gates import _figure
-from .loading import load_model_and_task
 
 PathLike = Union[str, "os.PathLike[str]"]
 HeadKey = Tuple[str, int, int]  # (side, layer, head)
@@ -76,7 +76,7 @@ def _parents(side: str, kind: str, net_input) -> Optional[np.ndarray]:
     if value is None:
         return None
     if side == "decoder":  # causal: arcs to later tokens are dropped from the loss (and cannot be attended)
-        from ..modules.dbsa import causal_parents
+        from ..modules.dbsa import causal_parents  # lazy: imports torch
 
         value = causal_parents(value.long())[0]
     p = value[0].double().cpu().numpy()  # (T,)
@@ -88,10 +88,10 @@ def sentence_attention(model, task, split: str = "test", index: int = 0) -> Sent
     heads' attention. The encoder runs alone unless the decoder has syntax heads (then the whole model,
     teacher-forced on the target). Eval mode, no gradient; the model's mode is restored afterwards.
     ValueError for a model without syntax heads or an index outside the split."""
-    import torch
-    from fairseq import utils
+    import torch  # lazy: this module imports without torch and fairseq
+    from fairseq import utils  # lazy: imports fairseq
 
-    from ..modules.attention_record import record_attention, syntax_layers
+    from ..modules.attention_record import record_attention, syntax_layers  # lazy: imports fairseq
 
     layers = syntax_layers(model)
     if not layers:
@@ -133,7 +133,7 @@ def sentence_attention(model, task, split: str = "test", index: int = 0) -> Sent
 def attention_from_checkpoint(path: PathLike, data: PathLike, split: str = "test", index: int = 0,
                               device: Optional[str] = None) -> SentenceAttention:
     """:func:`sentence_attention` of a checkpoint's model on its task reading ``data``."""
-    model, task = load_model_and_task(path, data, device)
+    model, _cfg, task = load_checkpoint(path, data, device=device)
     try:
         return sentence_attention(model, task, split, index)
     except ValueError as e:

@@ -26,6 +26,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ..checkpoints.loading import load_checkpoint
+
 PathLike = Union[str, "os.PathLike[str]"]
 History = List[Tuple[Optional[int], Optional[int], np.ndarray]]
 
@@ -45,8 +47,8 @@ def gate_matrix_from_model(model, task, split: str, max_sentences: Optional[int]
     Deterministic: the model runs in eval mode (its mode is restored afterwards), batches in dataset order.
     NaN for layers that are not gated and for heads beyond the layer's ``plan.syntax_heads``.
     """
-    import torch
-    from fairseq import utils
+    import torch  # lazy: reading a training log needs neither torch nor fairseq
+    from fairseq import utils  # lazy: imports fairseq
 
     encoder = getattr(model, "encoder", None)
     gate_layers = sorted(getattr(encoder, "gate_layers", None) or [])
@@ -108,9 +110,7 @@ def gate_matrix_from_checkpoint(path: PathLike, data: PathLike, split: str = "va
 
     ``device``: where the model runs (default: CUDA when available, else CPU).
     """
-    from .loading import load_model_and_task
-
-    model, task = load_model_and_task(path, data, device)
+    model, _cfg, task = load_checkpoint(path, data, device=device)
     try:
         return gate_matrix_from_model(model, task, split, max_sentences=max_sentences, max_tokens=max_tokens)
     except ValueError as e:
@@ -225,8 +225,8 @@ def _check_image_path(out_path: PathLike) -> Path:
 
 
 def _figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib is optional (the plot extra)
+    from matplotlib.figure import Figure  # lazy: as above
 
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
@@ -271,7 +271,7 @@ def plot_gate_heatmap(matrix, out_path: PathLike, title: Optional[str] = None):
     Rows are encoder layers ("layer 0" at the top), columns heads; colour scale fixed to 0..1, each gated cell
     shows its value, NaN cells stay blank. Returns the matplotlib Figure (the image: ``fig.axes[0].images[0]``).
     """
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is optional (the plot extra)
 
     m = np.asarray(matrix, dtype=float)
     if m.ndim != 2 or 0 in m.shape:
@@ -302,7 +302,7 @@ def plot_gate_heatmap(matrix, out_path: PathLike, title: Optional[str] = None):
 def plot_gate_epochs(history: Sequence, out_path: PathLike, title: Optional[str] = None):
     """One line per layer: the layer's mean gate (over its gated heads) against the epoch, from the last validation
     of each epoch of ``history`` (:func:`gate_history_from_log`). Layers never gated are left out. Returns the Figure."""
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # lazy: matplotlib is optional (the plot extra)
 
     points = last_per_epoch(list(history))
     if not points:

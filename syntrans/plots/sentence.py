@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import torch
 
+from ..modules.pascal import pascal_weights
+from ..parsing.stanza_parser import StanzaParser
+from ..parsing.trivial import KINDS, trivial_parse
+from ..syntax.masks import local_range_mask
 from ..syntax.parents import subword_parents_array
 from ..syntax.parsed import ParsedSentence, read_parsed
 from ..syntax.trees import TreeLike, as_tree
@@ -62,11 +67,6 @@ def sentence_matrices(parsed: ParsedSentence, tau: float = 10.0, sigma: float = 
     The first three need a constituency tree, ``pascal`` needs dependency heads; keys a sentence cannot give
     are absent. ValueError when it has neither, or for τ ≤ 0 or σ ≤ 0.
     """
-    import torch
-
-    from ..modules.pascal import pascal_weights
-    from ..syntax.masks import local_range_mask
-
     if not tau > 0 or not sigma > 0:
         raise ValueError(f"tau and sigma must be > 0, found tau={tau}, sigma={sigma}")
     n = len(parsed.words)
@@ -137,8 +137,6 @@ def sentence_from_text(text: str, parser: str = "stanza", lang: str = "en") -> P
     """Parse one tokenized sentence (words split on spaces) with ``parser``: ``right-branching``,
     ``left-branching``, ``flat`` (model-free, :mod:`syntrans.parsing.trivial`) or ``stanza`` (``lang``'s models;
     :class:`~syntrans.parsing.stanza_parser.MissingModelsError` when they are not installed)."""
-    from ..parsing.trivial import KINDS, trivial_parse
-
     tokens = text.split()
     if not tokens:
         raise ValueError("the sentence is empty: give its tokenized words, separated by spaces")
@@ -146,8 +144,6 @@ def sentence_from_text(text: str, parser: str = "stanza", lang: str = "en") -> P
         return trivial_parse(tokens, parser)
     if parser != "stanza":
         raise ValueError(f"unknown parser {parser!r}: expected stanza or one of {', '.join(KINDS)}")
-    from ..parsing.stanza_parser import StanzaParser
-
     return StanzaParser(lang=lang, batch_size=1).parse_batch([tokens])[0]
 
 

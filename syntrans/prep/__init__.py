@@ -4,7 +4,7 @@
 :mod:`syntrans.prep.pipeline` and returns a :class:`Prepared`; :data:`CORPORA` is the registry
 (:mod:`syntrans.prep.corpora`); every user-fixable problem is a :class:`PrepError`. Pieces:
 :mod:`.download` and :mod:`.checksums` (fetch), :mod:`.extract`, :mod:`.tokenization` and :mod:`.clean`
-(pure functions) with :mod:`.prepare_text`, :mod:`.bpe`, :mod:`.parse`, :mod:`.binarize` (the only step
+(pure functions) with :mod:`.prepare_text`, :mod:`.bpe`, :mod:`.parse_step`, :mod:`.binarize` (the only step
 that imports fairseq), :mod:`.markers` (done-markers).
 """
 from .corpora import CORPORA, Clean, Corpus, Download, PairData, Part

@@ -1,6 +1,6 @@
 """Step 6 (binarize): ``syntrans-preprocess`` (fairseq-preprocess plus syntax sidecars) into ``OUT/data-bin``.
 
-The only place ``syntrans.prep`` reaches fairseq: :func:`syntrans.cli.preprocess.main` is imported
+The only place ``syntrans.prep`` reaches fairseq: :func:`syntrans.data.preprocess.preprocess` is imported
 when the step runs. Its inputs are ``OUT/bpe/{split}`` (text prefixes) and ``OUT/parse/{split}``
 (parse prefixes); ``--joined-dictionary`` when the BPE is joint. An existing ``OUT/data-bin`` is
 removed first (fairseq refuses to overwrite its dictionaries).
@@ -39,20 +39,18 @@ def binary_outputs(src: str, tgt: str) -> list[str]:
 
 def run_binarize(bpe_dir: Path, parse_dir: Path, data_bin: Path, src: str, tgt: str, joint: bool, workers: int = 1,
                  log: Callable[[str], None] = print) -> None:
-    from ..cli.preprocess import main as preprocess
+    from ..data.preprocess import parse_preprocess_args, preprocess  # lazy: imports fairseq
 
     if data_bin.exists():
         shutil.rmtree(data_bin)
     argv = preprocess_argv(bpe_dir, parse_dir, data_bin, src, tgt, joint, workers)
     log("binarize: syntrans-preprocess " + " ".join(argv))
     try:
-        rc = preprocess(argv)
-    except SystemExit as e:  # argparse inside fairseq
-        rc = e.code if isinstance(e.code, int) else 2
-    if rc != 0:
-        raise PrepError(f"syntrans-preprocess failed with exit status {rc} (its message is above); inputs: "
+        preprocess(parse_preprocess_args(argv), log=log)
+    except (ValueError, FileNotFoundError) as e:  # SidecarError included
+        raise PrepError(f"syntrans-preprocess failed: {e}; inputs: "
                         f"{bpe_dir}/{{split}}.{{{src},{tgt}}} and {parse_dir}/{{split}}.{{{src},{tgt}}}.conllu; "
-                        f"run again with --force to redo every step")
+                        f"run again with --force to redo every step") from None
     missing = [p for p in binary_outputs(src, tgt) if not (data_bin / p).exists()]
     if missing:
         raise PrepError(f"syntrans-preprocess finished but {data_bin / missing[0]} is missing "

@@ -11,13 +11,14 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from subword_nmt.apply_bpe import BPE
+from subword_nmt.learn_bpe import learn_bpe
+
 from .corpora import SPLITS
 
 
 def learn_codes(inputs: Iterable[Path], codes: Path, ops: int, workers: int = 1) -> None:
     """Learn ``ops`` merges on the concatenation of ``inputs`` into ``codes`` (written atomically)."""
-    from subword_nmt.learn_bpe import learn_bpe
-
     inputs = list(inputs)
     tmp = codes.with_name(codes.name + ".tmp")
     joined = codes.with_name(codes.name + ".input.tmp")
@@ -36,8 +37,6 @@ def learn_codes(inputs: Iterable[Path], codes: Path, ops: int, workers: int = 1)
 
 def apply_codes(codes: Path, inp: Path, out: Path, workers: int = 1) -> None:
     """Segment ``inp`` with ``codes`` into ``out`` (written atomically)."""
-    from subword_nmt.apply_bpe import BPE
-
     with open(codes, encoding="utf-8") as f:
         bpe = BPE(f)
     tmp = out.with_name(out.name + ".tmp")

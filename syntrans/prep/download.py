@@ -20,6 +20,8 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from tqdm import tqdm
+
 from .checksums import SUMS_NAME, Digest, read_sums, verify_file
 from .corpora import Corpus, Download, Part
 from .errors import PrepError
@@ -45,8 +47,6 @@ def download(url: str, dest: Path, timeout: float = 60.0, log: Callable[[str], N
 
     Raises one of NETWORK_ERRORS on failure (the ``.part`` file stays for the next attempt).
     """
-    from tqdm import tqdm
-
     dest = Path(dest)
     part = part_path(dest)
     have = part.stat().st_size if part.exists() else 0

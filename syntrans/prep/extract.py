@@ -29,7 +29,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
-from xml.etree.ElementTree import ParseError
+from xml.etree.ElementTree import ParseError, iterparse
 
 from .corpora import ONE_LANGUAGE_FORMATS, SPLITS, PairData, Part
 from .errors import PrepError
@@ -74,8 +74,6 @@ def _lang_of(code: str | None) -> str:
 
 def tmx_pairs(source: BinaryIO, langs: tuple[str, str], skipped: list[int] | None = None) -> Iterator[tuple[str, str]]:
     """(text in langs[0], text in langs[1]) per ``<tu>``; the 1-based numbers of skipped ``<tu>`` go to ``skipped``."""
-    from xml.etree.ElementTree import iterparse
-
     n = 0
     for _, elem in iterparse(source, events=("end",)):
         if elem.tag != "tu":

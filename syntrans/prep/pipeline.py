@@ -33,12 +33,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import markers
+from .binarize import binary_outputs, run_binarize
 from .bpe import codes_paths, run_bpe
-from .checksums import Digest
+from .checksums import Digest, file_digest, read_sums
 from .clean import REASONS
 from .corpora import CORPORA, SPLITS, Corpus, PairData
+from .download import check_local_files, fetch_downloads, local_files
 from .errors import PrepError
 from .extract import extract_text, read_lines
+from .parse_step import resolve_parsers, run_parse, stanza_installed
+from .prepare_text import tokenize_corpus
 
 STEPS = ("fetch", "extract", "tokenize", "bpe", "parse", "binarize", "reference")
 #: the steps whose outputs each step reads: redoing one redoes these dependants (and theirs)
@@ -145,9 +149,6 @@ def _digest_cache(out: Path) -> dict[str, Digest]:
 
 def _current_digests(r: _Run) -> dict:
     """{file: sha256 or None} of the raw files now (hashing only files whose size or mtime changed)."""
-    from .checksums import file_digest
-    from .download import local_files
-
     if r.corpus.kind == "download":
         names = [d.name for d in r.corpus.downloads if _needed(r, d.name)]
     else:
@@ -199,10 +200,8 @@ def _fetch_id(settings: dict) -> str:
 
 
 def _fetch(r: _Run) -> tuple[list[str], dict]:
-    from .download import check_local_files, fetch_downloads
-
     if r.corpus.kind == "synthetic":
-        from ..synth import write_corpus
+        from ..synth import write_corpus  # lazy: syntrans.synth imports stanza (and torch)
 
         r.raw.mkdir(parents=True, exist_ok=True)
         write_corpus(str(r.raw), r.sizes, SYNTHETIC_SEED, *r.pair.langs)
@@ -238,8 +237,6 @@ def _tokenize_settings(r: _Run) -> dict:
 
 
 def _tokenize(r: _Run) -> tuple[list[str], dict]:
-    from .prepare_text import tokenize_corpus
-
     info = tokenize_corpus(r.pair, r.out / "text", r.out / "tok", r.limits, r.workers, r.log)
     return [f"tok/{s}.{lang}" for s in SPLITS for lang in r.pair.langs], info
 
@@ -255,15 +252,11 @@ def _bpe(r: _Run) -> tuple[list[str], dict]:
 
 
 def _parse_settings(r: _Run) -> dict:
-    from .parse import resolve_parsers
-
     parsers, _ = resolve_parsers(r.parser, r.pair.langs, r.smoke, r.pair.gold_parses)
     return {"requested": r.parser, "parsers": parsers}
 
 
 def _parse(r: _Run) -> tuple[list[str], dict]:
-    from .parse import resolve_parsers, run_parse
-
     parsers, notes = resolve_parsers(r.parser, r.pair.langs, r.smoke, r.pair.gold_parses)
     for note in notes:
         r.log(note)
@@ -277,8 +270,6 @@ def _binarize_settings(r: _Run) -> dict:
 
 
 def _binarize(r: _Run) -> tuple[list[str], dict]:
-    from .binarize import binary_outputs, run_binarize
-
     run_binarize(r.out / "bpe", r.out / "parse", r.out / "data-bin", r.src, r.tgt, r.pair.joint, r.workers, r.log)
     return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt)], {}
 
@@ -375,8 +366,6 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
     raw = out / "raw" if (raw_dir is None or c.kind == "synthetic") else Path(raw_dir).resolve()
     if c.kind == "synthetic" and raw_dir is not None:
         log(f"synthetic: --raw-dir {raw_dir} is not used (the corpus is generated into {raw})")
-    from .checksums import read_sums
-
     user_file = Path(checksums).resolve() if checksums else None
     if user_file is not None and not user_file.is_file():
         raise PrepError(f"--checksums {user_file}: expected a sha256sum-format file, found nothing")
@@ -389,11 +378,9 @@ def _warn_missing_models(r: _Run) -> None:
     """Say at the start (not hours later, at the parse step) when stanza models the run will need are missing."""
     if r.parser not in ("auto", "stanza") or r.pair.gold_parses or (r.smoke and r.parser == "auto"):
         return
-    from .parse import stanza_installed
-
     missing = [lang for lang in r.pair.langs if not stanza_installed(lang)]
     if missing:
-        from ..parsing.stanza_parser import download_command
+        from ..parsing.stanza_parser import download_command  # lazy: syntrans.parsing imports stanza and torch
 
         r.log(f"warning: no stanza models for {', '.join(missing)} are installed: the parse step will stop with an "
               f"error. Install them now (needs internet access): "

@@ -10,10 +10,13 @@ process pool (order kept).
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+
+from tqdm import tqdm
 
 from .clean import REASONS, drop_reason, is_holdout
 from .corpora import SPLITS, PairData
@@ -75,8 +78,6 @@ def check_segmented(pair: PairData, text_dir: Path) -> None:
 def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[str, int | None], workers: int = 1,
                     log: Callable[[str], None] = print) -> dict:
     """Tokenize and clean every split; returns {"sizes": {split: pairs}, "dropped": {reason: n}, "read": {split: n}}."""
-    from tqdm import tqdm
-
     tok_dir.mkdir(parents=True, exist_ok=True)
     check_segmented(pair, text_dir)
     a, b = pair.langs
@@ -84,8 +85,6 @@ def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[
     work = partial(_tok_batch, (specs[a], specs[b]))
     pool = None
     if workers > 1:
-        import multiprocessing
-
         pool = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn").Pool(workers)
     sizes, read, dropped = {}, {}, dict.fromkeys(REASONS, 0)
     clean = pair.clean

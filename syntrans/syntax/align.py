@@ -45,6 +45,18 @@ def bpe_words(pieces: Sequence[str], marker: str = "@@") -> List[str]:
     return words
 
 
+def check_line_words(words: Sequence[str], parse_words: Sequence[str], where: str, parse_name: Optional[str] = None) -> None:
+    """Check that a line's text and its parse have the same number of words (the one check of sidecar building and
+    of translation). Raises ValueError naming ``where`` (the file and line), both counts and the first words of each;
+    ``parse_name`` names the parse (default: "its parse")."""
+    if len(words) == len(parse_words):
+        return
+    raise ValueError(
+        f"{where}: the tokenized line has {len(words)} words but {parse_name or 'its parse'} has {len(parse_words)} "
+        f"for that line (the text spells {len(words)} words: {' '.join(words[:8])!r}…; the parse: "
+        f"{' '.join(parse_words[:8])!r}…); the parse must be of the same tokenized text the BPE was applied to")
+
+
 def check_piece_counts(pieces: np.ndarray, other: np.ndarray, other_name: str) -> None:
     """Validate per-word arrays: ``pieces`` and ``other`` integer, every word with at least one subword;
     raises ValueError naming the first bad word."""

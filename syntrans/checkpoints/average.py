@@ -6,7 +6,7 @@ the mean is cast back to the dtype of the last checkpoint's tensor; integer and 
 buffers) cannot be averaged and must be equal in every checkpoint. Everything else (``cfg``, ``args``,
 ``extra_state``, optimizer history) is the last checkpoint's, so the result loads wherever that one does
 (fairseq-generate, resuming). Checkpoints load with torch's weights-only loader and the allow-list of
-:mod:`syntrans.checkpoint_safety`, never with the global unsafe switch.
+:mod:`syntrans.checkpoints.safety`, never with the global unsafe switch.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from .checkpoint_safety import allow_fairseq_checkpoint_globals
+from .safety import allow_fairseq_checkpoint_globals
 
 EPOCH_CHECKPOINT = re.compile(r"^checkpoint(\d+)\.pt$")  # checkpoint{epoch}.pt
 UPDATE_CHECKPOINT = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")  # checkpoint_{epoch}_{update}.pt

@@ -1,9 +1,10 @@
 """Step 5 (parse): the tokenized (pre-BPE) text of every split and side → ``OUT/parse/{split}.{lang}.conllu``.
 
-The parsing code is syntrans-parse's (:mod:`syntrans.cli.parse`): in-process with its ``make_parser``
-and ``parse_lines`` (one parser per language, built once), or, with ``shards`` > 1, its own sharding
-as subprocesses (``python -m syntrans.cli.parse … --num-shards N --shard-id K``, ``workers`` at a time,
-then ``--merge``).
+The parsing code is :mod:`syntrans.parsing.driver`'s: in-process with its ``make_parser`` and
+``parse_lines`` (one parser per language, built once), or, with ``shards`` > 1, ``syntrans-parse``'s own
+sharding as subprocesses (``python -m syntrans.cli.parse … --num-shards N --shard-id K``, ``workers`` at a
+time, then ``--merge``). :mod:`syntrans.parsing` is imported only when this step runs (it imports stanza
+and torch), so that ``syntrans.prep`` stays light.
 
 Parser choice per language (:func:`resolve_parsers`): ``auto`` is stanza when its models for the
 language are installed (``resources.json`` in stanza's resources directory lists the language and its
@@ -18,8 +19,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+from tqdm import tqdm
 
 from .corpora import SPLITS
 from .errors import PrepError
@@ -30,13 +34,13 @@ FALLBACK = "right-branching"
 
 def stanza_installed(lang: str) -> bool:
     """A cheap check that stanza's models for ``lang`` are installed (resources.json lists it, its folder exists)."""
-    from ..parsing.stanza_parser import resources_dir
+    from ..parsing.stanza_parser import resources_dir  # lazy: syntrans.parsing imports stanza and torch
 
     model_dir = resources_dir()
     if not os.path.isfile(os.path.join(model_dir, "resources.json")):
         return False
     try:
-        from stanza.resources.common import load_resources_json
+        from stanza.resources.common import load_resources_json  # lazy: imports stanza
 
         resources = load_resources_json(model_dir)
     except (OSError, ValueError):
@@ -49,7 +53,7 @@ def stanza_installed(lang: str) -> bool:
 
 
 def no_models_message(lang: str) -> str:
-    from ..parsing.stanza_parser import download_command, resources_dir
+    from ..parsing.stanza_parser import download_command, resources_dir  # lazy: imports stanza and torch
 
     return (f"syntrans-prepare: no stanza models for language {lang!r} are installed in {resources_dir()} "
             f"(set STANZA_RESOURCES_DIR to use another directory). Install them (needs internet access) with:\n"
@@ -79,8 +83,8 @@ def resolve_parsers(requested: str, langs: tuple[str, str], smoke: bool, gold: b
 
 def _build(name: str, lang: str, requested: str, smoke: bool, batch_size: int, log: Callable[[str], None]):
     """(parser object, actual name); falls back under auto+smoke when the stanza pipeline cannot load."""
-    from ..cli.parse import make_parser
-    from ..parsing.stanza_parser import MissingModelsError
+    from ..parsing.driver import make_parser  # lazy: syntrans.parsing imports stanza and torch
+    from ..parsing.stanza_parser import MissingModelsError  # lazy: as above
 
     try:
         return make_parser(name, lang, batch_size, raw=False), name
@@ -93,11 +97,9 @@ def _build(name: str, lang: str, requested: str, smoke: bool, batch_size: int, l
 
 def parse_file(inp: Path, out: Path, parser, batch_size: int = 64) -> tuple[int, int, list[tuple[int, str]]]:
     """Parse the tokenized file ``inp`` into CoNLL-U ``out`` (atomically); (lines, sentences, failures)."""
-    from tqdm import tqdm
-
-    from ..cli.parse import Stats, parse_lines
-    from ..parsing.shards import atomic_writer, count_lines, iter_lines
-    from ..syntax.parsed import format_conllu
+    from ..parsing.driver import Stats, parse_lines  # lazy: syntrans.parsing imports stanza and torch
+    from ..parsing.shards import atomic_writer, count_lines, iter_lines  # lazy: as above
+    from ..syntax.parsed import format_conllu  # lazy: syntrans.syntax imports stanza and torch
 
     stats = Stats()
     numbered = ((n, text.split()) for n, text in iter_lines(str(inp)))
@@ -111,7 +113,7 @@ def parse_file(inp: Path, out: Path, parser, batch_size: int = 64) -> tuple[int,
 
 def _drop_stale_shards(inp: Path, out: Path, shards: int) -> None:
     """Remove shard files of ``out`` older than their input (left by an earlier run on other text)."""
-    from ..parsing.shards import marker_path, shard_path
+    from ..parsing.shards import marker_path, shard_path  # lazy: syntrans.parsing imports stanza and torch
 
     for k in range(shards):
         shard = Path(shard_path(str(out), k, shards))
@@ -129,8 +131,6 @@ def parse_sharded(jobs: list[tuple[Path, Path, str, str]], shards: int, workers:
     ``OUT.shard{K}of{N}.log``; syntrans-parse skips shards finished by an interrupted earlier run and
     merges a file when its last shard finishes (``--merge`` is run for any file left unmerged).
     """
-    import time
-
     for inp, out, _, _ in jobs:
         out.unlink(missing_ok=True)  # a stale merge must not count as done
         _drop_stale_shards(inp, out, shards)
@@ -195,7 +195,7 @@ def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: d
               smoke: bool, shards: int = 1, workers: int = 1, gold_dir: Path | None = None, batch_size: int = 64,
               log: Callable[[str], None] = print) -> dict[str, str]:
     """Parse every split of both sides; returns the parser actually used per language."""
-    from ..parsing.shards import count_lines
+    from ..parsing.shards import count_lines  # lazy: syntrans.parsing imports stanza and torch
 
     parse_dir.mkdir(parents=True, exist_ok=True)
     used = dict(parsers)

@@ -17,9 +17,9 @@ import torch
 
 def fairseq_checkpoint_globals() -> List[object]:
     """The classes and functions fairseq checkpoints reference besides tensors."""
-    import omegaconf
-    from omegaconf import nodes
-    from omegaconf.base import ContainerMetadata, Metadata
+    import omegaconf  # lazy: omegaconf comes with fairseq (this module imports without it)
+    from omegaconf import nodes  # lazy: as above
+    from omegaconf.base import ContainerMetadata, Metadata  # lazy: as above
 
     out: List[object] = [
         argparse.Namespace,

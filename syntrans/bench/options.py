@@ -1,0 +1,84 @@
+"""The settings of one benchmark run (:class:`BenchOptions`) and the error for settings it refuses (:class:`BenchError`).
+
+The model size and measurement settings left as None take the values of a preset: :data:`QUICK` with
+``quick`` (a smoke test), else :data:`DEFAULTS`; :class:`BenchOptions` fills them in when it is built and
+refuses values out of range.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+
+class BenchError(ValueError):
+    """A setting or an environment the benchmark cannot run with; the message names it and what was found."""
+
+
+QUICK = dict(layers=2, dim=64, heads=8, ffn=128, batches=2, warmup=1, reps=2, max_tokens=512, gen_batches=1,
+             gen_batch_size=8, beam=2, synth_train=200, synth_test=24, max_len_b=5, sidecar_reps=1)
+DEFAULTS = dict(layers=6, dim=256, heads=8, ffn=1024, batches=6, warmup=1, reps=4, max_tokens=2048, gen_batches=2,
+                gen_batch_size=32, beam=4, synth_train=10000, synth_test=500, max_len_b=10, sidecar_reps=3)
+
+#: settings that must be at least 1
+POSITIVE = ("layers", "dim", "heads", "ffn", "batches", "reps", "max_tokens", "gen_batches", "gen_batch_size", "beam",
+            "sidecar_reps")
+
+
+@dataclass
+class BenchOptions:
+    """Every setting of ``syntrans-benchmark`` (its flags, ``--max-len-a`` as ``max_len_a`` and so on).
+
+    ``device``: ``cpu``, ``cuda``, or None/``all`` (CPU, plus CUDA when available). ``archs``: the syntax
+    presets to measure (None: every registered preset). ``corpus``: ``auto`` (Multi30k when ``multi30k_dir``,
+    default ``../shared/data/multi30k``, exists and not ``quick``), ``multi30k`` or ``synth``. ``out``/``json``:
+    files for the Markdown report and the JSON of all measurements. ``verbose``: keep fairseq's INFO logging.
+    """
+
+    device: Optional[str] = None
+    archs: Optional[List[str]] = None
+    layers: Optional[int] = None
+    dim: Optional[int] = None
+    heads: Optional[int] = None
+    ffn: Optional[int] = None
+    batches: Optional[int] = None
+    warmup: Optional[int] = None
+    reps: Optional[int] = None
+    max_tokens: Optional[int] = None
+    gen_batches: Optional[int] = None
+    gen_batch_size: Optional[int] = None
+    beam: Optional[int] = None
+    max_len_a: float = 1.2
+    max_len_b: Optional[int] = None
+    lr: float = 5e-4
+    no_matched_vanilla: bool = False
+    seed: int = 1
+    threads: int = 1
+    quick: bool = False
+    corpus: str = "auto"
+    multi30k_dir: Optional[str] = None
+    bpe_merges: Optional[int] = None
+    synth_train: Optional[int] = None
+    synth_test: Optional[int] = None
+    work_dir: str = "bench"
+    no_sidecars: bool = False
+    sidecar_reps: Optional[int] = None
+    out: Optional[str] = None
+    json: Optional[str] = None
+    verbose: bool = False
+
+    def __post_init__(self) -> None:
+        base = QUICK if self.quick else DEFAULTS
+        for k, v in base.items():
+            if getattr(self, k) is None:
+                setattr(self, k, v)
+        for k in POSITIVE:
+            if getattr(self, k) < 1:
+                raise BenchError(f"--{k.replace('_', '-')} must be ≥ 1")
+        if self.warmup < 0:
+            raise BenchError("--warmup must be ≥ 0")
+        if self.dim % self.heads:
+            raise BenchError(f"--dim {self.dim} is not divisible by --heads {self.heads}")
+        if self.device not in (None, "all", "cpu", "cuda"):
+            raise BenchError(f"--device must be cpu, cuda or all, found {self.device!r}")
+        if self.corpus not in ("auto", "multi30k", "synth"):
+            raise BenchError(f"--corpus must be auto, multi30k or synth, found {self.corpus!r}")

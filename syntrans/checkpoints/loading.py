@@ -1,0 +1,48 @@
+"""Loading a trained model: a fairseq checkpoint with its task on a data-bin folder, as fairseq-generate loads it,
+with torch's safe loader (the allow-list of :mod:`syntrans.checkpoints.safety`)."""
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any, Dict, Optional, Tuple, Union
+
+PathLike = Union[str, os.PathLike]
+
+
+def load_checkpoint(path: PathLike, data: PathLike, source_lang: Optional[str] = None, target_lang: Optional[str] = None,
+                    overrides: Optional[Dict[str, Any]] = None, device: Optional[str] = None) -> Tuple[Any, Any, Any]:
+    """(model, cfg, task) of the checkpoint ``path``: its model (the first of the ensemble) on ``device`` (default
+    CUDA when available, else CPU), its config, and its task reading the dictionaries in ``data`` (a data-bin folder).
+
+    ``source_lang``/``target_lang`` default to the checkpoint's task config; ``overrides`` are more
+    ``arg_overrides`` (as fairseq-generate's ``--model-overrides``). Building the model fills the
+    ``syntax_translation`` task's requests (the features the model asks for). Errors name the file:
+    FileNotFoundError for a missing checkpoint, data folder or dictionary, ValueError for a file that does not load.
+    """
+    import torch  # lazy: this module imports without torch and fairseq
+    from fairseq import checkpoint_utils  # lazy: imports fairseq
+
+    from .. import plugin  # noqa: F401  (lazy: imports fairseq; registers the task and models, allow-lists checkpoint classes)
+
+    path, data = os.fspath(path), os.fspath(data)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such checkpoint file (expected a fairseq checkpoint file, found "
+                                f"{'a directory' if os.path.isdir(path) else 'nothing'})")
+    if not os.path.isdir(data):
+        raise FileNotFoundError(f"{data}: no such data directory (expected a data-bin folder of fairseq-preprocess or "
+                                f"syntrans-preprocess with dict.*.txt, found {'a file' if os.path.exists(data) else 'nothing'})")
+    arg_overrides: Dict[str, Any] = {"data": data, **(overrides or {})}
+    if source_lang:
+        arg_overrides["source_lang"] = source_lang
+    if target_lang:
+        arg_overrides["target_lang"] = target_lang
+    try:
+        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=arg_overrides)
+    except FileNotFoundError as e:  # a dictionary missing in data
+        raise FileNotFoundError(f"{path} with data {data}: {e}") from None
+    except (RuntimeError, KeyError, EOFError, pickle.UnpicklingError) as e:
+        why = " ".join(str(e).split())[:500]
+        raise ValueError(f"{path}: cannot load this checkpoint ({type(e).__name__}: {why})") from e
+    model = models[0]
+    model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    return model, cfg, task

@@ -1,0 +1,155 @@
+"""What ``syntrans-preprocess`` does: fairseq's binarization, then the syntax sidecars of every split next to it.
+
+The options are fairseq-preprocess's plus the parsed corpora of each split (:func:`add_syntax_args`):
+``--trainparse P`` (and ``--validparse``/``--testparse``, comma-separated like ``--validpref``) where
+``P.{lang}.conllu`` (or ``P.{lang}.ptb``) parses the tokenized text that ``--trainpref`` holds after BPE.
+Sides with no parse file get no sidecars. :func:`preprocess` runs both phases on parsed options;
+:func:`parse_preprocess_args` builds those options from an argument list, raising :class:`SidecarError`
+instead of exiting on a bad one.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from fairseq import options
+
+from .build_sidecars import SidecarError, SidecarReport, build_side
+from .sidecars import side_prefix
+
+
+def add_syntax_args(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("syntrans")
+    g.add_argument("--trainparse", metavar="FP", help="parsed corpora of the train split: FP.{lang}.conllu or .ptb")
+    g.add_argument("--validparse", metavar="FP", help="parsed corpora of the valid split(s), comma-separated")
+    g.add_argument("--testparse", metavar="FP", help="parsed corpora of the test split(s), comma-separated")
+    g.add_argument("--bpe-marker", default="@@", help="suffix of a BPE piece that continues into the next (subword-nmt: @@)")
+    g.add_argument("--binarize-trees", action="store_true",
+                   help="distances on CNF-binarized trees (the released distance-mask code); default: the paper's")
+    g.add_argument("--strict", action="store_true",
+                   help="error on multi-sentence lines, empty lines, failed parses and respelled words instead of reporting them")
+    g.add_argument("--sidecars-only", action="store_true", help="skip fairseq's binarization (data already in --destdir)")
+
+
+def preprocessing_parser() -> argparse.ArgumentParser:
+    """fairseq-preprocess's argument parser with the syntrans options (:func:`add_syntax_args`)."""
+    parser = options.get_preprocessing_parser()
+    add_syntax_args(parser)
+    return parser
+
+
+def parse_preprocess_args(argv: Sequence[str]) -> argparse.Namespace:
+    """``syntrans-preprocess`` options from an argument list; a bad argument raises SidecarError (not SystemExit)."""
+    parser = preprocessing_parser()
+
+    def refuse(message: str):
+        raise SidecarError(f"bad syntrans-preprocess arguments ({message}): {' '.join(argv)}")
+
+    parser.error = refuse  # argparse reports every usage error through error(), which would exit
+    return parser.parse_args(list(argv))
+
+
+def check_usage(args: argparse.Namespace) -> None:
+    """The option combinations syntrans-preprocess refuses (SidecarError)."""
+    if not args.source_lang or not args.target_lang:
+        raise SidecarError("syntrans-preprocess needs --source-lang and --target-lang")
+    if args.dataset_impl != "mmap":
+        raise SidecarError("syntax sidecars are written next to mmap datasets: use --dataset-impl mmap")
+
+
+def find_parse(prefix: str, lang: str) -> Optional[str]:
+    """The parsed corpus ``prefix.lang.conllu`` or ``prefix.lang.ptb`` that exists, else None."""
+    for ext in ("conllu", "ptb"):
+        p = f"{prefix}.{lang}.{ext}"
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def split_jobs(args: argparse.Namespace) -> Iterator[Tuple[str, str, str]]:
+    """(split name, text prefix, parse prefix) for every split that has parses."""
+    for kind in ("train", "valid", "test"):
+        text, parse = getattr(args, f"{kind}pref"), getattr(args, f"{kind}parse")
+        if not parse:
+            continue
+        if not text:
+            raise SidecarError(f"--{kind}parse is given but --{kind}pref is not")
+        texts, parses = text.split(","), parse.split(",")
+        if len(texts) != len(parses):
+            raise SidecarError(f"--{kind}pref names {len(texts)} prefixes but --{kind}parse {len(parses)}")
+        for k, (t, p) in enumerate(zip(texts, parses)):
+            yield (kind if k == 0 else f"{kind}{k}"), t, p
+
+
+def fairseq_binarize(args: argparse.Namespace) -> None:
+    """fairseq-preprocess itself (``fairseq_cli.preprocess.main``) on the same options."""
+    from fairseq_cli import preprocess as fairseq_preprocess  # lazy: fairseq_cli is needed only when binarizing
+
+    fairseq_preprocess.main(args)
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+def build_sidecars(args: argparse.Namespace, jobs: Sequence[Tuple[str, str, str]],
+                   log: Callable[[str], None] = _quiet) -> List[Tuple[str, str, SidecarReport]]:
+    """The sidecars of every (split, text prefix, parse prefix) job and side with a parse, into ``args.destdir``;
+    (split, lang, report) per side built, each also logged as it finishes."""
+    src, tgt = args.source_lang, args.target_lang
+    built = []
+    for split, text, parse in jobs:
+        found = False
+        for lang in (src, tgt):
+            pfile = find_parse(parse, lang)
+            if pfile is None:
+                continue
+            found = True
+            tfile = f"{text}.{lang}"
+            if not os.path.exists(tfile):
+                raise SidecarError(f"{tfile} does not exist (text of --{split.rstrip('0123456789')}pref for {lang})")
+            rep = build_side(tfile, pfile, side_prefix(args.destdir, split, src, tgt, lang),
+                             marker=args.bpe_marker, binarize=args.binarize_trees, strict=args.strict)
+            log(f"[syntrans] {split}.{lang}: {rep.summary()}")
+            built.append((split, lang, rep))
+        if not found:
+            raise SidecarError(f"no parsed corpus {parse}.{{{src},{tgt}}}.{{conllu,ptb}} for split {split}")
+    return built
+
+
+@dataclass
+class PreprocessReport:
+    """What :func:`preprocess` did: the sidecars built and the time of each phase (``fairseq_seconds`` None when
+    fairseq's binarization was skipped)."""
+
+    sides: List[Tuple[str, str, SidecarReport]] = field(default_factory=list)
+    fairseq_seconds: Optional[float] = None
+    sidecar_seconds: float = 0.0
+
+
+def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) -> PreprocessReport:
+    """fairseq's binarization (unless ``--sidecars-only``), then the sidecars of every split with parses.
+
+    ``log`` gets a summary line per side and the phases' times. Raises SidecarError for bad options or inputs
+    (ValueError and FileNotFoundError may also come from fairseq's binarization).
+    """
+    check_usage(args)
+    jobs = list(split_jobs(args))
+    if not jobs:
+        raise SidecarError("no parsed corpora given: pass --trainparse/--validparse/--testparse")
+    report = PreprocessReport()
+    t0 = time.perf_counter()
+    if not args.sidecars_only:
+        fairseq_binarize(args)
+        report.fairseq_seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    report.sides = build_sidecars(args, jobs, log)
+    report.sidecar_seconds = time.perf_counter() - t1
+    if report.fairseq_seconds is not None:
+        log(f"[syntrans] fairseq binarization {report.fairseq_seconds:.2f}s, syntax sidecars "
+            f"{report.sidecar_seconds:.2f}s")
+    return report
