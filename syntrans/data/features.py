@@ -15,11 +15,13 @@ import torch
 
 from ..syntax.align import pieces_per_word
 from ..syntax.gaps import EOS_GAP, subword_gaps_array
-from ..syntax.nsd import NSD_KINDS, line_nsd, subword_nsd
+from ..syntax.nsd import BOS_NSD, NO_NSD, NSD_KINDS, line_nsd, subword_nsd
 from ..syntax.parents import subword_parents_array
 
 #: Parent position of a token that has none (EOS, padding).
 NO_PARENT = -1
+
+__all__ = ["BOS_NSD", "FEATURES", "Feature", "NO_NSD", "NO_PARENT"]  # the NSD fillers are defined in syntax.nsd
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,6 @@ def _decoder_input_parents(arrays: Dict[str, np.ndarray]) -> np.ndarray:
     parents = subword_parents_array(arrays["head"], pieces_per_word(arrays["word"]), "chain")
     return np.concatenate([[NO_PARENT], parents + 1]).astype(np.int64)
 
-
-#: NSD feature value of a token without one (EOS, padding) and of the decoder's BOS (see modules/nsd_layers.py).
-NO_NSD, BOS_NSD = -1_000_000, -1_000_001
 
 
 def _nsd_per_token(kind: str, where: str) -> Callable[[Dict[str, np.ndarray]], np.ndarray]:

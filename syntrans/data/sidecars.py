@@ -1,4 +1,4 @@
-"""Syntax sidecar files next to fairseq's binarized data (DESIGN §3).
+"""Syntax sidecar files next to fairseq's binarized data. See docs/commands.md (data layout).
 
 ``{split}.{src}-{tgt}.{lang}.{kind}.{bin,idx}`` int32 mmap indexed datasets, one item per corpus
 line, where ``kind`` is one of :data:`KINDS`:

@@ -1,1 +1,2 @@
-from . import syntax_transformer  # noqa: F401  (registers the model and its presets)
+"""The ``syntax_transformer`` model: options, encoder, decoder, the registered model and its presets."""
+from . import presets, syntax_transformer  # noqa: F401  (register the model and its architectures)

@@ -21,10 +21,11 @@ class NsdSide:
     v_max: Optional[int] = None
 
     @classmethod
-    def from_cfg(cls, cfg, side: str) -> "NsdSide":
-        get = lambda name, default: getattr(cfg, f"nsd_{side}_{name}", default)  # noqa: E731
-        out = cls(side, str(getattr(cfg, "nsd_kind", "dD")), str(get("input", "none") or "none"), bool(get("spe", False)),
-                  bool(get("output", False)), get("min", None), get("max", None))
+    def from_options(cls, opts, side: str) -> "NsdSide":
+        """One side's settings from the model's :class:`~syntrans.models.options.SyntaxOptions`, checked."""
+        get = lambda name: getattr(opts, f"nsd_{side}_{name}")  # noqa: E731
+        out = cls(side, str(opts.nsd_kind), str(get("input") or "none"), bool(get("spe")), bool(get("output")),
+                  get("min"), get("max"))
         out.check()
         return out
 

@@ -1,9 +1,20 @@
-"""Options of the syntax mechanisms, as a fairseq dataclass so flags and hydra YAML both work."""
+"""Options of the syntax mechanisms: one fairseq dataclass per mechanism (the flags, with their defaults and help),
+and :class:`SyntaxOptions`, all of them in one typed object read once from fairseq's arguments and validated there.
 
-from dataclasses import dataclass, field
-from typing import List, Optional
+The defaults live only in the field declarations below: the architecture presets set fields (:func:`set_fields`),
+fairseq's arguments override them, and every part of the model reads the :class:`SyntaxOptions` it is given.
+"""
+
+# no ``from __future__ import annotations`` here: fairseq builds the flags from the fields' real types
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional, Tuple
 
 from fairseq.dataclass import FairseqDataclass
+
+from ..modules.gate import GATE_MODES
+from ..modules.head_plan import GateSpec, HeadPlan, LayerSyntax
+from ..modules.nsd_layers import NSD_INPUT_MODES
+from ..syntax.nsd import NSD_KINDS
 
 
 @dataclass
@@ -132,6 +143,109 @@ class NsdOptions(FairseqDataclass):
     nsd_src_max: Optional[int] = field(default=None, metadata={"help": "largest source NSD value (default: from train)"})
     nsd_tgt_min: Optional[int] = field(default=None, metadata={"help": "smallest target NSD value (default: from train)"})
     nsd_tgt_max: Optional[int] = field(default=None, metadata={"help": "largest target NSD value (default: from train)"})
+
+
+#: The option groups, in the order their flags appear in ``--help``.
+OPTION_GROUPS = (DistanceMaskOptions, PascalOptions, LisaOptions, GateOptions, DbsaOptions, SyncAttnOptions, NsdOptions)
+
+
+@dataclass
+class SyntaxOptions(DistanceMaskOptions, PascalOptions, LisaOptions, GateOptions, DbsaOptions, SyncAttnOptions,
+                    NsdOptions):
+    """Every syntax option of a ``syntax_transformer``, read once from fairseq's arguments (:meth:`from_args`)
+    and validated when built; the encoder, decoder and model read this object, never the arguments."""
+
+    def __post_init__(self):
+        if self.nsd_kind not in NSD_KINDS:
+            raise ValueError(f"--nsd-kind must be one of {', '.join(NSD_KINDS)}, found {self.nsd_kind!r}")
+        if not 0.0 <= self.pascal_ignore <= 1.0:
+            raise ValueError(f"--pascal-ignore is a probability in [0, 1], found {self.pascal_ignore}")
+        if not 0.0 <= self.gate_syntax_dropout < 1.0:
+            raise ValueError(f"--gate-syntax-dropout is a dropout rate in [0, 1), found {self.gate_syntax_dropout}")
+        if self.pascal_layers and not self.pascal_sigma > 0:
+            raise ValueError(f"--pascal-sigma must be > 0, found {self.pascal_sigma}")
+        if self.gate_layers and self.gate_mode not in GATE_MODES:
+            raise ValueError(f"--gate-mode must be one of {', '.join(GATE_MODES)}, found {self.gate_mode!r}")
+        for side in ("src", "tgt"):
+            mode = getattr(self, f"nsd_{side}_input")
+            if mode not in NSD_INPUT_MODES:
+                raise ValueError(f"--nsd-{side}-input must be one of {', '.join(NSD_INPUT_MODES)}, found {mode!r}")
+
+    @classmethod
+    def names(cls) -> List[str]:
+        """The option names (``args`` attributes), in declaration order."""
+        return [f.name for f in fields(cls) if not f.name.startswith("_")]
+
+    @classmethod
+    def from_args(cls, args) -> "SyntaxOptions":
+        """The options in ``args`` (an argparse namespace, a ``TransformerConfig`` or an omegaconf config; a missing
+        or None value takes the field's default, so checkpoints saved by older versions load)."""
+        defaults = cls()
+        values: Dict[str, Any] = {}
+        for name in cls.names():
+            value = getattr(args, name, None)
+            values[name] = getattr(defaults, name) if value is None else value
+        return cls(**values)
+
+    def layers(self, name: str, num_layers: int) -> List[int]:
+        """The 0-based layers of option ``name`` (e.g. ``distance_layers``), checked against ``num_layers``."""
+        return parse_layers(getattr(self, name), num_layers, "--" + name.replace("_", "-"))
+
+    def heads(self, name: str, layers: List[int], num_heads: int) -> int:
+        """Option ``name`` (a number of heads per chosen layer), checked against the layer's heads where used."""
+        heads = int(getattr(self, name) or 0)
+        if layers and not 1 <= heads <= num_heads:
+            raise ValueError(f"--{name.replace('_', '-')} must lie in 1..{num_heads} (attention heads), found {heads}")
+        return heads
+
+    @property
+    def nsd_loss_weights(self) -> Tuple[float, float]:
+        """(weight of L_entdist, weight of L_dist), the NSD losses of each side (Ma et al. 2019, Eq. 17–20)."""
+        return float(self.nsd_ce_weight), float(self.nsd_dist_weight)
+
+    def gate_spec(self) -> GateSpec:
+        return GateSpec(int(self.gate_hidden), not self.gate_no_batchnorm, self.gate_mode, int(self.gate_warmup_epochs))
+
+    def encoder_layers(self, num_layers: int, num_heads: int) -> List[Optional[LayerSyntax]]:
+        """Per encoder layer its :class:`LayerSyntax` (None: a stock layer). In each layer the syntax heads are
+        consecutive from head 0: distance-mask, then PASCAL, then the LISA head, then DBSA heads."""
+        distance = self.layers("distance_layers", num_layers)
+        pascal = self.layers("pascal_layers", num_layers)
+        lisa = self.layers("lisa_layers", num_layers)
+        dbsa = self.layers("dbsa_encoder_layers", num_layers)
+        gated = self.layers("gate_layers", num_layers)
+        k_distance = self.heads("distance_heads", distance, num_heads)
+        k_pascal = self.heads("pascal_heads", pascal, num_heads)
+        k_dbsa = self.heads("dbsa_heads", dbsa, num_heads)
+        out: List[Optional[LayerSyntax]] = []
+        for i in range(num_layers):
+            plan = HeadPlan(num_heads, distance=k_distance if i in distance else 0, pascal=k_pascal if i in pascal else 0,
+                            lisa=1 if i in lisa else 0, dbsa=k_dbsa if i in dbsa else 0, gated=i in gated)
+            out.append(LayerSyntax(plan, float(self.pascal_ignore), bool(self.lisa_gold_parents),
+                                   self.gate_spec() if plan.gated else None, float(self.gate_syntax_dropout))
+                       if plan.active else None)
+        return out
+
+    def decoder_layers(self, num_layers: int, num_heads: int) -> List[Optional[LayerSyntax]]:
+        """Per decoder layer its :class:`LayerSyntax` (None: a stock layer): causal DBSA heads from head 0."""
+        dbsa = self.layers("dbsa_decoder_layers", num_layers)
+        k_dbsa = self.heads("dbsa_heads", dbsa, num_heads)
+        return [LayerSyntax(HeadPlan(num_heads, dbsa=k_dbsa), causal=True) if i in dbsa else None
+                for i in range(num_layers)]
+
+
+def set_fields(args, **values) -> None:
+    """A preset's settings: each becomes the value of ``args.<name>`` unless that is already set (by a flag, a
+    config or an earlier preset), as fairseq's architecture functions do."""
+    for name, value in values.items():
+        if not hasattr(args, name):
+            setattr(args, name, value)
+
+
+def fill_syntax_defaults(args) -> None:
+    """Every syntax option not set yet takes its declared default (:class:`SyntaxOptions`)."""
+    defaults = SyntaxOptions()
+    set_fields(args, **{name: getattr(defaults, name) for name in SyntaxOptions.names()})
 
 
 def parse_layers(spec: str, num_layers: int, flag: str) -> List[int]:

@@ -1,7 +1,7 @@
 """Recording the attention probabilities a model's syntax layers compute (for figures: ``syntrans-plot attention``).
 
 :func:`record_attention` switches ``keep_probs`` on in every self-attention layer that has syntax heads
-(:class:`~syntrans.modules.syntax_attention.SyntaxBiasedMultiheadAttention` with an active
+(:class:`~syntrans.modules.syntax_attention.SyntaxMultiheadAttention` with an active
 :class:`~syntrans.modules.head_plan.HeadPlan`), lets the caller run its forward, and hands back what those
 layers computed: no attention is recomputed here, the layers keep their own post-softmax probabilities::
 
@@ -18,23 +18,23 @@ from typing import Dict, Iterator, Tuple
 
 import torch
 
-from .syntax_attention import SyntaxBiasedMultiheadAttention
+from .syntax_attention import SyntaxMultiheadAttention
 
 LayerKey = Tuple[str, int]  # ("encoder" | "decoder", 0-based layer)
 
 
-def syntax_layers(model) -> Dict[LayerKey, SyntaxBiasedMultiheadAttention]:
+def syntax_layers(model) -> Dict[LayerKey, SyntaxMultiheadAttention]:
     """The self-attention modules with syntax heads, by (side, layer), encoder layers first, in layer order.
 
     ``model`` is a ``syntax_transformer`` (or anything with ``encoder.layers``/``decoder.layers`` whose layers
     have ``self_attn``); layers without syntax heads are left out.
     """
-    out: Dict[LayerKey, SyntaxBiasedMultiheadAttention] = {}
+    out: Dict[LayerKey, SyntaxMultiheadAttention] = {}
     for side in ("encoder", "decoder"):
         part = getattr(model, side, None)
         for i, layer in enumerate(getattr(part, "layers", None) or []):
             attn = getattr(layer, "self_attn", None)
-            if isinstance(attn, SyntaxBiasedMultiheadAttention) and attn.plan.active:
+            if isinstance(attn, SyntaxMultiheadAttention) and attn.plan.active:
                 out[side, i] = attn
     return out
 

@@ -1,10 +1,11 @@
-"""Dependency-based self-attention (DBSA, Deguchi et al. 2019; DESIGN §4.6): bi-affine heads trained to attend
+"""Dependency-based self-attention (DBSA, Deguchi et al. 2019): bi-affine heads trained to attend
 to each token's dependency parent, in the encoder and (causally) in the decoder.
 
 A DBSA head scores A = softmax(Q U Kᵀ/√d) with a learned U ∈ ℝ^{d×d} per head. Since Q U Kᵀ = (Q U) Kᵀ, the
-head is a stock attention head whose query is multiplied by U: :class:`BiaffineQueryProjection` applies U
-inside the layer's ``q_proj``, so every fairseq attention path (the unfused one, incremental decoding with
-its key/value cache, beam reordering) computes DBSA unchanged; only the loss needs the probabilities.
+head is a stock attention head whose query is multiplied by U: :class:`BiaffineQueryProjection` is the layer's
+``q_proj`` and applies U after the stock projection, so fairseq's incremental decoding (its key/value cache, beam
+reordering) computes DBSA unchanged; full-sequence self-attention forms the scores explicitly
+(:meth:`~syntrans.modules.syntax_attention.SyntaxMultiheadAttention.explicit_scores_needed`).
 """
 from __future__ import annotations
 
@@ -15,15 +16,22 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-class BiaffineQueryProjection(nn.Linear):
-    """fairseq's ``q_proj`` (an ``nn.Linear``, same parameters) followed by Q_h ← Q_h U_h on the DBSA heads.
+class BiaffineQueryProjection(nn.Module):
+    """The layer's query projection followed by Q_h ← Q_h U_h on the DBSA heads (Deguchi et al. 2019:
+    A_h = softmax(Q_h U_h K_hᵀ/√d_k)).
 
-    Deguchi et al. 2019: A_h = softmax(Q_h U_h K_hᵀ/√d_k). U_h starts as the identity (our choice: before
-    training the DBSA heads are the stock heads); ``U`` is (n, d, d) for the n heads of ``heads``.
+    It holds the stock ``q_proj``'s own ``weight`` and ``bias`` (the same parameters, so the checkpoint keys stay
+    ``…q_proj.weight``/``…q_proj.bias``) plus ``U`` (n, d, d) for the n heads of ``heads``. U starts as the identity
+    (our choice: before training the DBSA heads are the stock heads), so building it draws no random numbers.
     """
 
-    def init_biaffine(self, num_heads: int, heads: slice) -> None:
-        """Add U for ``heads`` (after a class swap of the stock ``q_proj``)."""
+    def __init__(self, stock: nn.Linear, num_heads: int, heads: slice):
+        super().__init__()
+        if stock._forward_pre_hooks or stock._forward_hooks:
+            raise ValueError("DBSA heads replace the query projection and cannot keep its hooks (e.g. --quant-noise-pq)")
+        self.in_features, self.out_features = stock.in_features, stock.out_features
+        self.weight = stock.weight  # (C, C_in)
+        self.bias = stock.bias  # (C,) or None
         self.num_heads = num_heads
         self.head_dim = self.out_features // num_heads
         self.dbsa = heads

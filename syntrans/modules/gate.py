@@ -1,4 +1,4 @@
-"""Syntax gates (Hou et al., gated self-attention; DESIGN §4.3): per sentence and head, how much of a head's
+"""Syntax gates (Hou et al., gated self-attention): per sentence and head, how much of a head's
 attention comes from its syntax mechanism, A = G·A_syn + (1 − G)·A_raw.
 
 The gate is a mechanism of its own: A_syn is whatever the head's syntax mechanism produces (distance mask,

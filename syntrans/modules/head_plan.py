@@ -1,4 +1,5 @@
-"""Which heads of one encoder layer run which syntax mechanism, and the per-batch inputs they share."""
+"""Which heads of one attention layer run which syntax mechanism (:class:`HeadPlan`), the rest of that layer's
+syntax settings (:class:`LayerSyntax`), and the per-batch inputs its heads share (:class:`SyntaxBatch`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -64,6 +65,32 @@ class HeadPlan:
     def dbsa_heads(self) -> slice:
         start = self.distance + self.pascal + self.lisa
         return slice(start, start + self.dbsa)
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """The gate network of a gated layer (Hou et al., gated self-attention): :class:`~syntrans.modules.gate.SyntaxGate`."""
+
+    hidden: int = 256
+    batchnorm: bool = True
+    mode: str = "gated"  # gated, pure (G ≡ 1) or avg (G ≡ 0.5)
+    warmup_epochs: int = 0  # pre-warm-up K: frozen in epochs 1..K
+
+
+@dataclass(frozen=True)
+class LayerSyntax:
+    """Everything one self-attention layer needs to run its syntax heads, fixed when the model is built."""
+
+    plan: HeadPlan
+    pascal_ignore: float = 0.0  # PASCAL parent ignoring: probability q per query row in training
+    lisa_gold_parents: bool = False  # oracle: at evaluation the LISA head attends to the gold parent
+    gate: Optional[GateSpec] = None  # the gate of a gated plan
+    syntax_dropout: float = 0.0  # gated layers' "syntax ignoring": dropout on A_syn in training
+    causal: bool = False  # decoder self-attention: DBSA arcs to later tokens are dropped
+
+    def __post_init__(self):
+        if self.plan.gated != (self.gate is not None):
+            raise ValueError("a gated head plan needs a GateSpec, and only a gated plan takes one")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""LISA's parent-attention head (Strubell et al. 2018, as adapted by Bugliarello & Okazaki 2020; DESIGN §4.5)."""
+"""LISA's parent-attention head (Strubell et al. 2018, as adapted by Bugliarello & Okazaki 2020)."""
 from __future__ import annotations
 
 from typing import Tuple

@@ -1,4 +1,4 @@
-"""NSD (Ma et al. 2019; DESIGN §4.8) as model parts: the NSD input embedding with its syntactic positional
+"""NSD (Ma et al. 2019) as model parts: the NSD input embedding with its syntactic positional
 encoding, the NSD classifier, and its losses L_entdist and L_dist.
 
 NSD values v are integers; a model knows the range [v_min, v_max] seen in training (fixed into its
@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..data.features import BOS_NSD, NO_NSD
+from ..syntax.nsd import BOS_NSD, NO_NSD
 
 NSD_INPUT_MODES = ("none", "concat", "add", "linear")
 

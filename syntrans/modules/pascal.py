@@ -1,4 +1,4 @@
-"""PASCAL weights (Bugliarello & Okazaki 2020, parent-scaled self-attention; DESIGN §4.4): Gaussians at parents."""
+"""PASCAL weights (Bugliarello & Okazaki 2020, parent-scaled self-attention): Gaussians at parents."""
 from __future__ import annotations
 
 import math

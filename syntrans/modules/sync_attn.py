@@ -1,4 +1,4 @@
-"""Synchronous syntactic attention (SyncAttn, Deguchi et al. 2021; DESIGN §4.7): the target-side dependency
+"""Synchronous syntactic attention (SyncAttn, Deguchi et al. 2021): the target-side dependency
 attention D should agree with the source-side one E mapped through the encoder-decoder attention C."""
 from __future__ import annotations
 

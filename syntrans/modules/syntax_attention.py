@@ -1,15 +1,16 @@
 """Self-attention whose heads can run syntax mechanisms (encoder: distance-mask, PASCAL, LISA, DBSA;
-decoder: DBSA).
+decoder: DBSA): :class:`SyntaxMultiheadAttention`, built by the syntax layers in place of fairseq's
+``MultiheadAttention`` (same constructor, same parameters, plus the parameters of its mechanisms).
 
 * No mechanism: fairseq's ``MultiheadAttention`` unchanged (same code path, same kernels).
 * Distance-mask heads only: softmax(QKᵀ/√d + bias_h) through the same fused path, the additive bias
   being 0 for heads without syntax.
-* PASCAL or LISA heads, or a gate: the scores are formed explicitly (:meth:`_explicit_forward`), in the
-  same order of operations as fairseq's unfused attention, so heads without syntax give the same numbers.
-  A gated layer's syntax heads attend with G·A_syn + (1 − G)·A_raw (:mod:`syntrans.modules.gate`).
-* DBSA heads: the bi-affine U lives in ``q_proj`` (:mod:`syntrans.modules.dbsa`), so fairseq's unfused
-  path (incremental decoding included) computes them; the explicit path is taken when a batch with
-  syntax inputs is set, to record the parent loss and keep the heads' probabilities for SyncAttn.
+* PASCAL or LISA heads, a gate, DBSA heads, or kept probabilities: the scores are formed explicitly
+  (:meth:`SyntaxMultiheadAttention.explicit_scores_needed` says when and why), in the same order of operations
+  as fairseq's unfused attention, so heads without syntax give the same numbers. A gated layer's syntax heads
+  attend with G·A_syn + (1 − G)·A_raw (:mod:`syntrans.modules.gate`).
+* DBSA heads in incremental decoding: the bi-affine U lives in ``q_proj`` (:mod:`syntrans.modules.dbsa`), so
+  fairseq's own incremental path (key/value cache, beam reordering) computes them.
 """
 from __future__ import annotations
 
@@ -21,20 +22,33 @@ from fairseq.modules import MultiheadAttention
 
 from .dbsa import BiaffineQueryProjection, causal_parents, dbsa_log_probs
 from .gate import SyntaxGate, mix
-from .head_plan import HeadPlan, SyntaxBatch
+from .head_plan import HeadPlan, LayerSyntax, SyntaxBatch
 from .lisa import BiaffineScorer, gold_parent_rows, parent_loss
 from .pascal import ignore_parents
 
 
-class SyntaxBiasedMultiheadAttention(MultiheadAttention):
-    """fairseq MultiheadAttention plus per-head syntax mechanisms for one batch (set by the encoder)."""
+class SyntaxMultiheadAttention(MultiheadAttention):
+    """fairseq's MultiheadAttention whose heads 0 … k−1 run syntax mechanisms: their scores can be biased
+    (distance-mask), multiplied (PASCAL), replaced (LISA, DBSA) or gated, as the layer's :class:`HeadPlan` says.
 
-    def __init__(self, *args, **kwargs):
+    Takes fairseq's constructor arguments plus ``syntax`` (:class:`LayerSyntax`, none: a stock layer).
+    Per batch, the owning encoder/decoder sets ``syntax_batch`` (the inputs, :class:`SyntaxBatch`) and, for
+    distance-only layers, ``syntax_bias`` (the additive bias of the fused path).
+    """
+
+    def __init__(self, *args, syntax: Optional[LayerSyntax] = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.init_syntax()
+        if syntax is not None:
+            gate = None
+            if syntax.gate is not None:
+                g = syntax.gate
+                gate = SyntaxGate(self.embed_dim, self.num_heads, g.hidden, g.batchnorm, g.mode, g.warmup_epochs)
+            self.configure(syntax.plan, syntax.pascal_ignore, syntax.lisa_gold_parents, gate, syntax.syntax_dropout,
+                           syntax.causal)
 
     def init_syntax(self) -> None:
-        """Plain attributes of the syntax hooks (also called after a class swap of a stock module)."""
+        """The plain attributes of the syntax hooks: a layer with no syntax head."""
         self.syntax_bias: Optional[torch.Tensor] = None  # (B·H, T, S) additive, for the fused path
         self.syntax_batch: Optional[SyntaxBatch] = None  # per-batch inputs of the explicit path
         self.plan = HeadPlan(self.num_heads)
@@ -49,12 +63,12 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         self.dbsa_probs: Optional[torch.Tensor] = None  # (B, T, S) mean attention of the DBSA heads
         self.keep_probs = False  # keep every head's probabilities of the next forwards (figures)
         self.probs: Optional[torch.Tensor] = None  # (B, H, T, S) float32 of the last forward with keep_probs
-        self._unfused_bias: Optional[torch.Tensor] = None  # (B·H, T, S) distance bias during such a forward
 
     def configure(self, plan: HeadPlan, pascal_ignore: float = 0.0, lisa_gold_parents: bool = False,
                   gate: Optional[SyntaxGate] = None, syntax_dropout: float = 0.0, causal: bool = False) -> None:
         """Give this layer its head plan; a LISA head adds its bi-affine parameters U, a gated plan its gate,
-        DBSA heads their U inside ``q_proj``; ``causal``: this is decoder self-attention."""
+        DBSA heads a query projection with their U (:class:`BiaffineQueryProjection`, the same weight and bias);
+        ``causal``: this is decoder self-attention."""
         if plan.num_heads != self.num_heads:
             raise ValueError(f"head plan for {plan.num_heads} heads given to a layer with {self.num_heads}")
         if plan.gated != (gate is not None):
@@ -67,65 +81,63 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
             self.gate = gate
         self.causal = bool(causal)
         if plan.dbsa:
-            self.q_proj.__class__ = BiaffineQueryProjection  # same weight and bias; adds U after them
-            self.q_proj.init_biaffine(self.num_heads, plan.dbsa_heads)
-            self.skip_embed_dim_check = True  # torch's fused path reads q_proj.weight and would skip U
+            self.q_proj = BiaffineQueryProjection(self.q_proj, self.num_heads, plan.dbsa_heads)
+
+    def explicit_scores_needed(self, query, key, incremental_state, static_kv: bool, before_softmax: bool) -> bool:
+        """Whether this call forms the scores itself (:meth:`_explicit_forward`) instead of fairseq's paths.
+
+        fairseq's fused path (torch's ``multi_head_attention_forward``) projects the query with ``q_proj.weight``
+        itself (it would skip the DBSA heads' U), takes only an additive mask (no multiplied, replaced or gated
+        scores) and returns head-averaged weights (no per-head probabilities to keep). So a full-sequence
+        self-attention call takes the explicit path whenever a mechanism other than an additive bias runs, or the
+        probabilities are kept. Incremental decoding (only decoder DBSA heads get there) stays on fairseq's own
+        unfused path, which calls ``q_proj`` as a module and so applies U.
+        """
+        full_self = incremental_state is None and not static_kv and not before_softmax and key is query
+        if full_self:
+            return self.plan.explicit or (self.keep_probs and self.plan.active)
+        if self.plan.explicit and self.plan.syntax_heads != self.plan.dbsa:
+            raise NotImplementedError("PASCAL, LISA and gated heads run in full-sequence self-attention only")
+        if self.plan.dbsa and incremental_state is None and not static_kv:
+            raise NotImplementedError("DBSA heads run in full-sequence self-attention or in incremental decoding: "
+                                      "fairseq's fused path, which this call would take, skips their U")
+        return False
 
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
-        if self.plan.explicit and self.syntax_batch is not None:
-            if incremental_state is None and not static_kv and not before_softmax and key is query:
-                return self._explicit_forward(query, key_padding_mask, attn_mask, need_weights or need_head_weights,
-                                              need_head_weights)
-            if self.plan.syntax_heads != self.plan.dbsa:
-                raise NotImplementedError("PASCAL, LISA and gated heads are encoder self-attention only")
-            # DBSA in incremental decoding: U is inside q_proj, fairseq's own path computes the heads
+        if self.explicit_scores_needed(query, key, incremental_state, static_kv, before_softmax):
+            return self._explicit_forward(query, key_padding_mask, attn_mask, need_weights or need_head_weights,
+                                          need_head_weights)
         bias = self.syntax_bias
-        if self.keep_probs and not before_softmax:
-            return self._stock_forward_keeping_probs(query, key, value, key_padding_mask, incremental_state,
-                                                     need_weights, static_kv, attn_mask, need_head_weights, bias)
         if bias is not None:
             # attn_mask (T, S) from the caller is shared by all heads: broadcast it onto the bias
             attn_mask = bias if attn_mask is None else bias + attn_mask.to(bias.dtype).unsqueeze(0)
-        return super().forward(query, key, value, key_padding_mask=key_padding_mask, incremental_state=incremental_state,
-                               need_weights=need_weights, static_kv=static_kv, attn_mask=attn_mask,
-                               before_softmax=before_softmax, need_head_weights=need_head_weights)
+        keep = self.keep_probs and self.plan.active and not before_softmax  # then never the fused path
+        attn, weights = super().forward(query, key, value, key_padding_mask=key_padding_mask,
+                                        incremental_state=incremental_state, need_weights=need_weights or keep,
+                                        static_kv=static_kv, attn_mask=attn_mask, before_softmax=before_softmax,
+                                        need_head_weights=need_head_weights or keep)
+        if keep:  # incremental decoding: fairseq's unfused path returned every head's probabilities (H, B, T, S)
+            self.probs = weights.detach().float().transpose(0, 1)  # (B, H, T, S)
+            if not need_head_weights:
+                weights = weights.mean(dim=0) if need_weights else None
+        return attn, weights
 
-    def _stock_forward_keeping_probs(self, query, key, value, key_padding_mask, incremental_state, need_weights,
-                                     static_kv, attn_mask, need_head_weights, bias):
-        """fairseq's forward through its unfused path, the only one that returns every head's probabilities
-        (its fused path is skipped under ``skip_embed_dim_check``); keeps them in ``probs`` (B, H, T, S) and
-        returns what the caller asked for. That path takes only a (T, S) ``attn_mask``: the distance-mask bias
-        (B·H, T, S) is added to the scaled scores by fairseq's own hook for it, :meth:`apply_sparse_mask`."""
-        skip, self.skip_embed_dim_check = self.skip_embed_dim_check, True
-        self._unfused_bias = bias
-        try:
-            attn, weights = super().forward(query, key, value, key_padding_mask=key_padding_mask,
-                                            incremental_state=incremental_state, need_weights=True, static_kv=static_kv,
-                                            attn_mask=attn_mask, need_head_weights=True)
-        finally:
-            self.skip_embed_dim_check, self._unfused_bias = skip, None
-        self.probs = weights.detach().transpose(0, 1)  # (H, B, T, S) → (B, H, T, S)
-        if need_head_weights:
-            return attn, weights
-        return attn, weights.mean(dim=0) if need_weights else None
-
-    def apply_sparse_mask(self, attn_weights, tgt_len: int, src_len: int, bsz: int):
-        """fairseq's hook on the unfused path's scaled scores (B·H, T, S): + the distance bias while a forward keeps
-        its probabilities (:meth:`_stock_forward_keeping_probs`), unchanged otherwise."""
-        bias = getattr(self, "_unfused_bias", None)
-        return attn_weights if bias is None else attn_weights + bias.to(attn_weights.dtype)
-
-    def _syntax_scores(self, scores: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    def _syntax_scores(self, scores: torch.Tensor, q: torch.Tensor, k: torch.Tensor, batch: SyntaxBatch) -> torch.Tensor:
         """Apply each head block's mechanism to the scaled scores.
 
         scores: (B, H, T, S) = QKᵀ/√d; q, k: (B, H, T|S, d) unscaled projections → (B, H, T, S).
         """
-        plan, batch = self.plan, self.syntax_batch
+        plan = self.plan
+        for heads, given, what in ((plan.distance, batch.distance_log_mask, "distance-mask"),
+                                   (plan.pascal, batch.pascal_weights, "PASCAL")):
+            if heads and given is None:
+                raise ValueError(f"this layer's {what} heads need the batch's syntax inputs (syntax_batch), which the "
+                                 "encoder sets in its forward")
         blocks: List[torch.Tensor] = []
         if plan.distance:  # Hou et al. 2022, Eq. 7: QKᵀ/√d + log M
             blocks.append(scores[:, : plan.distance] + batch.distance_log_mask.unsqueeze(1).to(scores.dtype))
-        if plan.pascal:  # Bugliarello & Okazaki 2020 (PASCAL; DESIGN §4.4): S ⊙ W before masking and softmax
+        if plan.pascal:  # Bugliarello & Okazaki 2020 (PASCAL, Eq. 3): S ⊙ W before masking and softmax
             w = ignore_parents(batch.pascal_weights, self.pascal_ignore, self.training).to(scores.dtype)  # (B, T, S)
             blocks.append(scores[:, plan.pascal_heads] * w.unsqueeze(1))
         h = plan.lisa_head
@@ -150,13 +162,14 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         ks = k.contiguous().view(T, B * H, d).transpose(0, 1)  # (B·H, S, d)
         vs = v.contiguous().view(T, B * H, d).transpose(0, 1)
         raw = torch.bmm(qs, ks.transpose(1, 2)).view(B, H, T, T)  # (B, H, T, S)
-        scores = self._masked(self._syntax_scores(raw, q_heads, k_heads), attn_mask, key_padding_mask)
+        batch = self.syntax_batch if self.syntax_batch is not None else SyntaxBatch(pad_mask=x.new_zeros(B, T, dtype=torch.bool))
+        scores = self._masked(self._syntax_scores(raw, q_heads, k_heads, batch), attn_mask, key_padding_mask)
         probs = utils.softmax(scores, dim=-1)  # (B, H, T, S) float32
         if self.plan.gated:
             raw_syntax = self._masked(raw[:, : self.plan.syntax_heads], attn_mask, key_padding_mask)
             probs = self._gated_probs(probs, raw_syntax, x, key_padding_mask)
-        probs = self._lisa_probs(scores, probs)
-        self._record_dbsa(scores, probs)
+        probs = self._lisa_probs(scores, probs, batch)
+        self._record_dbsa(scores, probs, batch)
         if self.keep_probs:
             self.probs = probs.detach()  # (B, H, T, S) the probabilities this layer attends with
         attn = torch.bmm(self.dropout_module(probs.type_as(scores)).view(B * H, T, T), vs)  # (B·H, T, d)
@@ -195,10 +208,10 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         mixed = mix(syn, p_raw, gates[:, :n])
         return torch.cat([mixed, p_syn[:, n:]], dim=1) if n < self.num_heads else mixed
 
-    def _lisa_probs(self, scores: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+    def _lisa_probs(self, scores: torch.Tensor, probs: torch.Tensor, batch: SyntaxBatch) -> torch.Tensor:
         """Record the LISA head's loss statistics; with the oracle at evaluation, put its mass on the gold parent."""
         h = self.plan.lisa_head
-        parents = self.syntax_batch.parents_first
+        parents = batch.parents_first
         self.lisa_stats = None
         if h is None or parents is None:
             return probs
@@ -209,7 +222,7 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         gold = gold_parent_rows(log_probs, parents).exp().unsqueeze(1)  # (B, 1, T, S)
         return torch.cat([probs[:, :h], gold, probs[:, h + 1:]], dim=1)
 
-    def _record_dbsa(self, scores: torch.Tensor, probs: torch.Tensor) -> None:
+    def _record_dbsa(self, scores: torch.Tensor, probs: torch.Tensor, batch: SyntaxBatch) -> None:
         """DBSA (Deguchi et al. 2019): the parent loss −Σ log A[i, parent(i)] of the heads' mean attention with
         its token count, hits and (decoder) dropped later-parent arcs; the mean attention itself when kept.
         scores (B, H, T, S) masked, probs (B, H, T, S) float32 before dropout."""
@@ -217,7 +230,7 @@ class SyntaxBiasedMultiheadAttention(MultiheadAttention):
         if not self.plan.dbsa:
             return
         s = self.plan.dbsa_heads
-        parents = self.syntax_batch.parents_chain
+        parents = batch.parents_chain
         if parents is not None:
             dropped = parents.new_zeros(())
             if self.causal:

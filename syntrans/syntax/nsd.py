@@ -1,5 +1,5 @@
 """Neural syntactic distances (NSD) of Ma et al. 2019, "Improving Neural Machine Translation with Neural
-Syntactic Distance" (NAACL), DESIGN §4.8. Pure Python/numpy, no fairseq.
+Syntactic Distance" (NAACL). Pure Python/numpy, no fairseq.
 
 One value per word w_1 … w_n of a sentence (i is 1-based):
 
@@ -37,6 +37,9 @@ from .trees import as_tree, tree_distances
 NSD_KINDS = ("dS", "dG", "dR", "dD")
 #: The kinds computed from a constituency tree (or its distances).
 TREE_KINDS = ("dS", "dG", "dR")
+#: Per-token NSD value of a token without one (EOS, padding) and of the decoder's BOS: far below any real value,
+#: so that the data pipeline and the model's NSD layers agree on them without sharing anything but this module.
+NO_NSD, BOS_NSD = -1_000_000, -1_000_001
 
 
 def _check_kind(kind: str, allowed=NSD_KINDS) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Set
+from typing import Set, Tuple
 
 from fairseq import utils
 from fairseq.tasks import register_task
@@ -13,7 +13,6 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from ..data import sidecars
 from ..data.nsd_range import nsd_value_range
 from ..data.syntax_dataset import SyntaxPairDataset
-from ..syntax.nsd import NSD_KINDS
 
 logger = logging.getLogger("syntrans.task")
 
@@ -71,31 +70,21 @@ class SyntaxTranslationTask(TranslationTask):
                     f"(expected {ds.sidecar_path(name)}); write it with syntrans-preprocess from parsed corpora"
                 )
 
-    def _fill_nsd_ranges(self, cfg) -> None:
-        """An NSD model's value range per side (embedding and classifier sizes) is that of the training split,
-        unless given (``--nsd-src-min`` …) or stored in a checkpoint's config."""
-        kind = getattr(cfg, "nsd_kind", None)
-        if kind is not None and kind not in NSD_KINDS:
-            raise ValueError(f"--nsd-kind must be one of {', '.join(NSD_KINDS)}, found {kind!r}")
-        for side, lang in (("src", self.cfg.source_lang), ("tgt", self.cfg.target_lang)):
-            opt = lambda name, default=None: getattr(cfg, f"nsd_{side}_{name}", default)  # noqa: E731
-            used = (opt("input", "none") or "none") != "none" or opt("spe", False) or opt("output", False)
-            if not used or (opt("min") is not None and opt("max") is not None):
-                continue
-            data_path = utils.split_paths(self.cfg.data)[0]
-            split, src, tgt = self.cfg.train_subset, self.cfg.source_lang, self.cfg.target_lang
-            a, b = (src, tgt) if os.path.exists(os.path.join(data_path, f"{split}.{src}-{tgt}.{src}.idx")) else (tgt, src)
-            side_cars = sidecars.load_side(data_path, split, a, b, lang)
-            try:
-                lo, hi = nsd_value_range(side_cars, kind)
-            except FileNotFoundError as e:
-                raise FileNotFoundError(f"split {split} of {data_path}, {lang} side: {e}") from None
-            setattr(cfg, f"nsd_{side}_min", lo)
-            setattr(cfg, f"nsd_{side}_max", hi)
-            logger.info(f"NSD {kind} of the {side} side ({lang}) in {split}: values {lo}..{hi} (fixed into the model)")
+    def nsd_value_range(self, side: str, kind: str) -> Tuple[int, int]:
+        """(smallest, largest) word-level NSD ``kind`` (Ma et al. 2019) of one side (``src``/``tgt``) of the
+        training split: what an NSD model's embedding and classifier cover (asked by the model when it is built)."""
+        data_path = utils.split_paths(self.cfg.data)[0]
+        split, src, tgt = self.cfg.train_subset, self.cfg.source_lang, self.cfg.target_lang
+        lang = src if side == "src" else tgt
+        a, b = (src, tgt) if os.path.exists(os.path.join(data_path, f"{split}.{src}-{tgt}.{src}.idx")) else (tgt, src)
+        try:
+            lo, hi = nsd_value_range(sidecars.load_side(data_path, split, a, b, lang), kind)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"split {split} of {data_path}, {lang} side: {e}") from None
+        logger.info(f"NSD {kind} of the {side} side ({lang}) in {split}: values {lo}..{hi} (fixed into the model)")
+        return lo, hi
 
     def build_model(self, cfg, from_checkpoint=False):
-        self._fill_nsd_ranges(cfg)
         model = super().build_model(cfg, from_checkpoint=from_checkpoint)
         wanted = getattr(model, "syntax_features", None)
         if wanted is not None:

@@ -1,0 +1,124 @@
+"""The paper settings of ``syntax_transformer`` as fairseq architecture presets (``--arch NAME``).
+
+A preset sets fields of the model's options (:func:`~syntrans.models.options.set_fields`): a flag given on the
+command line wins, and every option no preset sets keeps the default declared in :mod:`syntrans.models.options`.
+Per-dataset settings of each paper's tables live in ``configs/``.
+"""
+from fairseq.models import register_model_architecture
+from fairseq.models.transformer.transformer_legacy import base_architecture, transformer_iwslt_de_en
+
+from . import syntax_transformer  # noqa: F401  (the model is registered before its architectures)
+from .options import fill_syntax_defaults, set_fields
+
+
+@register_model_architecture("syntax_transformer", "syntax_transformer")
+def syntax_base_architecture(args):
+    """Transformer base with no syntax mechanism switched on (every syntax option at its declared default)."""
+    fill_syntax_defaults(args)
+    base_architecture(args)
+
+
+def _iwslt_size(args):
+    """The IWSLT presets' shared rest (Hou et al. 2022, App. A): transformer_iwslt_de_en dimensions (512, 4 heads,
+    FFN 1024), dropout 0.3, attention dropout 0.2, then the syntax defaults."""
+    set_fields(args, dropout=0.3, attention_dropout=0.2)
+    transformer_iwslt_de_en(args)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "distance_transformer_iwslt_de_en")
+def distance_transformer_iwslt_de_en(args):
+    """Hou et al. 2022 (App. A), IWSLT14 de-en: 6+6 layers, 512, 4 heads, FFN 1024, dropout 0.3,
+    attention dropout 0.2, soft mask τ = 10 in heads 0-3 of encoder layer 0."""
+    set_fields(args, distance_layers="0", distance_heads=4)
+    _iwslt_size(args)
+
+
+@register_model_architecture("syntax_transformer", "distance_transformer_wmt_en_de")
+def distance_transformer_wmt_en_de(args):
+    """Hou et al. 2022 (App. A), WMT14 en-de: Transformer base (8 heads, FFN 2048), dropout and attention
+    dropout 0.1, soft mask τ = 10 in heads 0-1 of encoder layer 0."""
+    set_fields(args, distance_layers="0", distance_heads=2, dropout=0.1, attention_dropout=0.1)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "pascal_transformer_wmt_en_de")
+def pascal_transformer_wmt_en_de(args):
+    """Bugliarello & Okazaki 2020, WMT16 en-de: Transformer base, 5 PASCAL heads of 8 in encoder layer 0,
+    σ = 1, no parent ignoring (other datasets' heads/q: configs/pascal/)."""
+    set_fields(args, pascal_layers="0", pascal_heads=5)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "pascal_transformer_iwslt_de_en")
+def pascal_transformer_iwslt_de_en(args):
+    """PASCAL at IWSLT size (no published IWSLT setting: 2 PASCAL heads of 4 in encoder layer 0, σ = 1,
+    q = 0; dropout 0.3, attention dropout 0.2 as Hou et al.'s IWSLT comparison)."""
+    set_fields(args, pascal_layers="0", pascal_heads=2)
+    _iwslt_size(args)
+
+
+@register_model_architecture("syntax_transformer", "lisa_transformer_wmt_en_de")
+def lisa_transformer_wmt_en_de(args):
+    """LISA as in Bugliarello & Okazaki 2020: Transformer base, head 0 of encoder layer 0 bi-affine and
+    trained on first-subword parents with weight 1.0."""
+    set_fields(args, lisa_layers="0")
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "lisa_transformer_iwslt_de_en")
+def lisa_transformer_iwslt_de_en(args):
+    """LISA at IWSLT size: head 0 of encoder layer 0, weight 1.0; dropout 0.3, attention dropout 0.2."""
+    set_fields(args, lisa_layers="0")
+    _iwslt_size(args)
+
+
+@register_model_architecture("syntax_transformer", "gated_distance_transformer_iwslt_de_en")
+def gated_distance_transformer_iwslt_de_en(args):
+    """Hou et al., gated self-attention, IWSLT14 de-en: 6+6 layers, 512, FFN 1024, 4 heads, shared embeddings,
+    dropout 0.3, attention dropout 0.2; every head of every encoder layer gated between the soft distance mask
+    (τ = 10) and stock attention, syntax ignoring p = 0.4, pre-warm-up K = 80 epochs (other datasets: configs/gated/)."""
+    set_fields(args, distance_layers="all", distance_heads=4, gate_layers="all", gate_syntax_dropout=0.4,
+               gate_warmup_epochs=80, share_all_embeddings=True)
+    _iwslt_size(args)
+
+
+@register_model_architecture("syntax_transformer", "dbsa_transformer_wmt_en_de")
+def dbsa_transformer_wmt_en_de(args):
+    """Deguchi et al. 2019, WMT14 en-de: Transformer base; one DBSA head in the first encoder layer and one
+    (causal) in the first decoder layer, λ_dep = 0.5."""
+    set_fields(args, dbsa_encoder_layers="0", dbsa_decoder_layers="0", dbsa_heads=1, dbsa_weight=0.5)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "syncattn_transformer_wmt_en_de")
+def syncattn_transformer_wmt_en_de(args):
+    """Deguchi et al. 2021, WMT14 en-de: the DBSA model plus L_sync with λ_sync = 0.5, C from the penultimate
+    decoder layer (other datasets' λ_sync: configs/syncattn/)."""
+    set_fields(args, sync_attn=True, sync_weight=0.5, sync_layer=-2)
+    dbsa_transformer_wmt_en_de(args)
+
+
+@register_model_architecture("syntax_transformer", "nsd_transformer")
+def nsd_transformer(args):
+    """NSD (Ma et al. 2019) with nothing switched on yet: Transformer base plus the NSD options' defaults
+    (dD, λ_SPE 40); choose per side with --nsd-{src,tgt}-{input,spe,output} (the Table 1 rows: configs/nsd/)."""
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "nsd_src_transformer_base")
+def nsd_src_transformer_base(args):
+    """NSD on the source only (Ma et al. 2019): dD as input W(x‖e)+b with the syntactic PE (λ_SPE 40) and
+    predicted from the encoder output (L_entdist + L_dist); Transformer base."""
+    set_fields(args, nsd_kind="dD", nsd_src_input="linear", nsd_src_spe=True, nsd_src_output=True, nsd_spe_lambda=40.0)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "nsd_transformer_base")
+def nsd_transformer_base(args):
+    """Ma et al. 2019, Table 1's best row on both sides: dD as input W(x‖e)+b with the syntactic PE
+    (λ_SPE 40) and as output (Eq. 18+19+20: L_entdist + L_dist), source and target; Transformer base.
+    In decoding the predicted target NSD of each token feeds the next step."""
+    for side in ("src", "tgt"):
+        set_fields(args, **{f"nsd_{side}_input": "linear", f"nsd_{side}_spe": True, f"nsd_{side}_output": True})
+    nsd_src_transformer_base(args)
