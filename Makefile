@@ -15,7 +15,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.syntrans-installed
 CONSTRAINTS := $(VENV)/constraints.txt
 
-.PHONY: install test demo benchmark clean
+.PHONY: install test test-fast demo benchmark clean
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ $(STAMP): $(VPY) setup.py
 
 test: install
 	$(VPY) -m pytest -q tests
+
+# the quick tier (about a minute): the tests marked `fast` (pure functions, single-module model tests)
+test-fast: install
+	$(VPY) -m pytest -q -m fast tests
 
 demo: install
 	PATH=$(abspath $(VENV))/bin:$$PATH bash scripts/demo.sh

@@ -7,7 +7,9 @@ import torch
 from fairseq.modules import MultiheadAttention
 
 from syntrans.modules.distance_bias import distance_head_bias
-from syntrans.modules.syntax_attention import SyntaxBiasedMultiheadAttention
+from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
+
+pytestmark = pytest.mark.fast
 
 
 def brute_log_mask(g, tau):
@@ -30,7 +32,7 @@ def pair(embed=16, heads=4, seed=0):
     torch.manual_seed(seed)
     stock = MultiheadAttention(embed, heads, self_attention=True).eval()
     ours = MultiheadAttention(embed, heads, self_attention=True).eval()
-    ours.__class__ = SyntaxBiasedMultiheadAttention
+    ours.__class__ = SyntaxMultiheadAttention
     ours.init_syntax()
     ours.load_state_dict(stock.state_dict())
     return stock, ours

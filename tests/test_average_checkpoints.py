@@ -6,12 +6,11 @@ import re
 
 import pytest
 import torch
+from helpers import N_TEST, generate, run, tiny_train_argv
 from omegaconf import OmegaConf
-from test_end_to_end import run
-from test_end_to_end_parents import N_TEST, generate, tiny_train_argv
 
 import syntrans  # noqa: F401  (allow-lists the checkpoint classes for torch's safe loader)
-from syntrans.checkpoint_average import average_checkpoints, last_checkpoints
+from syntrans.checkpoints.average import average_checkpoints, last_checkpoints
 from syntrans.cli.average_checkpoints import main
 
 pytestmark = pytest.mark.usefixtures("single_threaded_tools")
@@ -32,6 +31,7 @@ def save(path, state):
     return str(path)
 
 
+@pytest.mark.fast
 def test_mean_of_each_parameter_the_rest_from_the_last(tmp_path):
     a, b, c = fake_state(1, epoch=1), fake_state(2, epoch=2), fake_state(3, epoch=3)
     paths = [save(tmp_path / f"{k}.pt", s) for k, s in zip("abc", (a, b, c))]
@@ -46,6 +46,7 @@ def test_mean_of_each_parameter_the_rest_from_the_last(tmp_path):
     assert out["extra_state"]["epoch"] == 3 and out["args"].arch == "transformer"
 
 
+@pytest.mark.fast
 def test_integer_entries_must_be_equal(tmp_path):
     p1 = save(tmp_path / "one.pt", fake_state(1))
     p2 = save(tmp_path / "two.pt", fake_state(2, steps=torch.tensor([7, 9])))
@@ -53,6 +54,7 @@ def test_integer_entries_must_be_equal(tmp_path):
         average_checkpoints([p1, p2])
 
 
+@pytest.mark.fast
 def test_mismatched_keys_and_shapes_name_the_file(tmp_path, capsys):
     p1 = save(tmp_path / "one.pt", fake_state(1))
     extra = save(tmp_path / "extra.pt", fake_state(2, bias=torch.zeros(2)))
@@ -77,6 +79,7 @@ def test_mismatched_keys_and_shapes_name_the_file(tmp_path, capsys):
     assert f"{tmp_path / 'junk.pt'}: not a fairseq checkpoint" in capsys.readouterr().err
 
 
+@pytest.mark.fast
 def test_unsafe_checkpoints_are_refused(tmp_path):
     import decimal
 
@@ -87,6 +90,7 @@ def test_unsafe_checkpoints_are_refused(tmp_path):
         average_checkpoints([p, p])
 
 
+@pytest.mark.fast
 def test_last_checkpoints_by_number_not_by_name(tmp_path):
     for name in ("checkpoint2.pt", "checkpoint9.pt", "checkpoint10.pt", "checkpoint_last.pt", "checkpoint_best.pt",
                  "checkpoint_1_500.pt", "checkpoint_2_1000.pt", "checkpoint_3_1500.pt"):

@@ -11,6 +11,8 @@ from omegaconf import OmegaConf
 
 import syntrans  # noqa: F401  (allow-lists the classes fairseq checkpoints need)
 
+pytestmark = pytest.mark.fast
+
 
 class Sneaky:
     def __reduce__(self):

@@ -3,7 +3,7 @@ the tiny synthetic corpus, no training): catches misspelled flags, unknown archs
 from pathlib import Path
 
 import pytest
-from conftest import SMALL, build_task_and_model
+from helpers import SMALL, build_task_and_model
 
 from syntrans.reproduce.config_file import read_args_file
 

@@ -6,13 +6,13 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import build_task_and_model
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 from fairseq.modules import MultiheadAttention
+from helpers import build_task_and_model
 
 from syntrans.criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
 from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
-from syntrans.modules.syntax_attention import SyntaxBiasedMultiheadAttention
+from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 from syntrans.syntax.align import pieces_per_word
 from syntrans.syntax.parents import subword_parents
 
@@ -23,7 +23,7 @@ D = C // H
 def dbsa_module(heads=1, start=0, causal=False, seed=0, noise=0.5):
     """DBSA on heads start..start+heads−1 (after ``start`` distance heads), with a random U."""
     torch.manual_seed(seed)
-    attn = SyntaxBiasedMultiheadAttention(C, H, self_attention=True)
+    attn = SyntaxMultiheadAttention(C, H, self_attention=True)
     attn.configure(HeadPlan(H, distance=start, dbsa=heads), causal=causal)
     with torch.no_grad():
         attn.q_proj.U.add_(noise * torch.randn_like(attn.q_proj.U))
@@ -58,6 +58,7 @@ def hand_probs(attn, x, heads, causal=False):
     return torch.stack(out)
 
 
+@pytest.mark.fast
 def test_dbsa_head_is_the_biaffine_softmax_and_other_heads_are_stock():
     attn = dbsa_module(heads=1, start=1)  # head 0 distance (zero mask), head 1 DBSA
     lengths, T = [6, 3], 6
@@ -72,6 +73,7 @@ def test_dbsa_head_is_the_biaffine_softmax_and_other_heads_are_stock():
         assert not torch.allclose(w[1, b, p:, p:], w_stock[1, b, p:, p:], atol=1e-3)  # U matters
 
 
+@pytest.mark.fast
 def test_identity_U_gives_the_stock_attention_on_every_path():
     """U = I: the explicit path, fairseq's unfused path (no batch) and the stock module agree."""
     attn = dbsa_module(heads=2, noise=0.0)
@@ -85,6 +87,7 @@ def test_identity_U_gives_the_stock_attention_on_every_path():
         torch.testing.assert_close(got[:, 0], want[:, 0], atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("causal", [False, True])
 def test_parent_loss_uses_the_mean_of_the_heads_and_real_tokens_only(causal):
     """−Σ log mean_h A_h[i, parent(i)] over tokens with a parent (decoder: at or before them; later ones counted)."""
@@ -121,7 +124,7 @@ def test_parent_loss_uses_the_mean_of_the_heads_and_real_tokens_only(causal):
 
 def forced_module(parents_rel, T, causal, scale):
     """One DBSA head whose score of key j for query i is U[i, j] on one-hot inputs: U = scale·one-hot(parent)."""
-    attn = SyntaxBiasedMultiheadAttention(C, H, self_attention=True)
+    attn = SyntaxMultiheadAttention(C, H, self_attention=True)
     attn.configure(HeadPlan(H, dbsa=1), causal=causal)
     with torch.no_grad():
         for proj in (attn.q_proj, attn.k_proj):
@@ -135,6 +138,7 @@ def forced_module(parents_rel, T, causal, scale):
     return attn.eval()
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("causal", [False, True])
 def test_uas_is_one_for_a_head_forced_to_gold_and_chance_for_a_uniform_head(causal):
     T, B = 8, 1
@@ -156,6 +160,7 @@ def test_uas_is_one_for_a_head_forced_to_gold_and_chance_for_a_uniform_head(caus
     assert float(loss) == pytest.approx(want, rel=1e-5)
 
 
+@pytest.mark.fast
 def test_random_near_uniform_head_scores_chance():
     """Tiny random scores over 8 keys and random gold parents: the attachment score is near 1/8."""
     Tn, B = 8, 400

@@ -17,6 +17,8 @@ from stanza.models.constituency.tree_reader import read_trees
 
 from syntrans.syntax import as_tree, binarize, leaves, tree_distances
 
+pytestmark = pytest.mark.fast
+
 PAPER_TREE = "(ROOT (S (NP (PRP I)) (VP (VBP swim) (PP (IN across) (NP (DT the) (NN river)))) (. .)))"
 
 

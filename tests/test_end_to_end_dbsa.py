@@ -10,8 +10,9 @@ import subprocess
 import pytest
 import torch
 from fairseq import checkpoint_utils
-from test_end_to_end import BIN, run
-from test_end_to_end_parents import N_TEST, UPDATES, generate, metric, metric_lines, short_runs, tiny_train_argv
+from helpers import BIN, N_TEST, UPDATES, generate, metric, metric_lines, run, short_runs, tiny_train_argv
+
+import syntrans  # noqa: F401  (allow-lists the checkpoint classes for torch's safe loader)
 
 PRESETS = {"dbsa": "dbsa_transformer_wmt_en_de", "syncattn": "syncattn_transformer_wmt_en_de"}
 # the one DBSA head of each preset: encoder layer 0 and decoder layer 0, U of shape (1, d, d), d = 32 / 4

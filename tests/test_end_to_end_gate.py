@@ -3,8 +3,9 @@ across a resume from checkpoint_last.pt in the middle of warm-up; gates are logg
 import re
 
 import torch
-from conftest import SMALL
-from test_end_to_end import USER_DIR, run
+from helpers import SMALL, USER_DIR, run
+
+import syntrans  # noqa: F401  (allow-lists the checkpoint classes for torch's safe loader)
 
 K = 2  # pre-warm-up epochs
 

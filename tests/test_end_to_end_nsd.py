@@ -7,7 +7,9 @@ import shutil
 
 import pytest
 from fairseq import checkpoint_utils
-from test_end_to_end_parents import N_TEST, UPDATES, generate, metric, metric_lines, short_runs
+from helpers import N_TEST, UPDATES, generate, metric, metric_lines, short_runs
+
+import syntrans  # noqa: F401  (allow-lists the checkpoint classes for torch's safe loader)
 
 CASES = {  # name: (arch and flags, logged NSD losses)
     "src": (["--arch", "nsd_src_transformer_base"], ("nsd_src_ce", "nsd_src_dist")),

@@ -6,14 +6,11 @@ import subprocess
 
 import pytest
 import torch
-from conftest import SMALL
 from fairseq import checkpoint_utils
-from test_end_to_end import BIN, USER_DIR, run
+from helpers import BIN, N_TEST, UPDATES, USER_DIR, generate, metric, metric_lines, run, short_runs
 
 from syntrans.modules.head_plan import HeadPlan
 
-N_TEST = 40  # sentences in the tiny_data test split
-UPDATES = 4
 WMT_HEADS = ["--encoder-attention-heads", "8"]  # 32 / 8 = 4 per head; the WMT PASCAL preset asks for 5 heads
 
 # name: (argv after SMALL, expected model cfg fields, expected head plan per encoder layer (None: stock), has LISA)
@@ -40,35 +37,6 @@ CASES = {
                       [HeadPlan(4, pascal=2), HeadPlan(4, lisa=1)], True),
 }
 
-NUM = r"([-+0-9.eE]+|nan|inf|-inf)"
-
-
-def tiny_train_argv(data, save, *extra, seed=3):
-    """fairseq-train flags of the end-to-end tests: the SMALL model, our criterion (label smoothing 0.1), Adam,
-    1000-token batches; ``extra`` after SMALL, so it may override the size."""
-    return [data, "--user-dir", USER_DIR, "--task", "syntax_translation", *SMALL, *extra,
-            "--criterion", "syntax_label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--optimizer", "adam",
-            "--max-tokens", "1000", "--save-dir", save, "--no-epoch-checkpoints", "--num-workers", "0",
-            "--log-format", "simple", "--seed", seed]
-
-
-def short_runs(data, tmp_path_factory, flags_of):
-    """name → (checkpoint_last.pt, training log) of a run of UPDATES updates (lr 1e-3, one epoch at most, one
-    validation at the end) with ``flags_of(name)``; each name trained at most once."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            save = tmp_path_factory.mktemp(name)
-            log = run("fairseq-train", *tiny_train_argv(data, save, *flags_of(name), "--lr", "1e-3", "--max-epoch", "1",
-                                                        "--max-update", UPDATES, "--validate-interval-updates", UPDATES,
-                                                        "--log-interval", "1"))
-            cache[name] = (save / "checkpoint_last.pt", log)
-        return cache[name]
-
-    return get
-
-
 @pytest.fixture(scope="module")
 def trained(tiny_data, tmp_path_factory):
     """Train each case at most once per module: name → (checkpoint path, training log)."""
@@ -86,23 +54,6 @@ def generated(tiny_data, trained):
         return cache[name]
 
     return get
-
-
-def metric_lines(log, kind):
-    """Lines of ``kind``: 'train_inner' (per update), 'train' (epoch summary) or 'valid'."""
-    pattern = {"train_inner": r"\| train_inner \|", "train": r"\| train \|", "valid": r"\| valid \|"}[kind]
-    return [line for line in log.splitlines() if re.search(pattern, line)]
-
-
-def metric(line, name):
-    """The value of ``name`` in a simple-format log line ('name=v,' in train_inner, '| name v |' otherwise)."""
-    m = re.search(rf"(?:^|[\s|,]){re.escape(name)}[= ]{NUM}(?=[,\s|]|$)", line)
-    return None if m is None else float(m.group(1))
-
-
-def generate(data, ckpt, *extra):
-    return run("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", ckpt,
-               "--gen-subset", "test", "--beam", "3", "--batch-size", "16", "--remove-bpe", "--num-workers", "0", *extra)
 
 
 def validate(data, ckpt, *extra):

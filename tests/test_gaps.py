@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from syntrans.syntax import EOS_GAP, SENTENCE_BREAK, SENTENCE_GAP, subword_gaps, subword_gaps_array
 
+pytestmark = pytest.mark.fast
+
 
 def test_constants():
     assert SENTENCE_GAP == 999

@@ -7,7 +7,7 @@ from fairseq.modules import MultiheadAttention
 from syntrans.modules.distance_bias import distance_head_bias, distance_log_mask
 from syntrans.modules.gate import SyntaxGate, masked_max_pool
 from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
-from syntrans.modules.syntax_attention import SyntaxBiasedMultiheadAttention
+from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
 C, H = 16, 4
 
@@ -24,7 +24,7 @@ def batch(seed=1):
 
 def gated(mode="gated", heads=H, dropout=0.0, warmup=0, seed=0):
     torch.manual_seed(seed)
-    attn = SyntaxBiasedMultiheadAttention(C, H, self_attention=True).eval()
+    attn = SyntaxMultiheadAttention(C, H, self_attention=True).eval()
     attn.configure(HeadPlan(H, distance=heads, gated=True), gate=SyntaxGate(C, H, 8, mode=mode, warmup_epochs=warmup),
                    syntax_dropout=dropout)
     return attn.eval()  # the gate was added after the first eval()
@@ -35,11 +35,12 @@ def run(attn, x, pad, gaps, **kw):
     return attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, **kw)
 
 
+@pytest.mark.fast
 def test_pure_equals_the_distance_mask_attention():
     x, pad, gaps = batch()
     attn = gated("pure", heads=2)
     out, w = run(attn, x, pad, gaps)
-    ref = SyntaxBiasedMultiheadAttention(C, H, self_attention=True).eval()
+    ref = SyntaxMultiheadAttention(C, H, self_attention=True).eval()
     ref.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("gate.")})
     ref.syntax_bias = distance_head_bias(gaps, pad, H, 2, 10.0, x.dtype)
     out_ref, w_ref = ref(x, x, x, key_padding_mask=pad, need_weights=True)  # fused path: head-averaged weights
@@ -47,6 +48,7 @@ def test_pure_equals_the_distance_mask_attention():
     torch.testing.assert_close(out, out_ref, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.fast
 def test_avg_is_the_mean_of_syntax_and_stock_softmax():
     x, pad, gaps = batch()
     attn = gated("avg", heads=3)
@@ -64,6 +66,7 @@ def test_avg_is_the_mean_of_syntax_and_stock_softmax():
             torch.testing.assert_close(w[h, b, p:, p:], expect, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.fast
 def test_closed_gate_is_bitwise_stock_attention():
     """G ≡ 0 (BatchNorm shifted far negative, running statistics at evaluation): fairseq's own attention."""
     x, pad, gaps = batch()
@@ -79,6 +82,7 @@ def test_closed_gate_is_bitwise_stock_attention():
     assert torch.equal(out, out_s) and torch.equal(w, w_s)
 
 
+@pytest.mark.fast
 def test_max_pool_ignores_padding():
     x, pad, gaps = batch()
     pooled = masked_max_pool(x, pad)
@@ -94,6 +98,7 @@ def test_max_pool_ignores_padding():
     assert torch.equal(attn.gate_values, g1)
 
 
+@pytest.mark.fast
 def test_warmup_freezes_the_gate_network_then_trains_it():
     x, pad, gaps = batch()
     attn = gated(warmup=2).train()
@@ -118,6 +123,7 @@ def test_warmup_freezes_the_gate_network_then_trains_it():
     assert any(not torch.equal(p, gate_params[n]) for n, p in attn.gate.named_parameters())
 
 
+@pytest.mark.fast
 def test_syntax_ignoring_only_in_training():
     x, pad, gaps = batch()
     a, b = gated(dropout=0.0), gated(dropout=0.9)
@@ -132,6 +138,7 @@ def test_syntax_ignoring_only_in_training():
     assert not torch.allclose(wa, wb)
 
 
+@pytest.mark.fast
 def test_batchnorm_uses_running_statistics_at_evaluation():
     """A sentence's gates do not depend on the rest of the batch at evaluation (they do in training)."""
     x, pad, gaps = batch()
@@ -146,6 +153,7 @@ def test_batchnorm_uses_running_statistics_at_evaluation():
     assert not torch.allclose(train_both, both)
 
 
+@pytest.mark.fast
 def test_gated_layer_needs_syntax_heads_and_mode_is_checked():
     with pytest.raises(ValueError, match="gated layer needs syntax heads"):
         HeadPlan(H, gated=True)
@@ -154,7 +162,7 @@ def test_gated_layer_needs_syntax_heads_and_mode_is_checked():
 
 
 def test_validation_logs_gate_values_per_layer_and_head(tiny_data):
-    from conftest import build_task_and_model
+    from helpers import build_task_and_model
 
     task, model = build_task_and_model(tiny_data, "gated_distance_transformer_iwslt_de_en", "--distance-heads", "2",
                                        "--gate-layers", "1")
@@ -174,6 +182,7 @@ def test_validation_logs_gate_values_per_layer_and_head(tiny_data):
     assert "aux_metrics" not in extra  # training logs stay short
 
 
+@pytest.mark.fast
 def test_gate_mixes_pascal_attention_too():
     """The gate is a mechanism of its own: over PASCAL heads, pure = PASCAL and avg = mean of PASCAL and stock."""
     from syntrans.modules.pascal import pascal_weights
@@ -187,7 +196,7 @@ def test_gate_mixes_pascal_attention_too():
                              ("pure", HeadPlan(H, pascal=2, gated=True), SyntaxGate(C, H, 8, mode="pure")),
                              ("avg", HeadPlan(H, pascal=2, gated=True), SyntaxGate(C, H, 8, mode="avg"))):
         torch.manual_seed(0)
-        attn = SyntaxBiasedMultiheadAttention(C, H, self_attention=True)
+        attn = SyntaxMultiheadAttention(C, H, self_attention=True)
         if plan.active:
             attn.configure(plan, gate=gate)
         attn.eval()

@@ -3,8 +3,8 @@
 decoder, neither do its teacher-forced output (right-padded target) and its share of the auxiliary losses."""
 import pytest
 import torch
-from conftest import build_task_and_model
 from fairseq.sequence_generator import SequenceGenerator
+from helpers import build_task_and_model
 
 ARCHS = [("transformer", ()), ("distance_transformer_iwslt_de_en", ("--distance-heads", "2")),
          ("distance_transformer_iwslt_de_en", ("--distance-heads", "4", "--distance-hard")),

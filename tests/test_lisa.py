@@ -9,7 +9,7 @@ from fairseq.modules import MultiheadAttention
 
 from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
 from syntrans.modules.lisa import BiaffineScorer, parent_loss
-from syntrans.modules.syntax_attention import SyntaxBiasedMultiheadAttention
+from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
 C, H = 16, 4
 D = C // H
@@ -17,7 +17,7 @@ D = C // H
 
 def lisa_module(head=0, seed=0):
     torch.manual_seed(seed)
-    attn = SyntaxBiasedMultiheadAttention(C, H, self_attention=True).eval()
+    attn = SyntaxMultiheadAttention(C, H, self_attention=True).eval()
     attn.configure(HeadPlan(H, distance=head, lisa=1))
     return attn
 
@@ -52,6 +52,7 @@ def hand_scores(attn, x, b, p, head):
     return s
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("head", [0, 2])
 def test_lisa_head_is_the_biaffine_softmax(head):
     attn = lisa_module(head)
@@ -65,6 +66,7 @@ def test_lisa_head_is_the_biaffine_softmax(head):
                                    atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.fast
 def test_lisa_loss_counts_real_tokens_only():
     """−Σ log A[i, parent(i)] over real tokens (no pad, no EOS), with the count and the attachment hits."""
     attn = lisa_module()
@@ -86,6 +88,7 @@ def test_lisa_loss_counts_real_tokens_only():
     assert loss.item() == pytest.approx(want_loss, rel=1e-5)
 
 
+@pytest.mark.fast
 def test_parent_loss_ignores_rows_without_parent_even_at_masked_keys():
     log_probs = torch.log_softmax(torch.randn(1, 3, 3), -1)
     log_probs[0, 0] = float("-inf")  # a padding row: every key masked
@@ -99,6 +102,7 @@ def test_parent_loss_ignores_rows_without_parent_even_at_masked_keys():
     assert int(parent_loss(forced, parents)[2]) == 2  # attachment: argmax on the gold parent
 
 
+@pytest.mark.fast
 def test_gold_parent_oracle_at_evaluation_only():
     attn = lisa_module()
     attn.lisa_gold_parents = True
@@ -114,6 +118,7 @@ def test_gold_parent_oracle_at_evaluation_only():
     assert not torch.equal(w_train[0][has], one_hot[has])  # training keeps the learned head
 
 
+@pytest.mark.fast
 def test_biaffine_scorer_shapes_and_bias_row():
     torch.manual_seed(0)
     s = BiaffineScorer(4)
@@ -127,6 +132,7 @@ def test_biaffine_scorer_shapes_and_bias_row():
     torch.testing.assert_close(out, expect)
 
 
+@pytest.mark.fast
 def test_lisa_layer_without_parents_still_attends():
     """Generation needs no parents for the loss: the head runs, no statistics are recorded."""
     attn = lisa_module()
@@ -148,8 +154,8 @@ def criterion_loss(task, model, sample):
 
 
 def test_lisa_loss_scale_does_not_depend_on_batch_size_and_is_logged(tiny_data):
-    from conftest import build_task_and_model
     from fairseq import metrics
+    from helpers import build_task_and_model
 
     task, model = build_task_and_model(tiny_data, "lisa_transformer_iwslt_de_en", "--lisa-weight", "0.5")
     task.load_dataset("valid")
@@ -182,7 +188,7 @@ def test_lisa_needs_parents_to_train_but_not_to_translate(tiny_data, tmp_path):
     train (its loss would be silently missing), and a PASCAL model is refused with the file it lacks."""
     import shutil
 
-    from conftest import build_task_and_model
+    from helpers import build_task_and_model
 
     data = tmp_path / "data-bin"
     shutil.copytree(tiny_data, data)

@@ -4,11 +4,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from syntrans.syntax import local_range_log_mask, local_range_mask
+
+pytestmark = pytest.mark.fast
 
 FAST = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

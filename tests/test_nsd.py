@@ -29,6 +29,8 @@ from syntrans.syntax import (
     tree_height,
 )
 
+pytestmark = pytest.mark.fast
+
 GUM = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gum"
 TREE_KINDS = ("dS", "dG", "dR")
 

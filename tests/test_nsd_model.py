@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import build_task_and_model
 from fairseq.sequence_generator import SequenceGenerator
+from helpers import build_task_and_model
 
 from syntrans.data.features import BOS_NSD, NO_NSD
 from syntrans.modules.nsd_layers import NsdInput, nsd_losses
@@ -17,6 +17,7 @@ from syntrans.syntax.nsd import nsd
 C = 8
 
 
+@pytest.mark.fast
 def test_input_modes_equal_their_formulas():
     torch.manual_seed(0)
     values = torch.tensor([[BOS_NSD, -2, 0, 3, NO_NSD]])
@@ -41,6 +42,7 @@ def test_input_modes_equal_their_formulas():
             assert torch.equal(layer.embed.weight[0], torch.zeros_like(layer.embed.weight[0]))  # no value: zero row
 
 
+@pytest.mark.fast
 def test_unseen_values_are_clipped_and_counted():
     layer = NsdInput("add", C, 0, v_min=-1, v_max=2)
     values = torch.tensor([[-5, -1, 2, 7, NO_NSD]])
@@ -53,6 +55,7 @@ def test_unseen_values_are_clipped_and_counted():
     assert int(count) == 4 and int(clipped) == 2
 
 
+@pytest.mark.fast
 def test_dist_loss_equals_a_double_loop():
     """L_dist = Σ(d − d̂)² + Σ_{j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊ per sentence, over real tokens only."""
     g = torch.Generator().manual_seed(1)

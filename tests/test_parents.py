@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from syntrans.syntax import PARENT_MODES, read_parsed, subword_parents, subword_parents_array
 
+pytestmark = pytest.mark.fast
+
 GUM = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gum"
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from stanza.models.constituency.parse_tree import Tree
 
 from syntrans.cli import parse as cli
-from syntrans.parsing import stanza_parser
+from syntrans.parsing import driver, stanza_parser
 from syntrans.parsing.stanza_parser import (
     StanzaLikeSentence,
     SyntacticWord,
@@ -20,6 +20,8 @@ from syntrans.parsing.stanza_parser import (
 )
 from syntrans.parsing.trivial import split_sentences, trivial_parse
 from syntrans.syntax import leaves, read_parsed, tree_distances
+
+pytestmark = pytest.mark.fast
 
 
 def leaf(word, tag):
@@ -172,8 +174,8 @@ def test_missing_models_stop_at_once_with_exit_2(tmp_path, monkeypatch, capsys):
     def no_reading(*a, **k):
         raise AssertionError("the input was read before the models were loaded")
 
-    monkeypatch.setattr(cli, "count_lines", no_reading)
-    monkeypatch.setattr(cli, "iter_lines", no_reading)
+    monkeypatch.setattr(driver, "count_lines", no_reading)
+    monkeypatch.setattr(driver, "iter_lines", no_reading)
     assert cli.main([str(src), "-o", str(out), "--lang", "en"]) == 2
     err = capsys.readouterr().err
     assert "stanza.download(" in err and str(res) in err
@@ -292,7 +294,7 @@ def test_shards_merge_equals_single_run_and_resume(tmp_path, monkeypatch, capsys
     def no_parser(*a, **k):
         raise AssertionError("a finished shard was parsed again")
 
-    monkeypatch.setattr(cli, "make_parser", no_parser)
+    monkeypatch.setattr(driver, "make_parser", no_parser)
     before = os.stat(shard1).st_mtime_ns
     capsys.readouterr()
     assert cli.main(base + ["--shard-id", "1"]) == 0

@@ -9,7 +9,7 @@ from fairseq.modules import MultiheadAttention
 
 from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
 from syntrans.modules.pascal import ignore_parents, pascal_weights
-from syntrans.modules.syntax_attention import SyntaxBiasedMultiheadAttention
+from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 from syntrans.syntax import subword_parents
 
 C, H = 16, 4
@@ -18,7 +18,7 @@ C, H = 16, 4
 def modules(seed=0):
     torch.manual_seed(seed)
     stock = MultiheadAttention(C, H, self_attention=True).eval()
-    ours = SyntaxBiasedMultiheadAttention(C, H, self_attention=True).eval()
+    ours = SyntaxMultiheadAttention(C, H, self_attention=True).eval()
     ours.load_state_dict(stock.state_dict())
     return stock, ours
 
@@ -39,6 +39,7 @@ def batch(seed=1):
     return x, pad, parents, lengths, rel
 
 
+@pytest.mark.fast
 def test_weights_are_the_gaussian_density():
     parents = torch.tensor([[2.5, -1.0]])
     w = pascal_weights(parents, 5, 1.5)
@@ -71,6 +72,7 @@ def hand_heads(ours, x, pad, rel, lengths, pascal):
     return out
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("h_p", [1, 2, 3])
 def test_pascal_heads_equal_hand_computation(h_p):
     """Batch of two sentences of different lengths, h_P < H: the weights of sentence b land on its rows."""
@@ -86,6 +88,7 @@ def test_pascal_heads_equal_hand_computation(h_p):
         assert torch.all(weights[:, b, p:, :p] == 0)  # padding keys get nothing
 
 
+@pytest.mark.fast
 def test_pascal_output_equals_hand_computation():
     _, ours = modules()
     ours.configure(HeadPlan(H, pascal=1))
@@ -101,6 +104,7 @@ def test_pascal_output_equals_hand_computation():
         torch.testing.assert_close(out[p:, b], ctx @ ours.out_proj.weight.T + ours.out_proj.bias, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.fast
 def test_stock_heads_match_fairseq_unfused_attention_bitwise():
     """Heads without syntax in a PASCAL layer compute exactly what fairseq's own unfused path computes."""
     stock, ours = modules()
@@ -114,6 +118,7 @@ def test_stock_heads_match_fairseq_unfused_attention_bitwise():
     assert not torch.allclose(w_stock[:2], w_ours[:2])
 
 
+@pytest.mark.fast
 def test_parent_ignoring_q1_is_stock_and_q0_is_pascal():
     stock, ours = modules()
     stock.skip_embed_dim_check = True
@@ -131,6 +136,7 @@ def test_parent_ignoring_q1_is_stock_and_q0_is_pascal():
     assert torch.equal(ours(x, x, x, key_padding_mask=pad, need_weights=False)[0], pascal_eval)
 
 
+@pytest.mark.fast
 def test_parent_ignoring_replaces_whole_rows_with_probability_q():
     torch.manual_seed(0)
     w = pascal_weights(torch.rand(64, 50) * 40, 50, 1.0)
@@ -146,7 +152,7 @@ def test_parent_ignoring_replaces_whole_rows_with_probability_q():
 def test_collated_parents_follow_left_padding(tiny_data, left_pad):
     """Each row's parents are its own sentence's subword parents shifted by its left padding (none when the
     source is right-padded)."""
-    from conftest import build_task_and_model
+    from helpers import build_task_and_model
 
     # fairseq's flag --left-pad-source switches its default (True) off
     task, model = build_task_and_model(tiny_data, "pascal_transformer_iwslt_de_en", *(() if left_pad else ("--left-pad-source",)))
@@ -171,6 +177,7 @@ def test_collated_parents_follow_left_padding(tiny_data, left_pad):
         assert off <= parents[row, real][:-1].min().item() and parents[row, real].max().item() < off + n - 1
 
 
+@pytest.mark.fast
 def test_too_many_syntax_heads_is_a_clear_error():
     with pytest.raises(ValueError, match="4 heads"):
         HeadPlan(4, distance=2, pascal=2, lisa=1)

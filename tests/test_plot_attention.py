@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import SMALL, build_task_and_model
+from helpers import SMALL, build_task_and_model
 
 import syntrans
 from syntrans.cli.plot import main as plot_main

@@ -10,7 +10,7 @@ import urllib.error
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA
+from helpers import SHARED_DATA
 
 from syntrans.prep import CORPORA, PrepError, prepare_corpus
 from syntrans.prep.checksums import SUMS_NAME, ChecksumError, read_sums, verify_file
@@ -53,6 +53,7 @@ TOKENIZED = [
 ]
 
 
+@pytest.mark.fast
 def test_moses_tokenization_matches_hand_checked_output():
     de, en = TokenizerSpec("de"), TokenizerSpec("en")
     for (d, e), (td, te) in zip(RAW, TOKENIZED):
@@ -60,6 +61,7 @@ def test_moses_tokenization_matches_hand_checked_output():
         assert tokenize_line(e, en) == te
 
 
+@pytest.mark.fast
 def test_lowercase_after_escaping_and_dash_splits():
     assert tokenize_line(RAW[0][0], TokenizerSpec("de", lowercase=True)) == \
         "das ist &apos; s , sagte er : &quot; äpfel &amp; birnen &quot; ."
@@ -71,6 +73,7 @@ def test_lowercase_after_escaping_and_dash_splits():
     assert tokenize_line("日本 の  A&B 'x'", TokenizerSpec("ja", segmented=True)) == "日本 の A&amp;B &apos;x&apos;"
 
 
+@pytest.mark.fast
 def test_clean_pairs_keeps_and_drops_the_right_lines():
     kept, dropped = clean_pairs(TOKENIZED, min_len=1, max_len=14, ratio=1.5)
     # 1: 14/13 tokens; 2: 5/5; 6: 10/10; 7: 6/5 are kept, in order
@@ -80,6 +83,7 @@ def test_clean_pairs_keeps_and_drops_the_right_lines():
     assert list(dropped) == list(REASONS)
 
 
+@pytest.mark.fast
 def test_filter_boundaries_follow_clean_corpus_n():
     assert drop_reason(3, 2, ratio=1.5) is None  # exactly the ratio is kept
     assert drop_reason(4, 2, ratio=1.5) == "ratio"
@@ -90,6 +94,7 @@ def test_filter_boundaries_follow_clean_corpus_n():
     assert [k for k in range(1, 70) if is_holdout(k, 23)] == [23, 46, 69]
 
 
+@pytest.mark.fast
 def test_unsegmented_text_is_detected():
     assert looks_unsegmented(["これは日本語の文章です。", "もう一つの長い文章があります。", ""])
     assert not looks_unsegmented(["これ は 日本語 の 文章 です 。", "短い"])
@@ -99,6 +104,7 @@ def test_unsegmented_text_is_detected():
 # extraction formats
 
 
+@pytest.mark.fast
 def test_iwslt_train_tags_drop_metadata_and_strip_title_tags():
     lines = ["<url>http://www.ted.com/talks/x.html</url>\n", "<keywords>talks, science</keywords>\n",
              "<speaker>Jane Doe</speaker>\n", "<talkid>1</talkid>\n", "<title>Jane Doe: A talk</title>\n",
@@ -108,6 +114,7 @@ def test_iwslt_train_tags_drop_metadata_and_strip_title_tags():
         "Jane Doe: A talk", "TED Talk Subtitles: About things.", "Thank you so much.", "It's great."]
 
 
+@pytest.mark.fast
 def test_seg_texts_of_iwslt_xml_and_wmt_sgm():
     xml = ['<?xml version="1.0" encoding="UTF-8"?>', "<mteval>", '<srcset setid="dev2010" srclang="german">',
            '<doc docid="535" genre="lectures">', "<url>http://www.ted.com/x</url>", "<talkid>535</talkid>",
@@ -122,6 +129,7 @@ def test_seg_texts_of_iwslt_xml_and_wmt_sgm():
         list(seg_texts(["<p>", '<seg id="1">no end']))
 
 
+@pytest.mark.fast
 def test_tmx_pairs_and_skipped_units():
     tmx = b"""<?xml version="1.0" encoding="utf-8"?>
 <tmx version="1.4"><header srclang="en"/><body>
@@ -135,6 +143,7 @@ def test_tmx_pairs_and_skipped_units():
     assert skipped == [2]
 
 
+@pytest.mark.fast
 def test_tsv_and_aspec_columns():
     assert list(column_pairs(["a\tb\n", "c\td\n"], ("en", "de"), ("de", "en"))) == [("b", "a"), ("d", "c")]
     with pytest.raises(ValueError, match="line 2: expected 2 fields"):
@@ -144,6 +153,7 @@ def test_tsv_and_aspec_columns():
         ("A Japanese sentence", "日本 語 の 文"), ("The second", "二 つ 目")]
 
 
+@pytest.mark.fast
 def test_unequal_sides_are_an_error_naming_both_files(tmp_path):
     (tmp_path / "a.de").write_text("eins\nzwei\ndrei\n", encoding="utf-8")
     (tmp_path / "a.en").write_text("one\ntwo\n", encoding="utf-8")
@@ -165,6 +175,7 @@ def test_unequal_sides_are_an_error_naming_both_files(tmp_path):
 # fetch: offline, licensed files, checksums, resume
 
 
+@pytest.mark.fast
 def test_offline_message_names_files_and_raw_dir(tmp_path, monkeypatch, capsys):
     from syntrans.cli.prepare import main
     from syntrans.prep import download
@@ -182,6 +193,7 @@ def test_offline_message_names_files_and_raw_dir(tmp_path, monkeypatch, capsys):
         assert f"{raw / d.name}" in err and d.url in err
 
 
+@pytest.mark.fast
 def test_licensed_corpus_without_files(tmp_path, capsys):
     from syntrans.cli.prepare import main
 
@@ -194,11 +206,13 @@ def test_licensed_corpus_without_files(tmp_path, capsys):
     assert not any(empty.iterdir())  # nothing written into the user's folder
 
 
+@pytest.mark.fast
 def test_unknown_pair_is_rejected_with_the_corpus_pairs(tmp_path):
     with pytest.raises(PrepError, match="wmt16 has no pair fr-en; its pairs: en-de .*en-ro"):
         prepare_corpus("wmt16", "fr", "en", tmp_path)
 
 
+@pytest.mark.fast
 def test_checksum_first_use_then_mismatch(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -218,6 +232,7 @@ def test_checksum_first_use_then_mismatch(tmp_path):
         verify_file(f, tmp_path / "other-sums", known_md5="0" * 32)
 
 
+@pytest.mark.fast
 def test_fetch_skips_verified_archive_and_rejects_corrupt_one(tmp_path):
     from syntrans.prep.download import fetch_downloads
 
@@ -389,8 +404,9 @@ def test_iwslt14_from_a_local_archive(tmp_path):
     assert read_sums(raw / SUMS_NAME).keys() == {"iwslt14-de-en.tgz"}  # trust on first use
 
 
+@pytest.mark.fast
 def test_auto_parser_without_models_outside_smoke_is_an_error():
-    from syntrans.prep.parse import resolve_parsers
+    from syntrans.prep.parse_step import resolve_parsers
 
     with pytest.raises(PrepError, match="stanza.download"):
         resolve_parsers("auto", ("de", "en"), smoke=False, gold=False, installed=lambda lang: False)
@@ -405,7 +421,7 @@ MULTI30K = SHARED_DATA / "multi30k"
 def test_multi30k_smoke(tmp_path):
     if not (MULTI30K / "test_2016_flickr.en").exists():
         pytest.skip(f"{MULTI30K} is absent (the shared real-data folder is optional)")
-    from syntrans.prep.parse import stanza_installed
+    from syntrans.prep.parse_step import stanza_installed
 
     log = []
     p = prepare_corpus("multi30k", "de", "en", tmp_path / "m30", raw_dir=MULTI30K, smoke=True,
@@ -428,7 +444,7 @@ def test_multi30k_smoke(tmp_path):
 
 def test_sharded_parse_equals_the_in_process_parse(tmp_path):
     from syntrans.parsing.trivial import TrivialParser
-    from syntrans.prep.parse import parse_file, parse_sharded
+    from syntrans.prep.parse_step import parse_file, parse_sharded
 
     tok = tmp_path / "train.de"
     tok.write_text("ein kleiner Test .\n\nnoch ein Satz mit &apos; s\nc\nd e\n", encoding="utf-8")
@@ -444,6 +460,7 @@ def _sgm(lines: list) -> str:
     return f'<refset setid="x" srclang="any">\n<doc docid="d" genre="news">\n<p>\n{segs}</p>\n</doc>\n</refset>\n'
 
 
+@pytest.mark.fast
 def test_extract_wmt18_en_tr_from_zip_and_tgz(tmp_path):
     """The registry's wmt18 entry read from fake archives: SETIMES2 zip (plain), WMT test tgz (sgm), per direction."""
     import zipfile

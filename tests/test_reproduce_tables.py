@@ -3,12 +3,14 @@ DESIGN §4.9's; the scoring and report helpers."""
 import re
 
 import pytest
-from conftest import SHARED_DATA
+from helpers import SHARED_DATA
 
 from syntrans.reproduce.config_file import CONFIG_DIR, ConfigError, read_args_file
 from syntrans.reproduce.report import _delta, mean_sd
 from syntrans.reproduce.scoring import bleu, detokenize, generate_hypotheses
 from syntrans.reproduce.tables import TABLES
+
+pytestmark = pytest.mark.fast
 
 SYSTEMS = [(t, r, s) for t in TABLES.values() for r in t.rows for s in r.systems]
 

@@ -26,6 +26,8 @@ from syntrans.tasks.syntax_translation import (
     SyntaxTranslationTask,
 )
 
+pytestmark = pytest.mark.fast
+
 GUM = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gum"
 
 # --------------------------------------------------------------------------- the hand-made corpus

@@ -7,6 +7,8 @@ import torch
 
 from syntrans.modules.sync_attn import sync_loss
 
+pytestmark = pytest.mark.fast
+
 
 def rows_softmax(n_rows, n_cols, g, causal=False):
     """A random row-stochastic matrix; causal: row t only over columns ≤ t."""

@@ -17,6 +17,8 @@ from syntrans.synth import (
 )
 from syntrans.synth.lexicon import SOURCE_VOCAB, build_lexicon
 
+pytestmark = pytest.mark.fast
+
 SPLITS = ("train", "valid", "test")
 
 

@@ -6,8 +6,7 @@ import select
 import subprocess
 
 import pytest
-from test_end_to_end import BIN, run
-from test_end_to_end_parents import N_TEST, generate, tiny_train_argv
+from helpers import BIN, N_TEST, generate, run, tiny_train_argv
 
 from syntrans.hub import SourceText, TargetText, Translator
 from syntrans.parsing import MissingModelsError
@@ -168,14 +167,14 @@ def test_vanilla_model_is_never_parsed_and_streams(corpus, vanilla_ckpt, no_stan
     lines = [first.rstrip("\n")] + out.split("\n")[:-1]
     assert len(lines) == 3 and lines[1] == "" and lines[0]
 
-    import syntrans.cli.parse
+    import syntrans.parsing.driver
     import syntrans.parsing.stanza_parser
 
     def never(*a, **k):
         raise AssertionError("a parser was built for a model that needs no parse")
 
     monkeypatch.setattr(syntrans.parsing.stanza_parser, "make_pipeline", never)
-    monkeypatch.setattr(syntrans.cli.parse, "make_parser", never)
+    monkeypatch.setattr(syntrans.parsing.driver, "make_parser", never)
     t = Translator.from_checkpoint(str(vanilla_ckpt), str(corpus["data"]), str(corpus["codes"]), parser="stanza", beam=4,
                                    max_len_b=20, device="cpu", log=lambda m: None)
     assert not t.needs_parse and t.parser is None

@@ -1,0 +1,128 @@
+"""Helpers shared by the test modules (``from helpers import …``): the tiny corpus builder, the small model, and
+the fairseq command-line tools of the end-to-end tests. Fixtures live in conftest.py, which imports from here.
+
+Importing this module imports neither syntrans nor fairseq nor torch: a test module that needs none of them (the
+house rules) still collects while the package is broken."""
+import importlib.util
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+BIN = Path(sys.executable).parent  # the venv's console scripts: fairseq-train, syntrans-translate, …
+# --user-dir for the fairseq tools: the package's folder, found without importing it
+USER_DIR = os.path.dirname(importlib.util.find_spec("syntrans").origin)
+
+SMALL = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+         "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64", "--encoder-attention-heads", "4",
+         "--decoder-attention-heads", "4", "--dropout", "0", "--attention-dropout", "0"]
+
+N_TEST = 40  # sentences in the tiny_data test split
+UPDATES = 4  # updates of a short_runs training run
+
+NUM = r"([-+0-9.eE]+|nan|inf|-inf)"
+
+
+def make_bpe_corpus(root: Path, sizes=None, merges: int = 200, seed: int = 1) -> Path:
+    """synth corpus → joint subword-nmt BPE → syntrans-preprocess; returns the data-bin directory."""
+    from subword_nmt.apply_bpe import BPE
+    from subword_nmt.learn_bpe import learn_bpe
+
+    from syntrans.cli.preprocess import main as preprocess
+    from syntrans.synth import write_corpus
+
+    sizes = sizes or {"train": 300, "valid": 40, "test": 40}
+    raw = root / "raw"
+    write_corpus(str(raw), sizes, seed)
+    text = (raw / "train.src").read_text() + (raw / "train.tgt").read_text()
+    codes = io.StringIO()
+    learn_bpe(io.StringIO(text), codes, merges)
+    (root / "bpe.codes").write_text(codes.getvalue())  # the codes, kept for syntrans-translate
+    codes.seek(0)
+    bpe = BPE(codes)
+    for split in sizes:
+        for lang in ("src", "tgt"):
+            lines = (raw / f"{split}.{lang}").read_text().splitlines()
+            (root / f"{split}.bpe.{lang}").write_text("".join(bpe.process_line(x) + "\n" for x in lines))
+    dest = root / "data-bin"
+    argv = ["-s", "src", "-t", "tgt", "--joined-dictionary", "--destdir", str(dest)]
+    for split in sizes:
+        argv += [f"--{split}pref", str(root / f"{split}.bpe"), f"--{split}parse", str(raw / split)]
+    assert preprocess(argv) == 0
+    return dest
+
+
+def build_task_and_model(data: Path, arch: str, *extra: str, seed: int = 1):
+    """The syntax_translation task on ``data`` and a small model of ``arch`` built the way fairseq-train does."""
+    import torch
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    import syntrans
+
+    user_dir = os.path.dirname(syntrans.__file__)
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [str(data), "--user-dir", user_dir, "--task", "syntax_translation",
+                                                "--arch", arch, *SMALL, *extra])
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    torch.manual_seed(seed)
+    model = task.build_model(cfg.model)
+    return task, model
+
+
+def run(tool, *args):
+    """Run the venv's console script ``tool``; asserts it succeeded and returns its stdout + stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
+    env["PYTHONWARNINGS"] = "ignore"
+    p = subprocess.run([str(BIN / tool), *map(str, args)], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, f"{tool} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    return p.stdout + p.stderr
+
+
+def tiny_train_argv(data, save, *extra, seed=3):
+    """fairseq-train flags of the end-to-end tests: the SMALL model, our criterion (label smoothing 0.1), Adam,
+    1000-token batches; ``extra`` after SMALL, so it may override the size."""
+    return [data, "--user-dir", USER_DIR, "--task", "syntax_translation", *SMALL, *extra,
+            "--criterion", "syntax_label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--optimizer", "adam",
+            "--max-tokens", "1000", "--save-dir", save, "--no-epoch-checkpoints", "--num-workers", "0",
+            "--log-format", "simple", "--seed", seed]
+
+
+def short_runs(data, tmp_path_factory, flags_of):
+    """name → (checkpoint_last.pt, training log) of a run of UPDATES updates (lr 1e-3, one epoch at most, one
+    validation at the end) with ``flags_of(name)``; each name trained at most once."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            save = tmp_path_factory.mktemp(name)
+            log = run("fairseq-train", *tiny_train_argv(data, save, *flags_of(name), "--lr", "1e-3", "--max-epoch", "1",
+                                                        "--max-update", UPDATES, "--validate-interval-updates", UPDATES,
+                                                        "--log-interval", "1"))
+            cache[name] = (save / "checkpoint_last.pt", log)
+        return cache[name]
+
+    return get
+
+
+def metric_lines(log, kind):
+    """Lines of ``kind``: 'train_inner' (per update), 'train' (epoch summary) or 'valid'."""
+    pattern = {"train_inner": r"\| train_inner \|", "train": r"\| train \|", "valid": r"\| valid \|"}[kind]
+    return [line for line in log.splitlines() if re.search(pattern, line)]
+
+
+def metric(line, name):
+    """The value of ``name`` in a simple-format log line ('name=v,' in train_inner, '| name v |' otherwise)."""
+    m = re.search(rf"(?:^|[\s|,]){re.escape(name)}[= ]{NUM}(?=[,\s|]|$)", line)
+    return None if m is None else float(m.group(1))
+
+
+def generate(data, ckpt, *extra):
+    """fairseq-generate on the test split of ``data`` with ``ckpt`` (beam 3, BPE removed); returns its output."""
+    return run("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", ckpt,
+               "--gen-subset", "test", "--beam", "3", "--batch-size", "16", "--remove-bpe", "--num-workers", "0", *extra)

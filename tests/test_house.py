@@ -1,0 +1,265 @@
+"""House rules of the package's layering, checked on the source of every .py file under syntrans/ with ``ast``
+(nothing is imported, so a broken package still gets its report):
+
+* only ``syntrans/cli/`` imports ``syntrans.cli`` (the command lines sit on top; nothing below reaches up);
+* ``syntrans/modules/`` (the layers) imports nothing of ``syntrans.data`` (the datasets);
+* ``syntrans/syntax/`` (pure tree and array code) imports no fairseq;
+* nothing assigns ``__class__`` (no swapping the class of a live object).
+
+Imports count at any nesting level (inside functions, ``if TYPE_CHECKING:`` blocks, ``try:``), relative ones resolved
+against the module's own name the way Python does; constant-name ``importlib.import_module``/``__import__`` calls count
+too. Each failure names the file and line. The rule checkers are also run on small synthetic sources, one that breaks
+each rule and ones that do not, so a rule that could never fail is caught."""
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.fast
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "syntrans"
+FAIRSEQ = ("fairseq", "fairseq_cli")  # the top-level packages of the fairseq distribution
+
+
+def within(name: str, package: str) -> bool:
+    """``name`` is ``package`` or one of its submodules (``syntrans.client`` is not within ``syntrans.cli``)."""
+    return name == package or name.startswith(package + ".")
+
+
+def module_of(path: Path, root: Path = ROOT):
+    """(dotted module name, is a package) of a source file: syntrans/a/b.py → syntrans.a.b; syntrans/a/__init__.py →
+    syntrans.a, a package."""
+    parts = path.relative_to(root).with_suffix("").parts
+    if parts[-1] == "__init__":
+        return ".".join(parts[:-1]), True
+    return ".".join(parts), False
+
+
+def resolve(module: str, is_package: bool, level: int, name):
+    """The absolute name of ``from <level dots><name> import …`` written in ``module``
+    (importlib.util.resolve_name's rule: the dots count from the module's package)."""
+    if not level:
+        return name
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    if level > len(package):
+        raise ImportError(f"{module}: relative import with {level} dots goes beyond the top-level package")
+    base = ".".join(package[:len(package) - level + 1])
+    return f"{base}.{name}" if name else base
+
+
+def _dynamic_import(node: ast.Call):
+    """The constant module name of ``importlib.import_module("x")``, ``import_module("x")`` or ``__import__("x")``
+    (with the ``package`` argument when given), else None."""
+    f = node.func
+    callee = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    if callee not in ("import_module", "__import__") or not node.args:
+        return None
+    first = node.args[0]
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return None
+    return first.value
+
+
+def imports(tree: ast.AST, module: str, is_package: bool):
+    """(node, absolute names) for every import in ``tree``, at any depth. ``from X import a`` names X and X.a (``a``
+    may be a submodule: ``from .. import cli``); ``import a.b.c`` names a.b.c."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield node, [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve(module, is_package, node.level, node.module)
+            yield node, [base] + [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
+        elif isinstance(node, ast.Call):
+            name = _dynamic_import(node)
+            if name is not None:
+                if name.startswith("."):  # relative: import_module(".x", __package__); resolved against this module
+                    level = len(name) - len(name.lstrip("."))
+                    name = resolve(module, is_package, level, name[level:] or None)
+                yield node, [name]
+
+
+def _assigned_targets(target):
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from _assigned_targets(elt)
+    elif isinstance(target, ast.Starred):
+        yield from _assigned_targets(target.value)
+    else:
+        yield target
+
+
+def class_assignments(tree: ast.AST):
+    """Nodes that set some object's ``__class__``: ``x.__class__ = C`` (also in tuple targets, annotated or augmented)
+    and ``setattr(x, "__class__", C)`` / ``object.__setattr__(x, "__class__", C)``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = [t for target in node.targets for t in _assigned_targets(target)]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = list(_assigned_targets(node.target))
+        elif isinstance(node, ast.Call):
+            f = node.func
+            callee = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if (callee in ("setattr", "__setattr__") and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value == "__class__"):
+                yield node
+            continue
+        else:
+            continue
+        if any(isinstance(t, ast.Attribute) and t.attr == "__class__" for t in targets):
+            yield node
+
+
+def _import_rule(applies, forbidden, what):
+    def check(tree, module, is_package):
+        if not applies(module):
+            return
+        for node, names in imports(tree, module, is_package):
+            bad = next((n for n in names if forbidden(n)), None)
+            if bad is not None:
+                yield node, f"imports {bad} ({what})"
+    return check
+
+
+def _class_rule(tree, module, is_package):
+    for node in class_assignments(tree):
+        yield node, "assigns __class__"
+
+
+RULES = {
+    "cli_only_from_cli": _import_rule(lambda m: not within(m, "syntrans.cli"), lambda n: within(n, "syntrans.cli"),
+                                      "only syntrans/cli/ may import syntrans.cli"),
+    "modules_not_data": _import_rule(lambda m: within(m, "syntrans.modules"), lambda n: within(n, "syntrans.data"),
+                                     "syntrans/modules/ may not import syntrans.data"),
+    "syntax_without_fairseq": _import_rule(lambda m: within(m, "syntrans.syntax"),
+                                           lambda n: any(within(n, f) for f in FAIRSEQ),
+                                           "syntrans/syntax/ may not import fairseq"),
+    "no_class_assignment": _class_rule,
+}
+
+
+def violations(rule: str, source: str, module: str, is_package: bool = False, filename: str = "<string>", tree=None):
+    """'file:line: what' for each statement of ``source`` (the text of ``module``; ``tree``: its parse) that breaks
+    ``rule``."""
+    tree = tree or ast.parse(source, filename)
+    out = []
+    for node, what in RULES[rule](tree, module, is_package):
+        text = (ast.get_source_segment(source, node) or "").strip().splitlines()
+        out.append(f"{filename}:{node.lineno}: {what}: {text[0] if text else ''}")
+    return out
+
+
+def package_sources():
+    files = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+    assert files, f"no .py files under {PACKAGE}"
+    return files
+
+
+@functools.lru_cache(maxsize=None)
+def parsed_package():
+    """(file name from the repository root, source, module, is a package, tree) of every file, parsed once."""
+    out = []
+    for path in package_sources():
+        name, source = str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
+        out.append((name, source, *module_of(path), ast.parse(source, name)))
+    return out
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_house_rule(rule):
+    found = []
+    for name, source, module, is_package, tree in parsed_package():
+        found += violations(rule, source, module, is_package, name, tree)
+    assert not found, f"house rule {rule} broken in {len(found)} place(s):\n" + "\n".join(found)
+
+
+def test_rules_have_something_to_check():
+    """The scopes of the rules exist, so a rule cannot pass because its folder was renamed away."""
+    modules = {module_of(path)[0] for path in package_sources()}
+    for package in ("syntrans", "syntrans.cli", "syntrans.modules", "syntrans.syntax", "syntrans.data"):
+        assert package in modules, f"{package} (a package the house rules are about) is gone"
+    for package in ("syntrans.cli", "syntrans.modules", "syntrans.syntax"):
+        assert any(m != package and within(m, package) for m in modules), f"{package} has no modules"
+
+
+# (rule, module, is package, source, number of violations expected)
+SYNTHETIC = [
+    # only syntrans/cli/ imports syntrans.cli
+    ("cli_only_from_cli", "syntrans.prep.binarize", False, "from ..cli.preprocess import main\n", 1),
+    ("cli_only_from_cli", "syntrans.prep.binarize", False, "def f():\n    if True:\n        from ..cli import parse\n", 1),
+    ("cli_only_from_cli", "syntrans.hub", True, "from .cli import x\n", 0),  # syntrans.hub.cli: not syntrans.cli
+    ("cli_only_from_cli", "syntrans.hub", True, "from ..cli import translate\n", 1),
+    ("cli_only_from_cli", "syntrans", True, "from . import cli\n", 1),
+    ("cli_only_from_cli", "syntrans", True, "from . import client, models\n", 0),
+    ("cli_only_from_cli", "syntrans.bench.run", False, "import syntrans.cli.benchmark as b\n", 1),
+    ("cli_only_from_cli", "syntrans.bench.run", False, "from syntrans import cli\n", 1),
+    ("cli_only_from_cli", "syntrans.bench.run", False, "from syntrans.client import cli\n", 0),
+    ("cli_only_from_cli", "syntrans.bench.run", False, "from fairseq_cli import preprocess\n", 0),
+    ("cli_only_from_cli", "syntrans.bench.run", False, "m = importlib.import_module('syntrans.cli.plot')\n", 1),
+    ("cli_only_from_cli", "syntrans.bench.run", False, "m = importlib.import_module('..cli', __package__)\n", 1),
+    ("cli_only_from_cli", "syntrans.cli.translate", False, "from .parse import main\nfrom syntrans.cli import plot\n", 0),
+    ("cli_only_from_cli", "syntrans.cli", True, "from . import parse\n", 0),
+    # syntrans/modules/ imports no syntrans.data
+    ("modules_not_data", "syntrans.modules.nsd_layers", False, "from ..data.features import BOS_NSD, NO_NSD\n", 1),
+    ("modules_not_data", "syntrans.modules.nsd_layers", False, "from .. import data\n", 1),
+    ("modules_not_data", "syntrans.modules.nsd_layers", False, "class A:\n    def f(self):\n        import syntrans.data\n", 1),
+    ("modules_not_data", "syntrans.modules.nsd_layers", False, "from .data import x\nfrom ..syntax.nsd import nsd\n", 0),
+    ("modules_not_data", "syntrans.modules", True, "from ..data import features\n", 1),
+    ("modules_not_data", "syntrans.modules", True, "from .data_utils import x\n", 0),
+    ("modules_not_data", "syntrans.models.nsd_side", False, "from ..data.features import BOS_NSD\n", 0),  # not modules/
+    ("modules_not_data", "syntrans.modules.nsd_layers", False, "from fairseq.data import Dictionary\n", 0),
+    # syntrans/syntax/ imports no fairseq
+    ("syntax_without_fairseq", "syntrans.syntax.nsd", False, "import fairseq\n", 1),
+    ("syntax_without_fairseq", "syntrans.syntax.nsd", False, "def f():\n    from fairseq.data import Dictionary\n", 1),
+    ("syntax_without_fairseq", "syntrans.syntax", True, "try:\n    import fairseq_cli.train\nexcept ImportError:\n    pass\n", 1),
+    ("syntax_without_fairseq", "syntrans.syntax.nsd", False, "import numpy\nfrom .trees import leaves\nimport fairseqx\n", 0),
+    ("syntax_without_fairseq", "syntrans.modules.pascal", False, "from fairseq import utils\n", 0),  # not syntax/
+    # no __class__ assignment
+    ("no_class_assignment", "syntrans.models.x", False, "attn.__class__ = SyntaxBiasedMultiheadAttention\n", 1),
+    ("no_class_assignment", "syntrans.models.x", False, "def f(m):\n    m.q_proj.__class__: type = B\n", 1),
+    ("no_class_assignment", "syntrans.models.x", False, "a, (b, m.__class__) = 1, (2, C)\n", 1),
+    ("no_class_assignment", "syntrans.models.x", False, "setattr(m, '__class__', C)\nobject.__setattr__(m, '__class__', C)\n", 2),
+    ("no_class_assignment", "syntrans.models.x", False, "cls = m.__class__\nm.__class_name__ = 'x'\nsetattr(m, 'y', 1)\n", 0),
+    ("no_class_assignment", "syntrans.models.x", False, "__class__ = 1\nisinstance(m, m.__class__)\n", 0),
+]
+
+
+@pytest.mark.parametrize("rule, module, is_package, source, expected", SYNTHETIC,
+                         ids=[f"{r}-{i}" for i, (r, *_) in enumerate(SYNTHETIC)])
+def test_rule_checker_on_synthetic_source(rule, module, is_package, source, expected):
+    found = violations(rule, source, module, is_package, filename="synthetic.py")
+    assert len(found) == expected, found
+    for message in found:
+        assert message.startswith("synthetic.py:") and message.split(":")[1].isdigit(), message
+
+
+def test_violation_names_file_and_line():
+    found = violations("modules_not_data", "import torch\n\n\nfrom ..data.features import BOS_NSD\n",
+                       "syntrans.modules.nsd_layers", filename="syntrans/modules/nsd_layers.py")
+    assert found == ["syntrans/modules/nsd_layers.py:4: imports syntrans.data.features (syntrans/modules/ may not "
+                     "import syntrans.data): from ..data.features import BOS_NSD"]
+
+
+@pytest.mark.parametrize("module, is_package, level, name, expected", [
+    ("syntrans.modules.nsd_layers", False, 1, "pascal", "syntrans.modules.pascal"),
+    ("syntrans.modules.nsd_layers", False, 2, "data.features", "syntrans.data.features"),
+    ("syntrans.modules.nsd_layers", False, 2, None, "syntrans"),
+    ("syntrans.modules", True, 1, "pascal", "syntrans.modules.pascal"),
+    ("syntrans.modules", True, 2, "data", "syntrans.data"),
+    ("syntrans", True, 1, "cli", "syntrans.cli"),
+    ("syntrans.cli.parse", False, 0, "syntrans.cli", "syntrans.cli"),
+])
+def test_resolve_relative_imports(module, is_package, level, name, expected):
+    assert resolve(module, is_package, level, name) == expected
+
+
+def test_relative_import_beyond_the_package_is_an_error():
+    with pytest.raises(ImportError, match="beyond the top-level package"):
+        resolve("syntrans.modules.nsd_layers", False, 3, "x")
+
+
+def test_module_of():
+    assert module_of(ROOT / "syntrans" / "modules" / "nsd_layers.py") == ("syntrans.modules.nsd_layers", False)
+    assert module_of(ROOT / "syntrans" / "cli" / "__init__.py") == ("syntrans.cli", True)
+    assert module_of(ROOT / "syntrans" / "__init__.py") == ("syntrans", True)
