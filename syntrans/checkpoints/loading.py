@@ -6,6 +6,11 @@ import os
 import pickle
 from typing import Any, Dict, Optional, Tuple, Union
 
+import torch
+from fairseq import checkpoint_utils
+
+from .. import plugin  # noqa: F401  (registers the task and models, allow-lists the checkpoint classes)
+
 PathLike = Union[str, os.PathLike]
 
 
@@ -19,11 +24,6 @@ def load_checkpoint(path: PathLike, data: PathLike, source_lang: Optional[str] =
     ``syntax_translation`` task's requests (the features the model asks for). Errors name the file:
     FileNotFoundError for a missing checkpoint, data folder or dictionary, ValueError for a file that does not load.
     """
-    import torch  # lazy: this module imports without torch and fairseq
-    from fairseq import checkpoint_utils  # lazy: imports fairseq
-
-    from .. import plugin  # noqa: F401  (lazy: imports fairseq; registers the task and models, allow-lists checkpoint classes)
-
     path, data = os.fspath(path), os.fspath(data)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such checkpoint file (expected a fairseq checkpoint file, found "

@@ -11,6 +11,9 @@ from typing import Dict, List, Optional
 
 import numpy as np
 import torch
+from fairseq.data import LanguagePairDataset
+
+from ..data.syntax_dataset import SyntaxPairDataset
 
 
 def encode_source(task, pieces: List[str]) -> torch.Tensor:
@@ -24,8 +27,6 @@ def collate(task, src_tokens: List[torch.Tensor], side: Optional[Dict] = None) -
     ``side``: the source sidecars (kind → :class:`~syntrans.hub.source_syntax.MemorySidecar`), for the
     ``syntax_translation`` task; the features the task's model asks for must be buildable from them.
     """
-    from fairseq.data import LanguagePairDataset  # lazy: imports fairseq
-
     cfg = task.cfg
     dataset = LanguagePairDataset(
         src_tokens, np.array([len(t) for t in src_tokens], dtype=np.int64), task.source_dictionary,
@@ -33,7 +34,5 @@ def collate(task, src_tokens: List[torch.Tensor], side: Optional[Dict] = None) -
         pad_to_multiple=getattr(cfg, "required_seq_len_multiple", 1), shuffle=False,
     )
     if hasattr(task, "syntax_requests"):  # the syntax_translation task
-        from ..data.syntax_dataset import SyntaxPairDataset  # lazy: imports fairseq
-
         dataset = SyntaxPairDataset(dataset, side or {}, {}, task.syntax_requests, task.syntax_optional)
     return dataset.collater([dataset[i] for i in range(len(src_tokens))])

@@ -25,8 +25,12 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
+import torch
+from fairseq import utils
 
 from ..checkpoints.loading import load_checkpoint
+from ..modules.attention_record import record_attention, syntax_layers
+from ..modules.dbsa import causal_parents
 from .gates import _figure
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -76,8 +80,6 @@ def _parents(side: str, kind: str, net_input) -> Optional[np.ndarray]:
     if value is None:
         return None
     if side == "decoder":  # causal: arcs to later tokens are dropped from the loss (and cannot be attended)
-        from ..modules.dbsa import causal_parents  # lazy: imports torch
-
         value = causal_parents(value.long())[0]
     p = value[0].double().cpu().numpy()  # (T,)
     return np.where(p >= 0, p, np.nan)
@@ -88,11 +90,6 @@ def sentence_attention(model, task, split: str = "test", index: int = 0) -> Sent
     heads' attention. The encoder runs alone unless the decoder has syntax heads (then the whole model,
     teacher-forced on the target). Eval mode, no gradient; the model's mode is restored afterwards.
     ValueError for a model without syntax heads or an index outside the split."""
-    import torch  # lazy: this module imports without torch and fairseq
-    from fairseq import utils  # lazy: imports fairseq
-
-    from ..modules.attention_record import record_attention, syntax_layers  # lazy: imports fairseq
-
     layers = syntax_layers(model)
     if not layers:
         raise ValueError("the model has no syntax heads (no distance-mask, PASCAL, LISA or DBSA heads in any layer)")

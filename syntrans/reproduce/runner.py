@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
+from ..prep import prepare_corpus
 from .config_file import CONFIG_DIR, ArgsFile, read_args_file
 from .report import results_markdown
 from .scoring import bleu, detokenize, generate_hypotheses
@@ -127,7 +128,6 @@ class Reproduction:
         if isinstance(request, str):
             return request
         corpus, src, tgt, raw, note = request
-        from ..prep import prepare_corpus
 
         root = self.opts.data_root or (self.opts.work_dir / "data")
         out = root / (f"{corpus}.{src}-{tgt}" + (".smoke" if self.opts.smoke else ""))
