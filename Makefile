@@ -6,7 +6,7 @@
 # requires torch). The pin is the torch already in .venv when there is one (a GPU
 # user's build is kept), else the base interpreter's torch (the venv then sees it
 # through --system-site-packages), else TORCH_VERSION (the CPU wheel these
-# machines carry). See DESIGN §2.
+# machines carry); letting pip choose torch would pull several GB of CUDA packages.
 
 PYTHON ?= python3
 TORCH_VERSION ?= 2.13.0

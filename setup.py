@@ -12,7 +12,7 @@ setup(
     packages=find_packages(include=["syntrans", "syntrans.*"]),
     install_requires=[
         # The official release cannot be imported on Python >= 3.11; the fork keeps
-        # the same `fairseq` import package (see DESIGN §2).
+        # the same `fairseq` import package (0.12.2 fails to import there: mutable dataclass defaults).
         "fairseq==0.12.2; python_version < '3.11'",
         "fairseq-fixed==0.12.3.1; python_version >= '3.11'",
         "torch",

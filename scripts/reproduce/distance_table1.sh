@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hou et al. 2022, Table 1: baseline vs distance-mask on IWSLT14 de↔en, NC11 de↔en, ASPEC zh→ja, WMT14 en→de.
 # Prepares the data, trains every system over the seeds, decodes with the paper's beam and length penalty, scores
-# detokenized output with sacreBLEU and writes results/distance_table1.md next to the published numbers (DESIGN §4.9).
+# detokenized output with sacreBLEU and writes results/distance_table1.md next to the paper's published numbers.
 # Re-running resumes: finished steps are skipped. Options: syntrans-reproduce --help, e.g.
 #   scripts/reproduce/distance_table1.sh --smoke --raw-dir ../shared/data/multi30k     # minutes on CPU
 #   scripts/reproduce/distance_table1.sh --raw-dir downloads --seeds 1,2,3 --train-args "--fp16"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hou et al. (gated self-attention), Table 6: baseline, PASCAL, gated on WMT18 en→tr.
 # Prepares the data, trains every system over the seeds, decodes with the paper's beam and length penalty, scores
-# detokenized output with sacreBLEU and writes results/gated_table6.md next to the published numbers (DESIGN §4.9).
+# detokenized output with sacreBLEU and writes results/gated_table6.md next to the paper's published numbers.
 # Re-running resumes: finished steps are skipped. Options: syntrans-reproduce --help, e.g.
 #   scripts/reproduce/gated_table6.sh --smoke --raw-dir ../shared/data/multi30k     # minutes on CPU
 #   scripts/reproduce/gated_table6.sh --raw-dir downloads --seeds 1,2,3 --train-args "--fp16"

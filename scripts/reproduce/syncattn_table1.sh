@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Deguchi et al. 2021, Table 1: baseline, DBSA, SyncAttn on WMT14 en→de, WMT16 en→ro, ASPEC ja→en (--aspec-dir).
 # Prepares the data, trains every system over the seeds, decodes with the paper's beam and length penalty, scores
-# detokenized output with sacreBLEU and writes results/syncattn_table1.md next to the published numbers (DESIGN §4.9).
+# detokenized output with sacreBLEU and writes results/syncattn_table1.md next to the paper's published numbers.
 # Re-running resumes: finished steps are skipped. Options: syntrans-reproduce --help, e.g.
 #   scripts/reproduce/syncattn_table1.sh --smoke --raw-dir ../shared/data/multi30k     # minutes on CPU
 #   scripts/reproduce/syncattn_table1.sh --raw-dir downloads --seeds 1,2,3 --train-args "--fp16"

@@ -73,9 +73,9 @@ class BenchOptions:
                 setattr(self, k, v)
         for k in POSITIVE:
             if getattr(self, k) < 1:
-                raise BenchError(f"--{k.replace('_', '-')} must be ≥ 1")
+                raise BenchError(f"--{k.replace('_', '-')} must be ≥ 1, found {getattr(self, k)}")
         if self.warmup < 0:
-            raise BenchError("--warmup must be ≥ 0")
+            raise BenchError(f"--warmup must be ≥ 0, found {self.warmup}")
         if self.dim % self.heads:
             raise BenchError(f"--dim {self.dim} is not divisible by --heads {self.heads}")
         if self.device not in (None, "all", "cpu", "cuda"):

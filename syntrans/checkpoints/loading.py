@@ -9,7 +9,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 from fairseq import checkpoint_utils
 
-from .. import plugin  # noqa: F401  (registers the task and models, allow-lists the checkpoint classes)
+# the task, models and checkpoint allow-list are registered by ``syntrans/__init__.py`` (it imports the plugin
+# whenever fairseq imports), which runs before any module of this package
 
 PathLike = Union[str, os.PathLike]
 

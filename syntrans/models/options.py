@@ -173,7 +173,7 @@ class SyntaxOptions(DistanceMaskOptions, PascalOptions, LisaOptions, GateOptions
 
     @classmethod
     def names(cls) -> List[str]:
-        """The option names (``args`` attributes), in declaration order."""
+        """The option names (``args`` attributes), every group's fields (dataclass field order over the groups)."""
         return [f.name for f in fields(cls) if not f.name.startswith("_")]
 
     @classmethod

@@ -8,7 +8,7 @@ Panels of :func:`plot_sentence`:
     (:func:`~syntrans.syntax.trees.tree_distances`), one bar per word gap;
 (c) the hard syntactic local range mask M, Algorithm 2, and (d) the soft one, Eq. 6–7 with temperature τ
     (:func:`~syntrans.syntax.masks.local_range_mask`), query words as rows and key words as columns;
-(e) the PASCAL weights W[i, j] = N(j; p_i, σ²) (Bugliarello & Okazaki 2020; DESIGN §4.4), p_i the position of
+(e) the PASCAL weights W[i, j] = N(j; p_i, σ²) (Bugliarello & Okazaki 2020, PASCAL), p_i the position of
     word i's dependency parent (the root: its own position), with the dependency arcs drawn over the words.
 
 Word level: every word is one token. The model sees subword gaps (distance + 1 between words, 1 inside a

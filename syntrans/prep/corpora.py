@@ -5,7 +5,7 @@ it has (canonical order, e.g. ``de-en``; either direction may be asked for). A p
 direction and split, the :class:`Part` files whose concatenation (in order) is that split's parallel
 text, and its cleaning, lowercasing, tokenization and BPE settings.
 
-Settings the papers state (DESIGN §4.9 "Data sets used") are marked "stated"; every other choice is
+Settings the papers state (each paper's data section) are marked "stated"; every other choice is
 marked "not stated: ours". The URLs are the usual public locations (statmt.org, data.statmt.org,
 fairseq's dl.fbaipublicfiles.com mirror of IWSLT14, OPUS for SETIMES2); they could not be checked
 from the machine this was written on (no network), nor could the member names inside the training

@@ -1,5 +1,5 @@
 """The published tables the reproduction scripts rebuild: datasets, systems (a config file each) and the published
-test BLEU of DESIGN §4.9 (paper, table, dataset, system).
+test BLEU the papers report (paper, table, dataset, system).
 
 A :class:`Table` lists :class:`Row` groups, one per dataset; every row trains its systems with the same prepared
 data and decodes with the decoding settings of the system's config file (its ``# decode:`` line).
@@ -31,7 +31,7 @@ LICENSED = {"aspec": "--aspec-dir", "ldc": "--ldc-dir"}
 class System:
     name: str  # column label, e.g. "baseline", "distance-mask"
     config: str  # path under configs/
-    published: Optional[float]  # test BLEU of DESIGN §4.9; None where the paper's number is not recorded there
+    published: Optional[float]  # the paper's test BLEU; None where we record no number for that row
     extra: Tuple[str, ...] = ()  # flags after the config's (later flags win), e.g. an ablation
 
 
@@ -96,7 +96,7 @@ def _sync_row(ds: Dataset, base: float, dbsa: float, sync: float) -> Row:
 
 def _nsd_row(ds: Dataset, base: float, best: float, ablations: bool = False) -> Row:
     systems = [System("baseline", f"nsd/{ds.key}.baseline.args", base), System("best row", f"nsd/{ds.key}.base.args", best)]
-    if ablations:  # Table 1's other rows: DESIGN §4.9 records no number for them
+    if ablations:  # Table 1's other rows: we record no number for them
         for stem, label in [("dS_input_linear", "dS input W(x‖e)+b"), ("dG_input_linear", "dG input W(x‖e)+b"),
                             ("dR_input_linear", "dR input W(x‖e)+b"), ("dD_input_concat", "dD input concat"),
                             ("dD_input_add", "dD input add"), ("spe_lambda10000", "λ_SPE 10⁴"), ("spe_lambda100", "λ_SPE 10²"),
@@ -112,7 +112,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
            _distance_row(NC11_DE_EN, 26.83, 27.67), _distance_row(NC11_EN_DE, 25.26, 26.19),
            _distance_row(ASPEC_ZH_JA, 47.77, 48.34), _distance_row(WMT14_EN_DE, 27.3, 28.48))),
     Table("distance_table2", "Syntax-guided localized self-attention: mask variants and number of syntax heads (IWSLT14 de→en)",
-          "Hou et al. 2022, Table 2 (as we read it: an ablation; DESIGN §4.9 records no number for it)",
+          "Hou et al. 2022, Table 2 (as we read it: an ablation; we record no number for it)",
           (Row(IWSLT_DE_EN, (
               System("baseline", "distance_mask/iwslt14_de_en.baseline.args", 34.56),
               System("soft mask τ=10, 4 heads (paper)", "distance_mask/iwslt14_de_en.args", 35.74),
@@ -120,7 +120,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
               System("soft mask, 2 heads", "distance_mask/iwslt14_de_en.args", None, ("--distance-heads", "2")),
               System("soft mask, 1 head", "distance_mask/iwslt14_de_en.args", None, ("--distance-heads", "1")),
           )),),
-          ("The published column holds Table 1's numbers for the two rows that are also in Table 1; DESIGN §4.9 records "
+          ("The published column holds Table 1's numbers for the two rows that are also in Table 1; we record "
            "none for the variants.",)),
     Table("gated_table3", "Gated self-attention: test BLEU on IWSLT14 and NC11 (baseline, their LISA and PASCAL, gated)",
           "Hou et al. (gated self-attention), Table 3",
@@ -133,7 +133,7 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
           (_pascal_row(NC11_EN_DE, 25.0, 25.9, 25.3), _pascal_row(NC11_DE_EN, 26.6, 27.4, 27.1),
            _pascal_row(WMT18_EN_TR, 13.1, 14.0, 13.6), _pascal_row(WMT16_EN_DE, 33.0, 33.9, 33.6),
            _pascal_row(WMT17_EN_DE, 25.5, 26.1, 25.7)),
-          ("WAT en→ja (ASPEC) is not scripted: DESIGN §4.4 records no PASCAL heads/q for it.",)),
+          ("WAT en→ja (ASPEC) is not scripted: we record no PASCAL heads/q for it.",)),
     Table("syncattn_table1", "Synchronous syntactic attention: test BLEU (baseline, DBSA, SyncAttn)",
           "Deguchi et al. 2021, Table 1",
           (_sync_row(WMT14_EN_DE, 27.23, 27.31, 27.69), _sync_row(WMT16_EN_RO, 23.83, 24.13, 24.33),

@@ -2,7 +2,7 @@
 
 A line of BPE text (subword-nmt style: a piece that continues into the next one ends in ``@@``)
 is mapped to words by position: a word ends at every piece that does not end in the marker.
-The word-level facts of a line are what the sidecars store (DESIGN §3):
+The word-level facts of a line are what the sidecars store (docs/commands.md, data layout):
 
 * ``word``: for each subword, the index of its word in the line (0-based);
 * ``head``: for each word its head, 1-based within the line (sentence offsets applied), 0 = root;
