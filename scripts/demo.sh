@@ -4,7 +4,7 @@
 #   → fairseq-train: vanilla Transformer and distance-mask model, identical settings
 #   → fairseq-generate on the test set → a table of sacreBLEU and validation loss.
 # Environment knobs: DEMO_DIR (default demo/), DEMO_UPDATES (default 600), DEMO_TRAIN (default 12000),
-#   DEMO_METHODS (default "vanilla distance"; also "pascal", "lisa", "dbsa", "syncattn", "nsd", "nsd_src":
+#   DEMO_METHODS (default "vanilla distance"; also "pascal", "lisa", "dbsa", "syncattn", "nsd", "nsd_src", "nsd_tgt":
 #   several minutes more each;
 #   dbsa and syncattn use the target parses too). Every method takes its size from configs/demo.args: explicit
 #   flags override a preset's defaults (so syncattn's --sync-layer -2 is decoder layer 1 of the demo's 3).
@@ -66,9 +66,10 @@ for method in "${METHODS[@]}"; do
     dbsa)     train dbsa --arch dbsa_transformer_wmt_en_de --dbsa-encoder-layers 0 --dbsa-decoder-layers 0 ;;
     syncattn) train syncattn --arch syncattn_transformer_wmt_en_de --dbsa-encoder-layers 0 --dbsa-decoder-layers 0 \
                 --sync-attn --sync-weight 0.5 --sync-layer -2 ;;
-    nsd)      train nsd --arch nsd_transformer_base --nsd-embed-dim 32 ;;
-    nsd_src)  train nsd_src --arch nsd_src_transformer_base --nsd-embed-dim 32 ;;
-    *) echo "DEMO_METHODS: unknown method '$method' (expected vanilla, distance, pascal, lisa, dbsa, syncattn, nsd, nsd_src)"
+    nsd)      train nsd --arch nsd_transformer_base ;;
+    nsd_src)  train nsd_src --arch nsd_src_transformer_base ;;
+    nsd_tgt)  train nsd_tgt --arch nsd_tgt_transformer_base ;;
+    *) echo "DEMO_METHODS: unknown method '$method' (expected vanilla, distance, pascal, lisa, dbsa, syncattn, nsd, nsd_src, nsd_tgt)"
        exit 2 ;;
   esac
 done

@@ -10,7 +10,7 @@ import pytest
 from syntrans.cli import benchmark
 
 #: The NSD presets with NSD parts on (the plain ``nsd_transformer`` has none: the vanilla parameters).
-NSD_WITH_PARAMS = ("nsd_src_transformer_base", "nsd_transformer_base")
+NSD_WITH_PARAMS = ("nsd_src_transformer_base", "nsd_tgt_transformer_base", "nsd_transformer_base")
 
 
 def _method(arch: str) -> str:
@@ -33,7 +33,7 @@ def test_presets_are_discovered_from_the_registry():
     assert "syntax_transformer" not in presets
     assert {"distance_transformer_iwslt_de_en", "distance_transformer_wmt_en_de", "pascal_transformer_wmt_en_de",
             "pascal_transformer_iwslt_de_en", "lisa_transformer_wmt_en_de", "lisa_transformer_iwslt_de_en",
-            "nsd_transformer", "nsd_src_transformer_base", "nsd_transformer_base"} <= set(presets)
+            "nsd_transformer", "nsd_src_transformer_base", "nsd_tgt_transformer_base", "nsd_transformer_base"} <= set(presets)
 
 
 def test_quick_run_reports_every_model(quick_run):
@@ -64,6 +64,7 @@ def test_quick_run_reports_every_model(quick_run):
                                      "lisa": ["src_parent_first"], "gated": ["src_gaps"], "dbsa": chain,
                                      "syncattn": chain, "nsd_transformer": [],
                                      "nsd_src_transformer_base": ["src_nsd_dD"],
+                                     "nsd_tgt_transformer_base": ["tgt_nsd_in_dD", "tgt_nsd_out_dD"],
                                      "nsd_transformer_base": ["src_nsd_dD", "tgt_nsd_in_dD", "tgt_nsd_out_dD"]}[method]
             assert r["targets"] == {"distance": {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05},
                                     "pascal": {"train_min": 0.97, "gen_min": 0.97, "mem_max": 1.05},
@@ -73,6 +74,7 @@ def test_quick_run_reports_every_model(quick_run):
                                     "syncattn": {"train_min": 0.90, "gen_min": 0.95, "mem_max": 1.10},
                                     "nsd_transformer": {"train_min": 0.93, "gen_min": 0.93, "mem_max": 1.10},
                                     "nsd_src_transformer_base": {"train_min": 0.97, "gen_min": 0.93, "mem_max": 1.10},
+                                    "nsd_tgt_transformer_base": {"train_min": 0.93, "gen_min": 0.93, "mem_max": 1.10},
                                     "nsd_transformer_base": {"train_min": 0.93, "gen_min": 0.93, "mem_max": 1.10}}[method]
         for key in ("train_tok_s", "train_ratio", "gen_tok_s", "gen_ratio", "peak_mem_mb", "mem_ratio",
                     "held_mem_mb", "gen_mean_len"):

@@ -1,24 +1,29 @@
 """LISA (as adapted by Bugliarello & Okazaki 2020): one bi-affine head whose softmax is trained towards the
-first subword of each token's head word; loss over real tokens only, the oracle, and the logged numbers."""
+first subword of each token's head word; loss over real tokens only, the oracle, and the logged numbers. With
+``--lisa-loss l2`` (Hou et al., gated self-attention, §2.2 and §5.2): a stock head whose probabilities are pulled
+towards the 0/1 parent mask by the squared L2 distance."""
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
 import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 
+from syntrans.models.options import SyntaxOptions
+from syntrans.modules.aux_reports import report_lisa
 from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
-from syntrans.modules.lisa import BiaffineScorer, parent_loss
+from syntrans.modules.lisa import BiaffineScorer, parent_l2_loss, parent_loss
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
 C, H = 16, 4
 D = C // H
 
 
-def lisa_module(head=0, seed=0):
+def lisa_module(head=0, seed=0, loss="ce", dropout=0.0):
     torch.manual_seed(seed)
-    attn = SyntaxMultiheadAttention(C, H, self_attention=True).eval()
-    attn.configure(HeadPlan(H, distance=head, lisa=1))
+    attn = SyntaxMultiheadAttention(C, H, dropout=dropout, self_attention=True).eval()
+    attn.configure(HeadPlan(H, distance=head, lisa=1), lisa_loss=loss)
     return attn
 
 
@@ -103,8 +108,9 @@ def test_parent_loss_ignores_rows_without_parent_even_at_masked_keys():
 
 
 @pytest.mark.fast
-def test_gold_parent_oracle_at_evaluation_only():
-    attn = lisa_module()
+@pytest.mark.parametrize("loss", ["ce", "l2"])
+def test_gold_parent_oracle_at_evaluation_only(loss):
+    attn = lisa_module(loss=loss)
     attn.lisa_gold_parents = True
     x, pad, parents, lengths, _ = batch()
     attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents)
@@ -143,6 +149,109 @@ def test_lisa_layer_without_parents_still_attends():
     stock = MultiheadAttention(C, H, self_attention=True).eval()
     stock.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("lisa.")})
     assert not torch.allclose(stock(x, x, x, key_padding_mask=pad, need_weights=False)[0], out)
+
+
+def stock_head_probs(attn, x, b, p, head):
+    """softmax_j(q_i·k_j/√d) of one head over the real tokens of sentence b, by a loop (fairseq: q scaled first)."""
+    sl = slice(head * D, (head + 1) * D)
+    q = (x[p:, b] @ attn.q_proj.weight.T + attn.q_proj.bias)[:, sl] * D ** -0.5
+    k = (x[p:, b] @ attn.k_proj.weight.T + attn.k_proj.bias)[:, sl]
+    n = q.size(0)
+    s = torch.zeros(n, n)
+    for i in range(n):
+        for j in range(n):
+            s[i, j] = torch.dot(q[i], k[j])
+    return torch.softmax(s, -1)
+
+
+@pytest.mark.fast
+def test_l2_loss_by_hand_with_padding_and_eos():
+    """Σ_i Σ_j (A_ij − M_ij)² over the rows with a parent: sentence 0 has 3 words + EOS, sentence 1 one pad + 2 words
+    + EOS (left-padded; A = 0 at its padded key)."""
+    probs = torch.tensor([[[0.1, 0.6, 0.2, 0.1],    # parent 1: .01 + .16 + .04 + .01 = .22, argmax 1: hit
+                           [0.2, 0.4, 0.2, 0.2],    # parent 1 (root): .04 + .36 + .04 + .04 = .48, hit
+                           [0.0, 0.0, 1.0, 0.0],    # parent 1: 1 + 1 = 2, miss
+                           [0.5, 0.5, 0.0, 0.0]],   # EOS: no parent, left out
+                          [[0.0, 0.3, 0.3, 0.4],    # padding query: left out
+                           [0.0, 0.2, 0.7, 0.1],    # parent 2: .04 + .09 + .01 = .14, hit
+                           [0.0, 0.5, 0.4, 0.1],    # parent 2 (root): .25 + .36 + .01 = .62, miss
+                           [0.0, 0.1, 0.1, 0.8]]])  # EOS: left out
+    parents = torch.tensor([[1, 1, 1, -1], [-1, 2, 2, -1]])
+    loss, count, hits = parent_l2_loss(probs, parents)
+    assert loss.item() == pytest.approx(0.22 + 0.48 + 2.0 + 0.14 + 0.62)  # 3.46
+    assert (int(count), int(hits)) == (5, 3)
+    extra = {}
+    report_lisa(extra, [SimpleNamespace(lisa_stats=(loss, count, hits))], 0.5)
+    logged = extra["aux_losses"]["lisa"]
+    assert logged["loss"].item() == pytest.approx(3.46) and int(logged["ntokens"]) == 5 and logged["weight"] == 0.5
+    assert extra["aux_metrics"]["lisa_uas"]["value"].item() == pytest.approx(300.0)  # 3 of 5 tokens: 60 %
+
+
+@pytest.mark.fast
+def test_l2_lisa_head_is_a_stock_head_with_the_l2_loss_on_its_probabilities():
+    """No U; the layer is fairseq's MultiheadAttention with the same weights; the recorded loss is the squared
+    distance of the head's softmax over the real keys to the one-hot parent rows, over real tokens with a parent."""
+    attn = lisa_module(loss="l2")
+    assert not hasattr(attn, "lisa") and not [n for n, _ in attn.named_parameters() if "lisa" in n]
+    x, pad, parents, lengths, rel = batch()
+    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents)
+    out, w = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)  # (H, B, T, S)
+    stock = MultiheadAttention(C, H, self_attention=True).eval()
+    stock.load_state_dict(attn.state_dict())  # strict: the very same parameter names
+    want_out, want_w = stock(x, x, x, key_padding_mask=pad, need_weights=True)  # fused path: head mean (B, T, S)
+    torch.testing.assert_close(out, want_out, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(w.mean(dim=0), want_w, atol=1e-6, rtol=1e-5)
+    want_loss, want_count, want_hits = 0.0, 0, 0
+    for b, n in enumerate(lengths):
+        p = 6 - n
+        A = stock_head_probs(attn, x, b, p, 0)
+        torch.testing.assert_close(w[0, b, p:, p:], A, atol=1e-6, rtol=1e-5)
+        assert (w[0, b, :, :p] == 0).all()  # padded keys: probability 0
+        for i, par in enumerate(rel[b]):
+            if par >= 0:
+                want_loss += sum((A[i, j].item() - (1.0 if j == par else 0.0)) ** 2 for j in range(n))
+                want_count += 1
+                want_hits += int(A[i].argmax().item() == par)
+    loss, count, hits = attn.lisa_stats
+    assert int(count) == want_count == 7 and int(hits) == want_hits
+    assert loss.item() == pytest.approx(want_loss, rel=1e-5)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("loss", ["ce", "l2"])
+def test_lisa_loss_is_taken_before_attention_dropout(loss):
+    """In training, attention dropout changes the output but not the supervised probabilities."""
+    attn = lisa_module(loss=loss, dropout=0.5)
+    x, pad, parents, _, _ = batch()
+    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents)
+    out_eval, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
+    evaluated = attn.lisa_stats
+    attn.train()
+    torch.manual_seed(3)
+    out_train, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
+    assert not torch.allclose(out_train, out_eval)  # the dropout ran
+    for got, want in zip(attn.lisa_stats, evaluated):
+        assert torch.equal(got, want)
+
+
+@pytest.mark.fast
+def test_ce_lisa_head_keeps_its_parameter_names():
+    """The default (ce) adds exactly one parameter, ``lisa.U``, to fairseq's: checkpoints keep their keys."""
+    stock = set(MultiheadAttention(C, H, self_attention=True).state_dict())
+    assert set(lisa_module().state_dict()) == stock | {"lisa.U"}
+    assert set(lisa_module(loss="l2").state_dict()) == stock
+    assert tuple(lisa_module().lisa.U.shape) == (D + 1, D)
+
+
+@pytest.mark.fast
+def test_bad_lisa_loss_is_refused_naming_the_flag_and_value():
+    with pytest.raises(ValueError, match=r"--lisa-loss must be one of ce, l2, found 'l1'"):
+        SyntaxOptions(lisa_loss="l1")
+    attn = SyntaxMultiheadAttention(C, H, self_attention=True)
+    with pytest.raises(ValueError, match=r"--lisa-loss .*'l1'"):
+        attn.configure(HeadPlan(H, lisa=1), lisa_loss="l1")
+    layers = SyntaxOptions(lisa_layers="1", lisa_loss="l2").encoder_layers(2, H)
+    assert layers[0] is None and layers[1].lisa_loss == "l2"
 
 
 def criterion_loss(task, model, sample):
@@ -209,3 +318,29 @@ def test_lisa_needs_parents_to_train_but_not_to_translate(tiny_data, tmp_path):
     task, _ = build_task_and_model(data, "pascal_transformer_iwslt_de_en")
     with pytest.raises(FileNotFoundError, match=r"src\.head"):
         task.load_dataset("valid")
+
+
+def test_l2_lisa_trains_through_the_model(tiny_data):
+    """``--lisa-loss l2`` through the model: no U in the checkpoint keys (ce keeps it), a finite training loss, and
+    the L2 loss alone sends gradient into the LISA head's slice of q_proj/k_proj of layer 0 and nowhere else there."""
+    from helpers import build_task_and_model
+
+    _, ce_model = build_task_and_model(tiny_data, "lisa_transformer_iwslt_de_en")
+    task, model = build_task_and_model(tiny_data, "lisa_transformer_iwslt_de_en", "--lisa-loss", "l2")
+    assert set(ce_model.state_dict()) - set(model.state_dict()) == {"encoder.layers.0.self_attn.lisa.U"}
+    assert set(model.state_dict()) <= set(ce_model.state_dict())
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    sample = ds.collater([ds[i] for i in range(4)])
+    model.train()
+    loss, sample_size, log, _ = criterion_loss(task, model, sample)
+    assert math.isfinite(loss.item()) and log["aux:lisa:n"] > 0
+    assert 0.0 <= float(log["aux:lisa"]) / log["aux:lisa:n"] <= 2.0  # a squared distance between two distributions
+    _, extra = model(**sample["net_input"])
+    extra["aux_losses"]["lisa"]["loss"].backward()
+    attn = model.encoder.layers[0].self_attn
+    d = attn.head_dim
+    for proj in (attn.q_proj, attn.k_proj):
+        g = proj.weight.grad  # (C, C): rows of head h are h·d … (h+1)·d − 1
+        assert torch.isfinite(g).all() and g[:d].abs().sum() > 0  # the LISA head (head 0)
+        assert (g[d:] == 0).all()  # the stock heads take no part in the L2 loss

@@ -1,5 +1,5 @@
-"""NSD (Ma et al. 2019) in the model: input embedding modes and syntactic PE against their formulas, L_dist's
-pairwise term against a double loop, clipping of unseen values, per-token features, the value range fixed from
+"""NSD (Ma et al. 2019) in the model: input embedding modes and syntactic PE against their formulas, L_dist
+against a double loop, the presets' sides, clipping of unseen values, per-token features, the value range fixed from
 the training split, and target NSD in incremental decoding and beam search."""
 import math
 
@@ -34,12 +34,51 @@ def test_input_modes_equal_their_formulas():
             shifted = v - (-2) + 1 if v > NO_NSD else 0  # d' = d − v_min + 1, 0 without a value
             spe = torch.zeros(C)
             if shifted:
-                for j in range(0, C, 2):
-                    angle = shifted / (2 * math.pi * 40.0 ** (j / C))
+                for j in range(0, C, 2):  # j = 2k: Ma et al. 2019, Eq. 15-16
+                    angle = 2 * math.pi * shifted / 40.0 ** (j / C)
                     spe[j], spe[j + 1] = math.sin(angle), math.cos(angle)
             torch.testing.assert_close(out[0, t], want + spe, atol=1e-5, rtol=1e-5)
         if mode != "none":
             assert torch.equal(layer.embed.weight[0], torch.zeros_like(layer.embed.weight[0]))  # no value: zero row
+
+
+@pytest.mark.fast
+def test_spe_pair_k_has_period_lambda_to_the_2k_over_d():
+    """Ma et al. 2019, Eq. 15-16: PE_{2k} = sin(2π d'/λ^{2k/d}), PE_{2k+1} = cos(…), "the periods vary from 1 to
+    λ_SPE": pair k repeats after exactly λ^{2k/d} and is negated after half of it; pair 0 has period 1."""
+    dim, lam = 16, 40.0
+    layer = NsdInput("none", dim, 0, v_min=-3, v_max=5, spe=True, spe_lambda=lam)
+    d = 7.0  # a shifted value d'
+    for k in range(dim // 2):
+        period = lam ** (2 * k / dim)
+        pe = layer.spe_table(torch.tensor([[d, d + period, d + period / 2]], dtype=torch.float64))  # (1, 3, dim)
+        pair = pe[0, :, 2 * k: 2 * k + 2].double()  # (3, 2) the (sin, cos) of pair k
+        torch.testing.assert_close(pair[1], pair[0], atol=1e-6, rtol=0)
+        torch.testing.assert_close(pair[2], -pair[0], atol=1e-6, rtol=0)
+        assert float(pe[0, 0, 2 * k]) == pytest.approx(math.sin(2 * math.pi * d / period), abs=1e-6)
+        assert float(pe[0, 0, 2 * k + 1]) == pytest.approx(math.cos(2 * math.pi * d / period), abs=1e-6)
+    pe = layer.spe_table(torch.tensor([[1.0, 2.0, 3.0, 2.5, 0.0]]))
+    torch.testing.assert_close(pe[0, :3, :2], torch.tensor([[0.0, 1.0]] * 3), atol=1e-6, rtol=0)  # integer d': period 1
+    torch.testing.assert_close(pe[0, 3, :2], torch.tensor([0.0, -1.0]), atol=1e-6, rtol=0)
+    assert float(pe[0, 0, 2]) == pytest.approx(math.sin(2 * math.pi / lam ** (2 / dim)), abs=1e-6)  # pair 1, d' = 1
+    assert not pe[0, 4].any()  # d' = 0: no value, no encoding
+
+
+@pytest.mark.fast
+def test_default_nsd_embedding_is_the_model_dimension():
+    """Ma et al. 2019, Eq. 10: e ∈ ℝ^d and W_f ∈ ℝ^{d×2d}; --nsd-embed-dim 0 (the default) gives that, concat
+    gives half of the model dimension to each part, an explicit k is kept."""
+    dim = 16
+    linear = NsdInput("linear", dim, 0, v_min=-2, v_max=3)
+    assert linear.embed.weight.shape[1] == dim and tuple(linear.proj.weight.shape) == (dim, 2 * dim)
+    assert NsdInput("concat", dim, 0, v_min=-2, v_max=3).embed.weight.shape[1] == dim // 2
+    assert NsdInput("add", dim, 4, v_min=-2, v_max=3).embed.weight.shape[1] == dim
+    assert NsdInput("linear", dim, 4, v_min=-2, v_max=3).embed.weight.shape[1] == 4
+    assert NsdInput("concat", dim, 4, v_min=-2, v_max=3).embed.weight.shape[1] == 4
+    with pytest.raises(ValueError, match="--nsd-embed-dim"):
+        NsdInput("concat", dim, dim, v_min=-2, v_max=3)
+    with pytest.raises(ValueError, match="--nsd-embed-dim"):
+        NsdInput("linear", dim, -1, v_min=-2, v_max=3)
 
 
 @pytest.mark.fast
@@ -57,29 +96,74 @@ def test_unseen_values_are_clipped_and_counted():
 
 @pytest.mark.fast
 def test_dist_loss_equals_a_double_loop():
-    """L_dist = Σ(d − d̂)² + Σ_{j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊ per sentence, over real tokens only."""
+    """L_dist (Ma et al. 2019, Eq. 19) with each term O(1) per token: Σ_i (d_i − d̂_i)² / σ² (σ² the variance of the
+    sentence's gold values) + Σ_i 1/(n − 1) Σ_{j≠i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊ per sentence of n real tokens,
+    over real tokens only; L_entdist (Eq. 20) the classifier's cross-entropy."""
     g = torch.Generator().manual_seed(1)
     v_min, v_max = -2, 3
     values = torch.tensor([[1, -2, 3, 0, NO_NSD], [NO_NSD, NO_NSD, 2, 2, -1]])  # padding on either side
     logits = torch.randn(2, 5, v_max - v_min + 1, generator=g)
     ce, dist, count, _ = nsd_losses(logits, values, v_min, v_max)
     p = torch.softmax(logits, -1)
-    want_ce = want_dist = 0.0
+    # each sentence's gold values: [1, −2, 3, 0] (mean 0.5, variance 13/4) and [2, 2, −1] (mean 1, variance 2)
+    variances = [13 / 4, 2.0]  # both ≥ 1: used as they are
+    want_ce = want_square = want_hinge = 0.0
     for b in range(2):
+        variance = variances[b]
         real = [t for t in range(5) if values[b, t] > NO_NSD]
         d = {t: float(values[b, t]) for t in real}
         dh = {t: sum(float(p[b, t, k]) * (v_min + k) for k in range(p.size(-1))) for t in real}
         for t in real:
             want_ce -= math.log(float(p[b, t, int(values[b, t]) - v_min]))
-            want_dist += (d[t] - dh[t]) ** 2
-        for i in real:
-            for j in real:
-                if j > i:
-                    sign = (d[i] > d[j]) - (d[i] < d[j])
-                    want_dist += max(0.0, 1 - sign * (dh[i] - dh[j]))
+            want_square += (d[t] - dh[t]) ** 2 / variance
+        for i in real:  # each token's hinge averaged over its pairs with the other n − 1 tokens of its sentence
+            others = [j for j in real if j != i]
+            for j in others:
+                a, c = min(i, j), max(i, j)  # the pair (a, c), a before c, as in Σ_{i, j>i}
+                sign = (d[a] > d[c]) - (d[a] < d[c])
+                want_hinge += max(0.0, 1 - sign * (dh[a] - dh[c])) / len(others)
     assert int(count) == 7
     assert float(ce) == pytest.approx(want_ce, rel=1e-5)
-    assert float(dist) == pytest.approx(want_dist, rel=1e-5)
+    assert float(dist) == pytest.approx(want_square + want_hinge, rel=1e-5)
+
+
+@pytest.mark.fast
+def test_dist_loss_of_one_token_sentences_and_constant_values():
+    """No pairs in a one-token sentence (no division by n − 1 = 0), and a sentence of equal gold values (or of one)
+    takes σ² = 1."""
+    v_min, v_max = 0, 3
+    values = torch.tensor([[2, NO_NSD], [2, 2]])
+    logits = torch.zeros(2, 2, 4)  # uniform: d̂ = 1.5 everywhere
+    _, dist, count, _ = nsd_losses(logits, values, v_min, v_max)
+    # squares: 3 × (2 − 1.5)² / 1; the second sentence's one pair has equal gold values: hinge 1, averaged 2/(2−1)
+    assert int(count) == 3
+    assert float(dist) == pytest.approx(3 * 0.25 + 2.0, rel=1e-6)
+
+
+SIDE_FIELDS = {side: {f"nsd_{side}_input": "linear", f"nsd_{side}_spe": True, f"nsd_{side}_output": True}
+               for side in ("src", "tgt")}
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("arch, want", [
+    ("nsd_src_transformer_base", SIDE_FIELDS["src"]),  # Table 1 En→Ja, En→Zh: English source parsed (§4.1)
+    ("nsd_tgt_transformer_base", SIDE_FIELDS["tgt"]),  # Table 1 Ja→En, Zh→En: English target parsed (§4.1)
+    ("nsd_transformer_base", {**SIDE_FIELDS["src"], **SIDE_FIELDS["tgt"]}),  # both: a combination
+])
+def test_presets_set_only_their_sides_fields(arch, want):
+    """Each NSD preset switches on dD input W(x‖e)+b, the syntactic PE and the output on its side(s) only, with
+    λ_SPE 40 and the paper's unweighted loss (Eq. 17); every other field is the bare nsd_transformer's."""
+    import argparse
+
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    bare = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY["nsd_transformer"](bare)
+    args = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[arch](args)
+    changed = {k: v for k, v in vars(args).items() if vars(bare).get(k, object()) != v}
+    assert changed == want
+    assert (args.nsd_kind, args.nsd_spe_lambda, args.nsd_ce_weight, args.nsd_dist_weight) == ("dD", 40.0, 1.0, 1.0)
 
 
 # ---- the model on the tiny synthetic corpus ----
@@ -205,6 +289,7 @@ def test_generation_needs_no_target_nsd_but_teacher_forcing_does(tiny_data):
     ("nsd_transformer_base", ("--nsd-kind", "dX"), "--nsd-kind"),
     ("nsd_transformer_base", ("--nsd-src-input", "multiply"), "--nsd-src-input"),
     ("nsd_transformer_base", ("--nsd-embed-dim", "32", "--nsd-src-input", "concat"), "--nsd-embed-dim"),
+    ("nsd_src_transformer_base", ("--nsd-dist-weight", "-1"), "--nsd-dist-weight"),
 ])
 def test_bad_nsd_settings_are_refused(tiny_data, arch, extra, message):
     with pytest.raises(ValueError, match=message):
@@ -217,3 +302,30 @@ def test_source_only_model_reads_only_source_features(tiny_data):
     assert model.optional_syntax_features() == {"src_nsd_dD"}
     assert not model.decoder.nsd.active and model.decoder.project_in_dim is None
     np.testing.assert_equal(model.encoder.nsd.input, "linear")
+
+
+def test_output_trained_with_l_nmt_only_is_accepted(tiny_data, caplog):
+    """Table 1's "O" row with Eq. 18 only (L_NMT): an output classifier with both NSD loss weights 0 builds, says
+    that it stays untrained, and reports its losses with weight 0 (nothing added to the loss)."""
+    with caplog.at_level("INFO", logger="syntrans.nsd"):
+        task, model, ds = nsd_model(tiny_data, "nsd_transformer", "--nsd-src-output", "--nsd-ce-weight", "0",
+                                    "--nsd-dist-weight", "0")
+    assert any("src NSD classifier" in r.message and "not trained" in r.message for r in caplog.records), caplog.text
+    sample = ds.collater([ds[i] for i in range(3)])
+    _, extra = model(**sample["net_input"])
+    losses = extra["aux_losses"]
+    assert {losses[k]["weight"] for k in ("nsd_src_ce", "nsd_src_dist")} == {0.0}
+    assert float(losses["nsd_src_ce"]["loss"].detach()) > 0
+
+
+def test_checkpoint_of_another_nsd_embedding_size_names_the_flag(tiny_data):
+    """A state dict whose NSD embedding is k = 8 wide does not load into the default (k = model dim) model: the error
+    names --nsd-embed-dim and the override that loads it; with that override it loads."""
+    _, small = build_task_and_model(tiny_data, "nsd_transformer_base", "--nsd-embed-dim", "8")
+    _, default = build_task_and_model(tiny_data, "nsd_transformer_base")
+    assert default.encoder.nsd_input.embed.weight.shape[1] == 32  # SMALL's model dimension
+    with pytest.raises(ValueError, match=r"--nsd-embed-dim.*'nsd_embed_dim': 8"):
+        default.load_state_dict(small.state_dict())
+    _, again = build_task_and_model(tiny_data, "nsd_transformer_base", "--nsd-embed-dim", "8", seed=2)
+    again.load_state_dict(small.state_dict())
+    torch.testing.assert_close(again.decoder.project_in_dim.embed.weight, small.decoder.project_in_dim.embed.weight)

@@ -1,9 +1,15 @@
 """A checkpoint written by the code before the house redesign loads and generates what that code generated
-(tests/fixtures/pre_redesign/README.md: one model with every mechanism's parameters, buffers and options)."""
+(tests/fixtures/pre_redesign/README.md: one model with every mechanism's parameters, buffers and options).
+
+The fixture's model has source NSD with the syntactic PE, which that code computed with the angle d'/(2π λ^{2k/C})
+instead of Ma et al. 2019's 2π d'/λ^{2k/C} (Eq. 15-16). The identity check runs with that old angle put back; with
+today's (fixed) encoding the checkpoint still loads and generates, and its output legitimately changes."""
+import math
 from pathlib import Path
 
 import pytest
-from helpers import generate
+import torch
+from helpers import USER_DIR, generate
 
 FIXTURE = Path(__file__).parent / "fixtures" / "pre_redesign"
 
@@ -18,27 +24,78 @@ def lines_by_id(text: str, kind: str):
     return out
 
 
-@pytest.fixture(scope="module")
-def regenerated(tiny_data, single_threaded_tools):
+def spe_table_the_checkpoint_was_trained_with(self, shifted: torch.Tensor) -> torch.Tensor:
+    """The syntactic PE of the code that wrote the fixture, in float32: angle d' / (2π λ^{2k/C}) (periods 4π² too
+    long); kept here only to check that nothing else changed."""
+    C = self.embed_dim
+    j = torch.arange(0, C, 2, device=shifted.device, dtype=torch.float32)  # 2k
+    angle = shifted.unsqueeze(-1) / (2 * math.pi * self.spe_lambda ** (j / C))  # (B, T, C/2)
+    pe = torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(-2)[..., :C]  # (B, T, C)
+    return pe * (shifted > 0).unsqueeze(-1)
+
+
+def check_fixture_dictionary(tiny_data):
     assert (tiny_data / "dict.src.txt").read_text() == (FIXTURE / "dict.txt").read_text(), \
         "the tiny corpus no longer has the dictionary the fixture was trained with"
+
+
+@pytest.fixture(scope="module")
+def regenerated_old_spe(tiny_data, tmp_path_factory):
+    """fairseq-generate's output (in this process, one thread) with the SPE the checkpoint was trained with."""
+    from fairseq import options
+    from fairseq_cli.generate import main
+
+    from syntrans.modules import nsd_layers
+
+    check_fixture_dictionary(tiny_data)
+    results = tmp_path_factory.mktemp("old_spe")
+    parser = options.get_generation_parser()
+    args = options.parse_args_and_arch(parser, [
+        str(tiny_data), "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", str(FIXTURE / "checkpoint.pt"),
+        "--gen-subset", "test", "--beam", "3", "--batch-size", "8", "--remove-bpe", "--num-workers", "0",
+        "--results-path", str(results)])
+    threads = torch.get_num_threads()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(nsd_layers.NsdInput, "spe_table", spe_table_the_checkpoint_was_trained_with)
+        torch.set_num_threads(1)
+        try:
+            main(args)
+        finally:
+            torch.set_num_threads(threads)
+    return (results / "generate-test.txt").read_text()
+
+
+@pytest.fixture(scope="module")
+def regenerated(tiny_data, single_threaded_tools):
+    """fairseq-generate's output with today's code (the fixed SPE)."""
+    check_fixture_dictionary(tiny_data)
     return generate(tiny_data, FIXTURE / "checkpoint.pt", "--batch-size", "8")  # BPE removed from H- lines
 
 
-def test_same_hypotheses_as_before_the_redesign(regenerated):
+def test_same_hypotheses_as_before_the_redesign(regenerated_old_spe):
     want = lines_by_id((FIXTURE / "generate.txt").read_text(), "H")
-    got = lines_by_id(regenerated, "H")
+    got = lines_by_id(regenerated_old_spe, "H")
     assert len(want) == 40 and sorted(got) == sorted(want)
     assert {i: r[1] for i, r in got.items()} == {i: (r[1] + " ").replace("@@ ", "").strip() for i, r in want.items()}
     for i in want:
         assert float(got[i][0]) == pytest.approx(float(want[i][0]), abs=1e-4), i
 
 
-def test_same_positional_scores_as_before_the_redesign(regenerated):
+def test_same_positional_scores_as_before_the_redesign(regenerated_old_spe):
     want = lines_by_id((FIXTURE / "generate.txt").read_text(), "P")
-    got = lines_by_id(regenerated, "P")
+    got = lines_by_id(regenerated_old_spe, "P")
     assert sorted(got) == sorted(want)
     for i in want:
         a = [float(x) for x in got[i][0].split()]
         b = [float(x) for x in want[i][0].split()]
         assert a == pytest.approx(b, abs=1e-3), i
+
+
+def test_fixed_spe_loads_and_generates(regenerated, regenerated_old_spe):
+    """With Ma et al. 2019's SPE (Eq. 15-16) the checkpoint loads and translates every test sentence; its source
+    SPE now differs from the one it was trained with, so some scores change."""
+    got = lines_by_id(regenerated, "P")
+    old = lines_by_id(regenerated_old_spe, "P")
+    assert sorted(got) == sorted(old) == list(range(40))
+    assert all(r[0].split() and all(math.isfinite(float(x)) for x in r[0].split()) for r in got.values())
+    assert any(got[i][0].split() != old[i][0].split() for i in got)

@@ -19,7 +19,8 @@ TARGETS: Dict[str, Tuple[float, float, float]] = {"distance_": (0.97, 0.97, 1.05
                                                   "lisa_": (0.95, 0.95, 1.05), "gated_": (0.93, 0.93, 1.10),
                                                   "dbsa_": (0.95, 0.95, 1.10), "syncattn_": (0.90, 0.95, 1.10),
                                                   # "nsd_transformer" covers nsd_transformer and nsd_transformer_base
-                                                  "nsd_src_": (0.97, 0.93, 1.10), "nsd_transformer": (0.93, 0.93, 1.10)}
+                                                  "nsd_src_": (0.97, 0.93, 1.10), "nsd_tgt_": (0.93, 0.93, 1.10),
+                                                  "nsd_transformer": (0.93, 0.93, 1.10)}
 SIDECAR_TARGET = 1.0
 
 

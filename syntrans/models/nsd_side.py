@@ -1,11 +1,14 @@
 """The NSD settings of one side (source or target) of a ``syntax_transformer`` (Ma et al. 2019)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Optional
 
 from ..modules.nsd_layers import NSD_INPUT_MODES, NsdClassifier, NsdInput
 from ..syntax.nsd import NSD_KINDS
+
+logger = logging.getLogger("syntrans.nsd")
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class NsdSide:
         out = cls(side, str(opts.nsd_kind), str(get("input") or "none"), bool(get("spe")), bool(get("output")),
                   get("min"), get("max"))
         out.check()
+        if out.output:
+            out.check_loss_weights(float(opts.nsd_ce_weight), float(opts.nsd_dist_weight))
         return out
 
     @property
@@ -61,8 +66,25 @@ class NsdSide:
         if self.active and self.v_max < self.v_min:
             raise ValueError(f"{flag}-max ({self.v_max}) is below {flag}-min ({self.v_min})")
 
+    def check_loss_weights(self, ce_weight: float, dist_weight: float) -> None:
+        """The weights of L_entdist and L_dist (Ma et al. 2019, Eq. 17) of a side with an output: not negative; both 0
+        is Table 1's "O" row trained with L_NMT only (Eq. 18): accepted, and logged, since the classifier then
+        stays untrained."""
+        for flag, weight in (("--nsd-ce-weight", ce_weight), ("--nsd-dist-weight", dist_weight)):
+            if weight < 0:
+                raise ValueError(f"{flag} is the weight of an NSD loss and must be >= 0, found {weight}")
+        if ce_weight == 0 and dist_weight == 0:
+            message = (f"the {self.side} NSD classifier (--nsd-{self.side}-output) is not trained: --nsd-ce-weight and "
+                       "--nsd-dist-weight are both 0 (L_NMT only, Ma et al. 2019 Eq. 18)")
+            if self.side == "tgt" and self.embeds:
+                logger.warning(message + "; decoding feeds its untrained predictions to the target NSD input")
+            else:
+                logger.info(message)
+
     def build_input(self, embed_dim: int, nsd_dim: int, spe_lambda: float) -> NsdInput:
-        return NsdInput(self.input, embed_dim, nsd_dim or embed_dim // 4, self.v_min, self.v_max, self.spe, spe_lambda)
+        """The side's NSD input layer; ``nsd_dim`` is --nsd-embed-dim (0: the input mode's default size,
+        :func:`~syntrans.modules.nsd_layers.nsd_embed_size`)."""
+        return NsdInput(self.input, embed_dim, nsd_dim, self.v_min, self.v_max, self.spe, spe_lambda)
 
     def build_classifier(self, embed_dim: int) -> NsdClassifier:
         return NsdClassifier(embed_dim, self.v_min, self.v_max)

@@ -13,6 +13,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.gate import GATE_MODES
 from ..modules.head_plan import GateSpec, HeadPlan, LayerSyntax
+from ..modules.lisa import LISA_LOSSES
 from ..modules.nsd_layers import NSD_INPUT_MODES
 from ..syntax.nsd import NSD_KINDS
 
@@ -51,12 +52,18 @@ class PascalOptions(FairseqDataclass):
 
 @dataclass
 class LisaOptions(FairseqDataclass):
-    """LISA heads (Strubell et al. 2018, as in Bugliarello & Okazaki 2020): a bi-affine head trained to attend to parents."""
+    """LISA heads (Strubell et al. 2018, as in Bugliarello & Okazaki 2020): a bi-affine head trained to attend to parents;
+    or, with ``--lisa-loss l2``, Hou et al.'s baseline (gated self-attention, §5.2): a stock head, L2 to the parent mask."""
 
     lisa_layers: str = field(
         default="", metadata={"help": "comma-separated 0-based encoder layers with one LISA head each; empty: none"}
     )
     lisa_weight: float = field(default=1.0, metadata={"help": "weight of the LISA parent loss"})
+    lisa_loss: str = field(
+        default="ce",
+        metadata={"help": "ce: bi-affine head, parent log-likelihood (Bugliarello & Okazaki 2020); l2: stock dot-product "
+                          "head, squared L2 distance to the 0/1 parent mask (Hou et al., gated self-attention)"},
+    )
     lisa_gold_parents: bool = field(
         default=False,
         metadata={"help": "at evaluation the LISA head attends to the gold parent (oracle); set at generation "
@@ -126,18 +133,26 @@ class NsdOptions(FairseqDataclass):
     nsd_src_input: str = field(default="none", metadata={"help": "source NSD input: none, concat, add or linear (W(x‖e)+b)"})
     nsd_tgt_input: str = field(default="none", metadata={"help": "target NSD input (decoding feeds the predicted NSD)"})
     nsd_embed_dim: int = field(
-        default=0, metadata={"help": "NSD embedding size k for concat/linear (0: model dim / 4); add uses the model dim"}
+        default=0,
+        metadata={"help": "NSD embedding size k for concat/linear; 0: linear uses the model dim (the paper's e ∈ R^d, "
+                          "Eq. 10), concat uses model dim / 2 (it replaces the last k dims of the word embedding); "
+                          "add always uses the model dim"},
     )
     nsd_src_spe: bool = field(default=False, metadata={"help": "add the syntactic positional encoding of the source NSD"})
     nsd_tgt_spe: bool = field(default=False, metadata={"help": "add the syntactic positional encoding of the target NSD"})
     nsd_spe_lambda: float = field(default=40.0, metadata={"help": "λ_SPE of the syntactic PE (paper: 1e4, 1e2, 40)"})
     nsd_src_output: bool = field(default=False, metadata={"help": "predict the source NSD from the encoder output"})
     nsd_tgt_output: bool = field(default=False, metadata={"help": "predict the target NSD from the decoder output"})
-    nsd_ce_weight: float = field(default=1.0, metadata={"help": "weight of L_entdist (cross-entropy over NSD values)"})
+    nsd_ce_weight: float = field(
+        default=1.0,
+        metadata={"help": "weight of L_entdist (Eq. 20, cross-entropy over NSD values); 1 is the paper's unweighted "
+                          "Eq. 17, 0 with --nsd-dist-weight 0 leaves the classifier untrained (Eq. 18: L_NMT only)"},
+    )
     nsd_dist_weight: float = field(
-        default=0.01,
-        metadata={"help": "weight of L_dist (squared error + pairwise order hinge, summed: ≈20-40 per token at the start, "
-                          "so at weight ≥ 0.1 it stalls translation on the synthetic corpus; 0.01 is our default)"},
+        default=1.0,
+        metadata={"help": "weight of L_dist (Eq. 19: squared error / variance of the batch's values + each token's "
+                          "pairwise order hinge averaged over its pairs, both O(1) per token); 1 is the paper's "
+                          "unweighted Eq. 17"},
     )
     nsd_src_min: Optional[int] = field(default=None, metadata={"help": "smallest source NSD value (default: from train)"})
     nsd_src_max: Optional[int] = field(default=None, metadata={"help": "largest source NSD value (default: from train)"})
@@ -158,6 +173,8 @@ class SyntaxOptions(DistanceMaskOptions, PascalOptions, LisaOptions, GateOptions
     def __post_init__(self):
         if self.nsd_kind not in NSD_KINDS:
             raise ValueError(f"--nsd-kind must be one of {', '.join(NSD_KINDS)}, found {self.nsd_kind!r}")
+        if self.lisa_loss not in LISA_LOSSES:
+            raise ValueError(f"--lisa-loss must be one of {', '.join(LISA_LOSSES)}, found {self.lisa_loss!r}")
         if not 0.0 <= self.pascal_ignore <= 1.0:
             raise ValueError(f"--pascal-ignore is a probability in [0, 1], found {self.pascal_ignore}")
         if not 0.0 <= self.gate_syntax_dropout < 1.0:
@@ -222,7 +239,8 @@ class SyntaxOptions(DistanceMaskOptions, PascalOptions, LisaOptions, GateOptions
             plan = HeadPlan(num_heads, distance=k_distance if i in distance else 0, pascal=k_pascal if i in pascal else 0,
                             lisa=1 if i in lisa else 0, dbsa=k_dbsa if i in dbsa else 0, gated=i in gated)
             out.append(LayerSyntax(plan, float(self.pascal_ignore), bool(self.lisa_gold_parents),
-                                   self.gate_spec() if plan.gated else None, float(self.gate_syntax_dropout))
+                                   self.gate_spec() if plan.gated else None, float(self.gate_syntax_dropout),
+                                   lisa_loss=self.lisa_loss)
                        if plan.active else None)
         return out
 

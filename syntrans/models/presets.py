@@ -36,9 +36,11 @@ def distance_transformer_iwslt_de_en(args):
 
 @register_model_architecture("syntax_transformer", "distance_transformer_wmt_en_de")
 def distance_transformer_wmt_en_de(args):
-    """Hou et al. 2022 (App. A), WMT14 en-de: Transformer base (8 heads, FFN 2048), dropout and attention
-    dropout 0.1, soft mask τ = 10 in heads 0-1 of encoder layer 0."""
-    set_fields(args, distance_layers="0", distance_heads=2, dropout=0.1, attention_dropout=0.1)
+    """Hou et al. 2022 (App. A), WMT14 en-de: 6+6 layers, 512, 8 heads, FFN 1024 ("2048 in ASPEC and 1024 in other
+    datasets"; the stated 50M parameters fit it), dropout and attention dropout 0.1, soft mask τ = 10 in heads 0-1
+    of encoder layer 0 (§4.1: two syntax heads)."""
+    set_fields(args, distance_layers="0", distance_heads=2, dropout=0.1, attention_dropout=0.1,
+               encoder_ffn_embed_dim=1024, decoder_ffn_embed_dim=1024)
     syntax_base_architecture(args)
 
 
@@ -102,23 +104,35 @@ def syncattn_transformer_wmt_en_de(args):
 @register_model_architecture("syntax_transformer", "nsd_transformer")
 def nsd_transformer(args):
     """NSD (Ma et al. 2019) with nothing switched on yet: Transformer base plus the NSD options' defaults
-    (dD, λ_SPE 40); choose per side with --nsd-{src,tgt}-{input,spe,output} (the Table 1 rows: configs/nsd/)."""
+    (dD, λ_SPE 40, the unweighted loss of Eq. 17); choose per side with --nsd-{src,tgt}-{input,spe,output}
+    (the Table 1 rows: configs/nsd/)."""
     syntax_base_architecture(args)
 
 
 @register_model_architecture("syntax_transformer", "nsd_src_transformer_base")
 def nsd_src_transformer_base(args):
-    """NSD on the source only (Ma et al. 2019): dD as input W(x‖e)+b with the syntactic PE (λ_SPE 40) and
-    predicted from the encoder output (L_entdist + L_dist); Transformer base."""
+    """Ma et al. 2019, Table 1, En→Ja and En→Zh: only English is parsed (§4.1), so NSD goes on the source. dD as
+    input W(x‖e)+b (Eq. 10) with the syntactic PE (Eq. 15–16, λ_SPE 40) and predicted from the encoder output
+    (L_entdist + L_dist, Eq. 17–20); Transformer base. Sets only source-side fields."""
     set_fields(args, nsd_kind="dD", nsd_src_input="linear", nsd_src_spe=True, nsd_src_output=True, nsd_spe_lambda=40.0)
+    syntax_base_architecture(args)
+
+
+@register_model_architecture("syntax_transformer", "nsd_tgt_transformer_base")
+def nsd_tgt_transformer_base(args):
+    """Ma et al. 2019, Table 1, Ja→En and Zh→En: only English is parsed (§4.1), so NSD goes on the target. dD as
+    input W(x‖e)+b (Eq. 10) with the syntactic PE (Eq. 15–16, λ_SPE 40) and predicted from the decoder output
+    (L_entdist + L_dist, Eq. 17–20); in decoding the predicted NSD of each token is the next step's input (§3.2);
+    Transformer base. Sets only target-side fields."""
+    set_fields(args, nsd_kind="dD", nsd_tgt_input="linear", nsd_tgt_spe=True, nsd_tgt_output=True, nsd_spe_lambda=40.0)
     syntax_base_architecture(args)
 
 
 @register_model_architecture("syntax_transformer", "nsd_transformer_base")
 def nsd_transformer_base(args):
-    """Ma et al. 2019, Table 1's best row on both sides: dD as input W(x‖e)+b with the syntactic PE
-    (λ_SPE 40) and as output (Eq. 18+19+20: L_entdist + L_dist), source and target; Transformer base.
-    In decoding the predicted target NSD of each token feeds the next step."""
-    for side in ("src", "tgt"):
-        set_fields(args, **{f"nsd_{side}_input": "linear", f"nsd_{side}_spe": True, f"nsd_{side}_output": True})
+    """Ma et al. 2019's best Table 1 setting on both sides at once: :func:`nsd_src_transformer_base` plus
+    :func:`nsd_tgt_transformer_base` (dD input W(x‖e)+b, syntactic PE λ_SPE 40, output with L_entdist + L_dist,
+    Eq. 17–20). No Table 1 direction parses both sides (only English is parsed, §4.1): a combination for corpora
+    with parses of both languages; Transformer base."""
+    set_fields(args, nsd_tgt_input="linear", nsd_tgt_spe=True, nsd_tgt_output=True)
     nsd_src_transformer_base(args)

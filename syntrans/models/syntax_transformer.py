@@ -65,6 +65,11 @@ class SyntaxTransformerModel(TransformerModel):
         return SyntaxTransformerDecoder(TransformerConfig.from_namespace(args), SyntaxOptions.from_args(args), tgt_dict,
                                         embed_tokens, no_encoder_attn=args.no_cross_attention)
 
+    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
+        """fairseq's loading, after checking that the checkpoint's NSD embeddings have the sizes this model built."""
+        check_nsd_embedding_sizes(self, state_dict)
+        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+
     def syntax_features(self) -> Set[str]:
         """Names of the batch features (``net_input`` keys) this model needs from the task."""
         return self.encoder.syntax_features()
@@ -127,6 +132,24 @@ class SyntaxTransformerModel(TransformerModel):
                 enc_attn.keep_dbsa_probs, enc_attn.dbsa_probs = False, None
         return x, extra
 
+
+
+def check_nsd_embedding_sizes(model: SyntaxTransformerModel, state_dict) -> None:
+    """A checkpoint whose NSD embedding size k differs from the model's was trained with another --nsd-embed-dim:
+    most likely with 0 before it meant the model dimension (Ma et al. 2019, Eq. 10), when it meant a quarter of it.
+    Say so, and how to load it, instead of torch's size mismatch."""
+    layers = (("encoder.nsd_input.embed.weight", getattr(model.encoder, "nsd_input", None), "source"),
+              ("decoder.project_in_dim.embed.weight", model.decoder.project_in_dim, "target"))
+    for key, layer, side in layers:
+        embed = getattr(layer, "embed", None)
+        if embed is None or key not in state_dict:
+            continue
+        saved, built = int(state_dict[key].shape[-1]), int(embed.weight.shape[-1])
+        if saved != built:
+            raise ValueError(f"the checkpoint's {side} NSD embedding has size {saved}, but --nsd-embed-dim "
+                             f"{model.encoder.syntax.nsd_embed_dim} builds {built} ({layer.mode} input): a checkpoint "
+                             "trained with --nsd-embed-dim 0 when 0 meant a quarter of the model dimension loads with "
+                             f"--model-overrides \"{{'nsd_embed_dim': {saved}}}\"")
 
 
 def fill_nsd_ranges(args, task) -> None:

@@ -19,8 +19,9 @@ logger = logging.getLogger("syntrans.nsd")
 
 
 def report_lisa(extra: Dict, attns: Sequence[SyntaxMultiheadAttention], weight: float) -> None:
-    """The LISA parent loss as ``lisa`` (per real source token, summed over the LISA layers) and the LISA heads'
-    attachment score ``lisa_uas`` (% of tokens whose argmax key is the gold parent)."""
+    """The LISA parent loss as ``lisa`` (per real source token with a parent, summed over the LISA layers; the
+    negative log-likelihood with ``--lisa-loss ce``, the squared L2 distance to the parent mask with ``l2``) and the
+    LISA heads' attachment score ``lisa_uas`` (% of tokens whose argmax key is the gold parent)."""
     stats = [a.lisa_stats for a in attns if a.lisa_stats is not None]
     if not stats:
         return
@@ -53,9 +54,11 @@ def report_gates(extra: Dict, layers: List[Tuple[int, SyntaxMultiheadAttention]]
 
 def report_nsd(extra: Dict, side: str, logits: torch.Tensor, labels: torch.Tensor, v_min: int, v_max: int,
                weights: Tuple[float, float]) -> None:
-    """L_entdist as ``nsd_{side}_ce`` and L_dist as ``nsd_{side}_dist`` (Ma et al. 2019, Eq. 18–20; per token with
-    a value), and the % of gold values outside the model's range [v_min, v_max] (clipped) as ``nsd_{side}_clipped``.
-    logits (B, T, V), labels (B, T); ``weights`` = (L_entdist weight, L_dist weight)."""
+    """L_entdist (Ma et al. 2019, Eq. 20) as ``nsd_{side}_ce`` and L_dist (Eq. 19, normalised as in
+    :func:`~syntrans.modules.nsd_layers.nsd_losses`) as ``nsd_{side}_dist``, per token with a value, each added to
+    L_NMT with its weight (Eq. 17: both 1); and the % of gold values outside the model's range [v_min, v_max]
+    (clipped) as ``nsd_{side}_clipped``. logits (B, T, V), labels (B, T); ``weights`` = (L_entdist weight, L_dist
+    weight)."""
     ce, dist, count, clipped = nsd_losses(logits, labels, v_min, v_max)
     report_aux_loss(extra, f"nsd_{side}_ce", ce, count, weights[0])
     report_aux_loss(extra, f"nsd_{side}_dist", dist, count, weights[1])

@@ -1,4 +1,7 @@
-"""LISA's parent-attention head (Strubell et al. 2018, as adapted by Bugliarello & Okazaki 2020)."""
+"""LISA's parent-attention head (Strubell et al. 2018, as adapted by Bugliarello & Okazaki 2020), and its two losses:
+the parent log-likelihood of a bi-affine head (``--lisa-loss ce``, Bugliarello & Okazaki 2020, §3.1) or the squared L2
+distance of a stock dot-product head to a 0/1 parent mask (``--lisa-loss l2``, Hou et al., gated self-attention,
+§2.2 and §5.2, their LISA baseline)."""
 from __future__ import annotations
 
 from typing import Tuple
@@ -6,6 +9,9 @@ from typing import Tuple
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+#: ``--lisa-loss``: ce, the bi-affine head's parent log-likelihood; l2, a stock head's squared distance to the parent mask
+LISA_LOSSES = ("ce", "l2")
 
 
 class BiaffineScorer(nn.Module):
@@ -37,11 +43,25 @@ def gold_parent_rows(log_probs: torch.Tensor, parents: torch.Tensor) -> torch.Te
 
 
 def parent_loss(log_probs: torch.Tensor, parents: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """LISA loss −Σ_i log A[i, parent(i)] (Bugliarello & Okazaki 2020, LISA parent loss) over the queries that
+    """LISA loss −Σ_i log A[i, parent(i)] (Bugliarello & Okazaki 2020, §3.1; LISA's ``ce`` loss) over the queries that
     have a parent (real tokens: no pad, no EOS), with the number of such queries and of those whose
     argmax key is the gold parent. log_probs (B, T, S) float, parents (B, T) long (−1: none) → three scalars."""
     has = parents >= 0  # (B, T)
     picked = log_probs.gather(-1, parents.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # (B, T)
     loss = -torch.where(has, picked, torch.zeros_like(picked)).sum()  # pads may point at −inf keys
     hits = ((log_probs.argmax(-1) == parents) & has).sum()
+    return loss, has.sum(), hits
+
+
+def parent_l2_loss(probs: torch.Tensor, parents: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """LISA loss Σ_i Σ_j (A_ij − M_ij)², M_i the 0/1 row with its 1 on token i's parent (Hou et al., gated
+    self-attention, §2.2 and §5.2: "squared L2 distance between the label and computed attention"), over the queries
+    that have a parent (real tokens: no pad, no EOS), with the number of such queries and of those whose argmax key
+    is the gold parent. Padded keys have A = 0 and M = 0, so the sum over all keys is the sum over the real ones.
+    probs (B, T, S) float, parents (B, T) long (−1: none) → three scalars."""
+    has = parents >= 0  # (B, T)
+    mask = F.one_hot(parents.clamp(min=0), probs.size(-1)).to(probs.dtype)  # (B, T, S) M
+    rows = (probs - mask).pow(2).sum(-1)  # (B, T)
+    loss = torch.where(has, rows, torch.zeros_like(rows)).sum()
+    hits = ((probs.argmax(-1) == parents) & has).sum()
     return loss, has.sum(), hits

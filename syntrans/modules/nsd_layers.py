@@ -27,19 +27,40 @@ def nsd_classes(values: torch.Tensor, v_min: int, v_max: int) -> Tuple[torch.Ten
     return (values.clamp(v_min, v_max) - v_min).long().masked_fill(~real, 0), real, clipped
 
 
+def nsd_embed_size(mode: str, embed_dim: int, nsd_dim: int = 0) -> int:
+    """The size k of the NSD embedding E_d of input ``mode`` in a model of dimension C = ``embed_dim``; ``nsd_dim``
+    is --nsd-embed-dim, 0 for the default:
+
+    * ``linear``: k = C by default (Ma et al. 2019, Eq. 10: e ∈ ℝ^d and W_f ∈ ℝ^{d×2d});
+    * ``concat``: k = C/2 by default: [x_{1..C−k} ; e] stays C wide, and its two parts keep the 1:1 proportion of the
+      paper's [x; e] (Eq. 8);
+    * ``add``: always C (x + e); ``none``: no embedding (0)."""
+    if nsd_dim < 0:
+        raise ValueError(f"--nsd-embed-dim must be >= 0 (0: the default size), found {nsd_dim}")
+    if mode == "add":
+        return embed_dim
+    if mode == "linear":
+        return nsd_dim or embed_dim
+    if mode == "concat":
+        return nsd_dim or embed_dim // 2
+    return 0
+
+
 class NsdInput(nn.Module):
     """x (the scaled word embeddings) combined with E_d[d] (Ma et al. 2019, NSD as input), plus the syntactic
     positional encoding SPE(d) when ``spe`` (Ma et al. 2019, syntactic PE).
 
     * ``concat``: [x_{1..C−k} ; E_d[d]]: the first C − k dimensions of the word embedding, then the k-dim
-      NSD embedding (k = ``nsd_dim``), so the two split the model dimension;
+      NSD embedding (k = ``nsd_dim``), so the two split the model dimension (the paper's [x; e] of Eq. 8 would
+      be 2C wide; with k = C/2, the default of :func:`nsd_embed_size`, both halves keep its 1:1 proportion);
     * ``add``: x + E_d[d] (E_d is C-dim);
-    * ``linear``: W(x ‖ E_d[d]) + b, W ∈ ℝ^{C×(C+k)};
+    * ``linear``: W(x ‖ E_d[d]) + b, W ∈ ℝ^{C×(C+k)} (Ma et al. 2019, Eq. 10: e ∈ ℝ^d, W_f ∈ ℝ^{d×2d}, so k = C
+      by default);
     * ``none``: x (SPE only).
 
     E_d has a row per value of the range, a row for BOS and a zero row for tokens without a value.
-    SPE(d)_{2j} = sin(d' / (2π λ^{2j/C})), SPE(d)_{2j+1} = cos(d' / (2π λ^{2j/C})) with d' = d − v_min + 1 ≥ 1
-    the value shifted positive (our reading of "(d shifted positive)/λ^{2k/d}·2π"); 0 for BOS, EOS, padding.
+    The syntactic PE (Ma et al. 2019, Eq. 15–16) is :meth:`spe_table`, added on top of the conventional PE
+    (§4.2); 0 for BOS, EOS, padding.
     """
 
     def __init__(self, mode: str, embed_dim: int, nsd_dim: int, v_min: int, v_max: int, spe: bool = False,
@@ -50,9 +71,9 @@ class NsdInput(nn.Module):
         if v_max < v_min:
             raise ValueError(f"empty NSD value range [{v_min}, {v_max}]")
         self.mode, self.v_min, self.v_max, self.spe, self.spe_lambda = mode, int(v_min), int(v_max), bool(spe), float(spe_lambda)
-        dim = embed_dim if mode == "add" else nsd_dim
-        if mode == "concat" and not 0 < nsd_dim < embed_dim:
-            raise ValueError(f"concat NSD input needs 0 < --nsd-embed-dim < {embed_dim}, found {nsd_dim}")
+        dim = nsd_embed_size(mode, embed_dim, nsd_dim)  # k; 0 in nsd_dim: the default size of the mode
+        if mode == "concat" and not 0 < dim < embed_dim:
+            raise ValueError(f"concat NSD input needs 0 < --nsd-embed-dim < {embed_dim} (the model dimension), found {dim}")
         if mode != "none":
             self.embed = nn.Embedding(self.v_max - self.v_min + 3, dim, padding_idx=0)  # 0: none, 1: BOS, 2+k: class k
             nn.init.normal_(self.embed.weight, mean=0.0, std=dim ** -0.5)
@@ -71,12 +92,20 @@ class NsdInput(nn.Module):
         return rows, torch.where(real, cls + 1, 0).to(torch.float32)
 
     def spe_table(self, shifted: torch.Tensor) -> torch.Tensor:
-        """SPE (Ma et al. 2019, syntactic positional encoding): (B, T) d' → (B, T, C); rows with d' = 0 are 0."""
+        """The syntactic positional encoding: (B, T) d' → (B, T, C) float32.
+
+        SPE(d)_{2k} = sin(2π d' / λ_SPE^{2k/C}), SPE(d)_{2k+1} = cos(2π d' / λ_SPE^{2k/C}) (Ma et al. 2019,
+        Eq. 15–16): pair k has period exactly λ_SPE^{2k/C} in d', from 1 (k = 0) towards λ_SPE ("the periods of
+        these two functions vary from 1 to λ_SPE"). d' = d − v_min + 1 ≥ 1 is the value shifted positive by the
+        model's own range (the paper shifts by the corpus' range, d + max − min + 1; a constant shift only
+        rotates each pair by a fixed angle). Rows with d' = 0 (no value) are 0. The angle is computed in float64
+        so that the periods stay exact for large d'."""
         C = self.embed_dim
-        j = torch.arange(0, C, 2, device=shifted.device, dtype=torch.float32)  # 2j
-        angle = shifted.unsqueeze(-1) / (2 * math.pi * self.spe_lambda ** (j / C))  # (B, T, C/2)
+        two_k = torch.arange(0, C, 2, device=shifted.device, dtype=torch.float64)  # (C/2,) 2k
+        period = self.spe_lambda ** (two_k / C)  # (C/2,) λ^{2k/C}
+        angle = 2 * math.pi * shifted.to(torch.float64).unsqueeze(-1) / period  # (B, T, C/2)
         pe = torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(-2)[..., :C]  # (B, T, C)
-        return pe * (shifted > 0).unsqueeze(-1)
+        return (pe * (shifted > 0).unsqueeze(-1)).to(torch.float32)
 
     def forward(self, x: torch.Tensor, values: Optional[torch.Tensor] = None) -> torch.Tensor:
         """x (B, T, C) scaled word embeddings, values (B, T) raw NSD values (default: ``self.values``) → (B, T, C)."""
@@ -115,21 +144,41 @@ class NsdClassifier(nn.Module):
 
 
 def nsd_losses(logits: torch.Tensor, values: torch.Tensor, v_min: int, v_max: int):
-    """L_entdist (cross-entropy) and L_dist (Ma et al. 2019, Eq. 19–20) of one side, summed over the tokens
-    with a value, with their count and the number of gold values clipped to the range.
+    """L_entdist and L_dist (Ma et al. 2019, Eq. 20 and Eq. 19) of one side, summed over the sentences of the batch,
+    with the number of tokens with a value and the number of gold values clipped to the range.
 
-    L_dist = Σ_i (d_i − d̂_i)² + Σ_{j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊ within each sentence, d̂ the
-    classifier's expected value Σ_k p_k (v_min + k) (our choice: differentiable, unlike the argmax), d the gold
-    value clipped to the range. logits (B, T, V), values (B, T) → (ce, dist, count, clipped) scalars."""
+    L_entdist = −Σ_i log p(d_i | h_i) (Ma et al. 2019, Eq. 20: the cross-entropy of the NSD classifier of Eq. 11).
+
+    L_dist = Σ_i (d_i − d̂_i)² + Σ_{i, j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊ per sentence (Ma et al. 2019, Eq. 19),
+    with d the gold value clipped to the range and d̂ the classifier's expected value Σ_k p_k (v_min + k) (our
+    choice: differentiable, unlike the argmax). Summed as written its two terms are far larger per token than
+    L_NMT and L_entdist (the squared error is of the order of the values' variance, the hinge sums O(n) pairs
+    per token), and the unweighted total of Eq. 17 stalls translation. So each term is normalised to O(1) per
+    token (our normalisation):
+
+        L_dist = Σ_i (d_i − d̂_i)² / σ² + 2/(n − 1) · Σ_{i, j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊
+
+    * σ² is the variance of the sentence's gold values (at least 1), so the squared term is the share of the
+      values' variance left unexplained (1 per token for a constant prediction at their mean); per sentence, so a
+      sentence's loss does not depend on the batch it is in (nor on the number of workers);
+    * 2/(n − 1), n the sentence's tokens with a value, averages each token's hinge over its n − 1 pairs
+      (Σ_i 1/(n − 1) Σ_{j≠i} h_ij = 2/(n − 1) Σ_{i<j} h_ij); a pair with equal gold values counts 1, as written.
+
+    logits (B, T, V), values (B, T) → (ce, dist, count, clipped) scalars."""
     cls, real, clipped = nsd_classes(values, v_min, v_max)  # (B, T)
     logp = F.log_softmax(logits.float(), dim=-1)  # (B, T, V)
     ce = -(logp.gather(-1, cls.unsqueeze(-1)).squeeze(-1) * real).sum()
     grid = torch.arange(v_min, v_max + 1, device=logits.device, dtype=torch.float32)  # (V,)
     d_hat = (logp.exp() * grid).sum(-1)  # (B, T)
-    d = (cls + v_min).float()
-    square = ((d - d_hat) ** 2 * real).sum()
+    d = (cls + v_min).float()  # (B, T)
+    count = real.sum()
+    n = real.sum(1).float()  # (B,) tokens with a value per sentence
+    mean = (d * real).sum(1) / n.clamp(min=1)  # (B,)
+    variance = (((d - mean.unsqueeze(1)) ** 2) * real).sum(1).div(n.clamp(min=1)).clamp(min=1.0)  # (B,) σ², constant
+    square = (((d - d_hat) ** 2 * real).sum(1) / variance).sum()
     T = values.size(1)
-    later = torch.ones(T, T, dtype=torch.bool, device=values.device).triu(1)  # j > i
+    later = torch.ones(T, T, dtype=torch.bool, device=values.device).triu(1)  # (T, T) j > i
     pairs = later & real.unsqueeze(2) & real.unsqueeze(1)  # (B, T, T)
     hinge = F.relu(1 - torch.sign(d.unsqueeze(2) - d.unsqueeze(1)) * (d_hat.unsqueeze(2) - d_hat.unsqueeze(1)))
-    return ce, square + (hinge * pairs).sum(), real.sum(), clipped
+    per_sentence = (hinge * pairs).sum((1, 2)) * 2 / (n - 1).clamp(min=1)  # (B,)
+    return ce, square + per_sentence.sum(), count, clipped

@@ -23,13 +23,14 @@ from fairseq.modules import MultiheadAttention
 from .dbsa import BiaffineQueryProjection, causal_parents, dbsa_log_probs
 from .gate import SyntaxGate, mix
 from .head_plan import HeadPlan, LayerSyntax, SyntaxBatch
-from .lisa import BiaffineScorer, gold_parent_rows, parent_loss
+from .lisa import LISA_LOSSES, BiaffineScorer, gold_parent_rows, parent_l2_loss, parent_loss
 from .pascal import ignore_parents
 
 
 class SyntaxMultiheadAttention(MultiheadAttention):
     """fairseq's MultiheadAttention whose heads 0 … k−1 run syntax mechanisms: their scores can be biased
-    (distance-mask), multiplied (PASCAL), replaced (LISA, DBSA) or gated, as the layer's :class:`HeadPlan` says.
+    (distance-mask), multiplied (PASCAL), replaced (a ``ce`` LISA head, DBSA) or gated, as the layer's
+    :class:`HeadPlan` says; an ``l2`` LISA head keeps its stock scores and only its probabilities are supervised.
 
     Takes fairseq's constructor arguments plus ``syntax`` (:class:`LayerSyntax`, none: a stock layer).
     Per batch, the owning encoder/decoder sets ``syntax_batch`` (the inputs, :class:`SyntaxBatch`) and, for
@@ -45,7 +46,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                 g = syntax.gate
                 gate = SyntaxGate(self.embed_dim, self.num_heads, g.hidden, g.batchnorm, g.mode, g.warmup_epochs)
             self.configure(syntax.plan, syntax.pascal_ignore, syntax.lisa_gold_parents, gate, syntax.syntax_dropout,
-                           syntax.causal)
+                           syntax.causal, syntax.lisa_loss)
 
     def init_syntax(self) -> None:
         """The plain attributes of the syntax hooks: a layer with no syntax head."""
@@ -54,6 +55,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         self.plan = HeadPlan(self.num_heads)
         self.pascal_ignore = 0.0  # parent-ignoring probability q
         self.lisa_gold_parents = False  # oracle: at evaluation the LISA head attends to the gold parent
+        self.lisa_loss = "ce"  # the LISA head: bi-affine, parent log-likelihood (ce); stock, L2 to the parent mask (l2)
         self.lisa_stats: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None  # loss, tokens, hits
         self.syntax_dropout = 0.0  # "syntax ignoring": dropout on A_syn of a gated layer in training
         self.gate_values: Optional[torch.Tensor] = None  # (B, H) the last batch's gates, detached
@@ -65,17 +67,20 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         self.probs: Optional[torch.Tensor] = None  # (B, H, T, S) float32 of the last forward with keep_probs
 
     def configure(self, plan: HeadPlan, pascal_ignore: float = 0.0, lisa_gold_parents: bool = False,
-                  gate: Optional[SyntaxGate] = None, syntax_dropout: float = 0.0, causal: bool = False) -> None:
-        """Give this layer its head plan; a LISA head adds its bi-affine parameters U, a gated plan its gate,
-        DBSA heads a query projection with their U (:class:`BiaffineQueryProjection`, the same weight and bias);
-        ``causal``: this is decoder self-attention."""
+                  gate: Optional[SyntaxGate] = None, syntax_dropout: float = 0.0, causal: bool = False,
+                  lisa_loss: str = "ce") -> None:
+        """Give this layer its head plan; a LISA head trained with ``lisa_loss`` ce adds its bi-affine parameters U
+        (with l2 it is a stock head and adds none), a gated plan its gate, DBSA heads a query projection with their U
+        (:class:`BiaffineQueryProjection`, the same weight and bias); ``causal``: this is decoder self-attention."""
         if plan.num_heads != self.num_heads:
             raise ValueError(f"head plan for {plan.num_heads} heads given to a layer with {self.num_heads}")
         if plan.gated != (gate is not None):
             raise ValueError("a gated head plan needs a SyntaxGate, and only a gated plan takes one")
+        if lisa_loss not in LISA_LOSSES:
+            raise ValueError(f"--lisa-loss must be one of {', '.join(LISA_LOSSES)}, found {lisa_loss!r}")
         self.plan, self.pascal_ignore, self.lisa_gold_parents = plan, float(pascal_ignore), bool(lisa_gold_parents)
-        self.syntax_dropout = float(syntax_dropout)
-        if plan.lisa:
+        self.syntax_dropout, self.lisa_loss = float(syntax_dropout), lisa_loss
+        if plan.lisa and lisa_loss == "ce":
             self.lisa = BiaffineScorer(self.head_dim)
         if gate is not None:
             self.gate = gate
@@ -141,8 +146,8 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             w = ignore_parents(batch.pascal_weights, self.pascal_ignore, self.training).to(scores.dtype)  # (B, T, S)
             blocks.append(scores[:, plan.pascal_heads] * w.unsqueeze(1))
         h = plan.lisa_head
-        if h is not None:  # the bi-affine scores replace the head's own
-            blocks.append(self.lisa(q[:, h], k[:, h]).unsqueeze(1))
+        if h is not None:  # ce: the bi-affine scores replace the head's own; l2: the stock QKᵀ/√d (Hou et al., §5.2)
+            blocks.append(self.lisa(q[:, h], k[:, h]).unsqueeze(1) if self.lisa_loss == "ce" else scores[:, h : h + 1])
         rest = plan.distance + plan.pascal + plan.lisa
         if rest < self.num_heads:
             blocks.append(scores[:, rest:])
@@ -209,14 +214,17 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         return torch.cat([mixed, p_syn[:, n:]], dim=1) if n < self.num_heads else mixed
 
     def _lisa_probs(self, scores: torch.Tensor, probs: torch.Tensor, batch: SyntaxBatch) -> torch.Tensor:
-        """Record the LISA head's loss statistics; with the oracle at evaluation, put its mass on the gold parent."""
+        """Record the LISA head's loss statistics (ce: :func:`parent_loss`; l2: :func:`parent_l2_loss`), both on the
+        head's own softmax, before any gate and before attention dropout; with the oracle at evaluation, put its
+        mass on the gold parent. scores (B, H, T, S) masked, probs (B, H, T, S) float32 → (B, H, T, S)."""
         h = self.plan.lisa_head
         parents = batch.parents_first
         self.lisa_stats = None
         if h is None or parents is None:
             return probs
         log_probs = torch.log_softmax(scores[:, h].float(), dim=-1)  # (B, T, S)
-        self.lisa_stats = parent_loss(log_probs, parents)
+        self.lisa_stats = (parent_loss(log_probs, parents) if self.lisa_loss == "ce"
+                           else parent_l2_loss(log_probs.exp(), parents))
         if not (self.lisa_gold_parents and not self.training):
             return probs
         gold = gold_parent_rows(log_probs, parents).exp().unsqueeze(1)  # (B, 1, T, S)
