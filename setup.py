@@ -21,6 +21,8 @@ setup(
         "sacrebleu>=2",
         "subword-nmt",
         "sacremoses",
+        "regex",  # Moses' remove-non-printing-char rule (\p{C}); sacremoses needs it too
+        "langid",  # the language filter of syntrans-prepare --langid
         "tqdm",
     ],
     extras_require={

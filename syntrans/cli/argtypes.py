@@ -10,3 +10,29 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, found {value}")
     return value
+
+
+def positive_int_or_off(text: str):
+    """An integer >= 1, or ``off`` (argparse ``type=``; a recipe's length filter)."""
+    return "off" if text == "off" else positive_int(text)
+
+
+def ratio_or_off(text: str):
+    """A number >= 1, or ``off`` (argparse ``type=``; a recipe's ratio filter)."""
+    if text == "off":
+        return "off"
+    value = float(text)
+    if not value >= 1:
+        raise argparse.ArgumentTypeError(f"must be a number >= 1 or off, found {text}")
+    return value
+
+
+def merges_per_lang(text: str) -> dict:
+    """``LANG=N,LANG=N`` (argparse ``type=``), e.g. ``zh=61000,ja=46000`` → {"zh": 61000, "ja": 46000}."""
+    out = {}
+    for item in text.split(","):
+        lang, sep, n = item.partition("=")
+        if not sep or not lang or not n.isdigit() or int(n) < 1:
+            raise argparse.ArgumentTypeError(f"expected LANG=N,LANG=N with N >= 1 (e.g. zh=61000,ja=46000), found {text!r}")
+        out[lang] = int(n)
+    return out

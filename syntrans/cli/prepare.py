@@ -14,6 +14,8 @@ from pathlib import Path
 
 from ..prep import CORPORA, PrepError, prepare_corpus
 from ..prep.pipeline import PARSERS, SMOKE_BPE_OPS, SMOKE_SIZES
+from ..prep.recipe import Recipe
+from .argtypes import merges_per_lang, positive_int, positive_int_or_off, ratio_or_off
 
 
 def _corpora_table() -> str:
@@ -54,7 +56,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="redo every step (downloads are only verified again)")
     p.add_argument("--checksums", type=Path, metavar="FILE",
                    help="known sha256 sums of the raw files (sha256sum format) to verify them against")
+    r = p.add_argument_group(
+        "recipe", "a paper's settings over the corpus's (each default: the corpus's). A folder prepared under other "
+                  "recipe settings is refused unless --force")
+    r.add_argument("--max-len", type=positive_int_or_off, metavar="N|off",
+                   help="drop training pairs with a side longer than N tokens; off: no length filter")
+    r.add_argument("--ratio", type=ratio_or_off, metavar="R|off",
+                   help="drop training pairs where one side has more than R times the tokens of the other; off: none")
+    case = r.add_mutually_exclusive_group()
+    case.add_argument("--lowercase", dest="lowercase", action="store_const", const=True, help="lowercase all text")
+    case.add_argument("--cased", dest="lowercase", action="store_const", const=False, help="keep the case")
+    dashes = r.add_mutually_exclusive_group()
+    dashes.add_argument("--aggressive-dashes", dest="aggressive_dashes", action="store_const", const=True,
+                        help="Moses tokenizer -a: well-known -> well @-@ known")
+    dashes.add_argument("--no-aggressive-dashes", dest="aggressive_dashes", action="store_const", const=False)
+    r.add_argument("--normalize-punctuation", action="store_const", const=True,
+                   help="Moses normalize-punctuation.perl before tokenizing (not on pre-segmented languages)")
+    r.add_argument("--remove-non-printing", action="store_const", const=True,
+                   help="Moses remove-non-printing-char.perl before tokenizing")
+    r.add_argument("--langid", action="store_const", const=True,
+                   help="drop training pairs whose source or target langid identifies as another language "
+                        "(needs the langid package)")
+    r.add_argument("--train-limit", type=positive_int, metavar="N", help="only the first N training pairs")
+    joint = r.add_mutually_exclusive_group()
+    joint.add_argument("--joint-bpe", dest="joint", action="store_const", const=True,
+                       help="one BPE model and dictionary for both sides")
+    joint.add_argument("--separate-bpe", dest="joint", action="store_const", const=False,
+                       help="a BPE model and dictionary per side")
+    r.add_argument("--bpe-ops-per-lang", type=merges_per_lang, metavar="LANG=N,LANG=N",
+                   help="separate BPE with merges per language, e.g. zh=61000,ja=46000")
+    r.add_argument("--word-vocab", type=positive_int, metavar="N",
+                   help="no BPE: word-level data, each dictionary keeping its N most frequent entries")
     return p
+
+
+def recipe_from_args(args) -> Recipe | None:
+    """The Recipe the recipe flags ask for, or None when none is given (PrepError for a bad combination)."""
+    recipe = Recipe(max_len=args.max_len, ratio=args.ratio, lowercase=args.lowercase,
+                    aggressive_dashes=args.aggressive_dashes, normalize_punctuation=args.normalize_punctuation,
+                    remove_non_printing=args.remove_non_printing, langid=args.langid, train_limit=args.train_limit,
+                    bpe_ops_by_lang=args.bpe_ops_per_lang, joint=args.joint, word_vocab=args.word_vocab)
+    return None if recipe.is_empty() else recipe
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         prepare_corpus(args.corpus, src, tgt, args.out, raw_dir=args.raw_dir, smoke=args.smoke, parser=args.parser,
                        bpe_ops=args.bpe_ops, workers=args.workers, force=args.force,
                        log=lambda m: print(m, flush=True), smoke_sizes=sizes, checksums=args.checksums,
-                       parse_shards=args.parse_shards)
+                       parse_shards=args.parse_shards, recipe=recipe_from_args(args))
     except PrepError as e:
         msg = str(e)
         print(msg if msg.startswith("syntrans-prepare") else f"syntrans-prepare: error: {msg}", file=sys.stderr)

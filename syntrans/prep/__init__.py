@@ -5,11 +5,13 @@
 (:mod:`syntrans.prep.corpora`); every user-fixable problem is a :class:`PrepError`. Pieces:
 :mod:`.download` and :mod:`.checksums` (fetch), :mod:`.extract`, :mod:`.tokenization` and :mod:`.clean`
 (pure functions) with :mod:`.prepare_text`, :mod:`.bpe`, :mod:`.parse_step`, :mod:`.binarize` (the only step
-that imports fairseq), :mod:`.markers` (done-markers).
+that imports fairseq), :mod:`.markers` (done-markers); :mod:`.recipe` (a paper's settings over a corpus') with
+:mod:`.langid_filter` (its language filter).
 """
 from .corpora import CORPORA, Clean, Corpus, Download, PairData, Part
 from .errors import PrepError
 from .pipeline import STEPS, Prepared, prepare_corpus
+from .recipe import OFF, Recipe
 
-__all__ = ["CORPORA", "STEPS", "Clean", "Corpus", "Download", "PairData", "Part", "PrepError", "Prepared",
-           "prepare_corpus"]
+__all__ = ["CORPORA", "OFF", "STEPS", "Clean", "Corpus", "Download", "PairData", "Part", "PrepError", "Prepared",
+           "Recipe", "prepare_corpus"]

@@ -2,8 +2,10 @@
 
 The only place ``syntrans.prep`` reaches fairseq: :func:`syntrans.data.preprocess.preprocess` is imported
 when the step runs. Its inputs are ``OUT/bpe/{split}`` (text prefixes) and ``OUT/parse/{split}``
-(parse prefixes); ``--joined-dictionary`` when the BPE is joint. An existing ``OUT/data-bin`` is
-removed first (fairseq refuses to overwrite its dictionaries).
+(parse prefixes); ``--joined-dictionary`` when the BPE is joint; ``--nwordssrc N --nwordstgt N`` for
+word-level data with a vocabulary of N (each dictionary keeps its N most frequent entries, fairseq's four
+special symbols included, the rest becoming ``<unk>``). An existing ``OUT/data-bin`` is removed first
+(fairseq refuses to overwrite its dictionaries).
 """
 from __future__ import annotations
 
@@ -16,11 +18,13 @@ from .errors import PrepError
 
 
 def preprocess_argv(bpe_dir: Path, parse_dir: Path, data_bin: Path, src: str, tgt: str, joint: bool,
-                    workers: int = 1) -> list[str]:
+                    workers: int = 1, nwords: int | None = None) -> list[str]:
     """The syntrans-preprocess arguments of the step."""
     argv = ["--source-lang", src, "--target-lang", tgt, "--destdir", str(data_bin), "--workers", str(workers)]
     if joint:
         argv.append("--joined-dictionary")
+    if nwords is not None:
+        argv += ["--nwordssrc", str(nwords), "--nwordstgt", str(nwords)]
     for split in SPLITS:
         argv += [f"--{split}pref", str(bpe_dir / split), f"--{split}parse", str(parse_dir / split)]
     return argv
@@ -38,12 +42,12 @@ def binary_outputs(src: str, tgt: str) -> list[str]:
 
 
 def run_binarize(bpe_dir: Path, parse_dir: Path, data_bin: Path, src: str, tgt: str, joint: bool, workers: int = 1,
-                 log: Callable[[str], None] = print) -> None:
+                 log: Callable[[str], None] = print, nwords: int | None = None) -> None:
     from ..data.preprocess import parse_preprocess_args, preprocess  # lazy: imports fairseq
 
     if data_bin.exists():
         shutil.rmtree(data_bin)
-    argv = preprocess_argv(bpe_dir, parse_dir, data_bin, src, tgt, joint, workers)
+    argv = preprocess_argv(bpe_dir, parse_dir, data_bin, src, tgt, joint, workers, nwords)
     log("binarize: syntrans-preprocess " + " ".join(argv))
     try:
         preprocess(parse_preprocess_args(argv), log=log)

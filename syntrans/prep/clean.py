@@ -8,6 +8,9 @@ filter it fails, in this order, and counted under that filter's name:
 * ``too_long``: a side has more than ``max_len`` tokens;
 * ``ratio``: one side has more than ``ratio`` times the tokens of the other.
 
+With a recipe's language filter (:mod:`syntrans.prep.langid_filter`), a pair that passes these is dropped
+when either side is not identified as its language, counted under :data:`LANGUAGE` (``language``).
+
 The filters apply to the training split only; valid and test pairs are never dropped.
 """
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 REASONS = ("empty", "too_short", "too_long", "ratio")
+LANGUAGE = "language"  # the language filter's reason, after REASONS (only where the filter is on)
 
 
 def drop_reason(n_a: int, n_b: int, min_len: int = 1, max_len: int | None = None,

@@ -83,6 +83,12 @@ class PairData:
     rest is train), and the valid parts are empty. ``segmented``: languages whose text is already
     word-segmented (no Moses tokenizer; the tokens are the whitespace fields). ``tokenize`` False:
     the text is already tokenized (synthetic). ``gold_parses``: parses come with the corpus.
+
+    The fields after ``notes`` are off in every registry entry; a paper's :class:`~syntrans.prep.recipe.Recipe`
+    sets them: ``normalize_punctuation``/``remove_non_printing`` (Moses scripts before tokenization),
+    ``langid`` (the language filter of training pairs), ``train_limit`` (the first N training pairs only),
+    ``bpe_ops_by_lang`` (((lang, merges), ...) for separate BPE; empty: ``bpe_ops`` for every side) and
+    ``word_vocab`` (no BPE: words, a dictionary of the N most frequent per language).
     """
 
     langs: tuple[str, str]
@@ -97,6 +103,16 @@ class PairData:
     tokenize: bool = True
     gold_parses: bool = False
     notes: str = ""
+    normalize_punctuation: bool = False
+    remove_non_printing: bool = False
+    langid: bool = False
+    train_limit: int | None = None
+    bpe_ops_by_lang: tuple[tuple[str, int], ...] = ()
+    word_vocab: int | None = None
+
+    def merges(self) -> dict[str, int]:
+        """{lang: BPE merges} of each side: ``bpe_ops_by_lang`` where given, else ``bpe_ops`` for both."""
+        return dict(self.bpe_ops_by_lang) if self.bpe_ops_by_lang else dict.fromkeys(self.langs, self.bpe_ops)
 
 
 @dataclass(frozen=True)
@@ -319,6 +335,7 @@ _ASPEC_LAYOUT = """\
 ASPEC is licensed (https://jipsti.jst.go.jp/aspec/, after signing its agreement) and never downloaded.
 Put its folders into --raw-dir (or point --raw-dir at the distribution's ASPEC/ folder):
   ASPEC-JE/train/train-1.txt       score ||| id ||| no ||| ja ||| en   (train: train-1.txt, the first 1M pairs)
+  ASPEC-JE/train/train-2.txt       (only for a recipe that takes more than the first 1M pairs; train-3.txt likewise)
   ASPEC-JE/dev/dev.txt             id ||| no ||| ja ||| en
   ASPEC-JE/test/test.txt
   ASPEC-JC/train/train.txt         id ||| ja ||| zh
@@ -331,6 +348,13 @@ tokenizer. Replace the ja/zh field of each line by its segmented form, keeping t
 
 def _aspec_part(sub: str, path: str, columns: tuple[str, str]) -> Part:
     return Part("aspec", (("*", (f"{sub}/{path}", f"ASPEC/{sub}/{path}")),), None, columns)
+
+
+def aspec_je_train(files: int) -> tuple[Part, ...]:
+    """ASPEC-JE's first ``files`` training files (train-1.txt … train-N.txt, a million pairs each, best-aligned first)."""
+    if not 1 <= files <= 3:
+        raise PrepError(f"ASPEC-JE has train-1.txt to train-3.txt: expected 1 to 3 files, found {files}")
+    return tuple(_aspec_part("ASPEC-JE", f"train/train-{k}.txt", ("ja", "en")) for k in range(1, files + 1))
 
 
 _register(Corpus(

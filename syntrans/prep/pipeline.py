@@ -11,7 +11,7 @@ Layout of OUT (``out_dir``)::
     data-bin/                 fairseq binaries + syntax sidecars (binarize)
     ref/test.{lang}           raw test text, lowercased if the corpus is: sacreBLEU's reference (reference)
     .done/<step>.json         done-markers (settings, outputs, info); .done/raw-SHA256SUMS: first-use
-                              sums of a licensed/local corpus's files
+                              sums of a licensed/local corpus's files; .done/recipe.json: the recipe
     prepared.json             the summary (:class:`Prepared`)
 
 A finished step (its marker's settings equal the current ones and its outputs exist) is skipped with
@@ -21,6 +21,12 @@ bpe and binarize but not the parses). Smoke runs (``smoke``) slice the extracted
 ``smoke_sizes`` pairs (train 2000, valid 200, test 200 by default; IWSLT14's valid, held out from the
 train slice, is not capped), use 1000 BPE merges unless ``bpe_ops`` is given, and let ``parser="auto"``
 fall back to right-branching without stanza models.
+
+A ``recipe`` (:class:`~syntrans.prep.recipe.Recipe`: one paper's settings) is applied on top of the corpus'
+settings; it is recorded in ``.done/recipe.json`` and ``prepared.json``, and OUT prepared under one recipe
+(or none) is not reused under another: that is a PrepError unless ``force`` prepares it again. Smoke runs
+keep their 1000 merges (per side) over a recipe's, unless ``bpe_ops`` is given; ``bpe_ops`` replaces a
+recipe's merges too.
 """
 from __future__ import annotations
 
@@ -34,15 +40,16 @@ from pathlib import Path
 
 from . import markers
 from .binarize import binary_outputs, run_binarize
-from .bpe import codes_paths, run_bpe
+from .bpe import codes_paths, copy_words, run_bpe
 from .checksums import Digest, file_digest, read_sums
-from .clean import REASONS
+from .clean import LANGUAGE, REASONS
 from .corpora import CORPORA, SPLITS, Corpus, PairData
 from .download import check_local_files, fetch_downloads, local_files
 from .errors import PrepError
 from .extract import extract_text, read_lines
 from .parse_step import resolve_parsers, run_parse, stanza_installed
 from .prepare_text import tokenize_corpus
+from .recipe import Recipe, apply_recipe, describe_settings, recipe_settings
 
 STEPS = ("fetch", "extract", "tokenize", "bpe", "parse", "binarize", "reference")
 #: the steps whose outputs each step reads: redoing one redoes these dependants (and theirs)
@@ -53,6 +60,7 @@ SMOKE_BPE_OPS = 1000
 SYNTHETIC_SEED = 1
 LOCAL_SUMS = "raw-SHA256SUMS"  # first-use sums of a licensed/local corpus's files, in OUT/.done
 PARSERS = ("auto", "stanza", "right-branching", "left-branching", "flat")
+RECIPE_FILE = "recipe.json"  # in OUT/.done: the recipe OUT is prepared under
 
 
 @dataclass
@@ -60,9 +68,12 @@ class Prepared:
     """What a prepared corpus is made of (also written to ``OUT/prepared.json``).
 
     ``codes``: the joint BPE codes, or the source side's codes when separate (``codes_by_lang`` has
-    both). ``ref_test``/``src_test_raw``: raw test target/source text, one line per test pair, lowercased
-    if the corpus lowercases. ``parsers``: {lang: parser used} ("gold" for synthetic). ``sizes``:
-    pairs per split after cleaning; ``dropped``: training pairs dropped per filter.
+    both); None for word-level data (``word_vocab``: no BPE, a dictionary of that many entries per
+    language). ``bpe_ops``: the merges (the source side's when separate; ``bpe_ops_by_lang`` has both;
+    0 for word-level data). ``ref_test``/``src_test_raw``: raw test target/source text, one line per test
+    pair, lowercased if the corpus lowercases. ``parsers``: {lang: parser used} ("gold" for synthetic).
+    ``sizes``: pairs per split after cleaning; ``dropped``: training pairs dropped per filter (``language``
+    too where the language filter is on). ``recipe``: the set fields of the recipe, or None.
     """
 
     corpus: str
@@ -70,7 +81,7 @@ class Prepared:
     tgt: str
     out_dir: Path
     data_bin: Path
-    codes: Path
+    codes: Path | None
     ref_test: Path
     src_test_raw: Path
     lowercase: bool
@@ -81,11 +92,14 @@ class Prepared:
     dropped: dict = field(default_factory=dict)
     codes_by_lang: dict = field(default_factory=dict)
     smoke: bool = False
+    bpe_ops_by_lang: dict = field(default_factory=dict)
+    word_vocab: int | None = None
+    recipe: dict | None = None
 
     def to_json(self) -> dict:
         d = asdict(self)
         for k in ("out_dir", "data_bin", "codes", "ref_test", "src_test_raw"):
-            d[k] = str(d[k])
+            d[k] = None if d[k] is None else str(d[k])
         d["codes_by_lang"] = {k: str(v) for k, v in self.codes_by_lang.items()}
         d["paths"] = {"data_bin": d["data_bin"], "codes": d["codes"], "ref": d["ref_test"], "src_test_raw": d["src_test_raw"]}
         return d
@@ -94,9 +108,16 @@ class Prepared:
         sizes = ", ".join(f"{s} {self.sizes[s]}" for s in SPLITS)
         dropped = ", ".join(f"{k} {v}" for k, v in self.dropped.items())
         parsers = ", ".join(f"{lang}={p}" for lang, p in self.parsers.items())
+        if self.word_vocab is not None:
+            bpe = f"no BPE (words, vocabulary {self.word_vocab} per language)"
+        elif len(set(self.bpe_ops_by_lang.values())) > 1:
+            bpe = "BPE " + ", ".join(f"{lang} {n}" for lang, n in self.bpe_ops_by_lang.items()) + " separate"
+        else:
+            bpe = f"BPE {self.bpe_ops} {'joint' if self.joint else 'separate'}"
+        recipe = f"; recipe: {describe_settings(self.recipe)}" if self.recipe else ""
         return (f"prepared {self.corpus} {self.src}->{self.tgt}{' (smoke)' if self.smoke else ''}: {sizes} pairs "
-                f"(train dropped: {dropped or 'no filters'}); BPE {self.bpe_ops} {'joint' if self.joint else 'separate'}; "
-                f"parsers {parsers}; data-bin {self.data_bin}; reference {self.ref_test}")
+                f"(train dropped: {dropped or 'no filters'}); {bpe}; "
+                f"parsers {parsers}; data-bin {self.data_bin}; reference {self.ref_test}{recipe}")
 
 
 @dataclass
@@ -112,12 +133,13 @@ class _Run:
     smoke: bool
     sizes: dict
     parser: str
-    bpe_ops: int
+    ops: dict  # {lang: BPE merges}
     workers: int
     force: bool
     log: Callable[[str], None]
     known: list  # [(sums, label)] from --checksums
     parse_shards: int
+    recipe: dict | None = None  # recipe_settings(recipe)
 
     @property
     def direction(self) -> str:
@@ -231,9 +253,16 @@ def _extract(r: _Run) -> tuple[list[str], dict]:
 
 def _tokenize_settings(r: _Run) -> dict:
     p = r.pair
-    return {"limits": r.limits, "langs": p.langs, "lowercase": p.lowercase, "aggressive_dashes": p.aggressive_dashes,
-            "segmented": p.segmented, "tokenize": p.tokenize, "valid_every": p.valid_every,
-            "clean": asdict(p.clean) if p.clean else None}
+    settings = {"limits": r.limits, "langs": p.langs, "lowercase": p.lowercase, "aggressive_dashes": p.aggressive_dashes,
+                "segmented": p.segmented, "tokenize": p.tokenize, "valid_every": p.valid_every,
+                "clean": asdict(p.clean) if p.clean else None}
+    # a recipe's settings, named only when set: a folder prepared before they existed keeps its markers
+    for name in ("normalize_punctuation", "remove_non_printing", "langid"):
+        if getattr(p, name):
+            settings[name] = True
+    if p.train_limit is not None:
+        settings["train_limit"] = p.train_limit
+    return settings
 
 
 def _tokenize(r: _Run) -> tuple[list[str], dict]:
@@ -242,11 +271,17 @@ def _tokenize(r: _Run) -> tuple[list[str], dict]:
 
 
 def _bpe_settings(r: _Run) -> dict:
-    return {"ops": r.bpe_ops, "joint": r.pair.joint, "langs": r.pair.langs}
+    if r.pair.word_vocab is not None:
+        return {"words": True, "langs": r.pair.langs}
+    ops = set(r.ops.values())
+    return {"ops": ops.pop() if len(ops) == 1 else r.ops, "joint": r.pair.joint, "langs": r.pair.langs}
 
 
 def _bpe(r: _Run) -> tuple[list[str], dict]:
-    codes = run_bpe(r.out / "tok", r.out / "bpe", r.pair.langs, r.bpe_ops, r.pair.joint, r.workers, r.log)
+    if r.pair.word_vocab is not None:
+        copy_words(r.out / "tok", r.out / "bpe", r.pair.langs, r.log)
+        return [f"bpe/{s}.{lang}" for s in SPLITS for lang in r.pair.langs], {}
+    codes = run_bpe(r.out / "tok", r.out / "bpe", r.pair.langs, r.ops, r.pair.joint, r.workers, r.log)
     outs = sorted({_path(r.out, c) for c in codes.values()}) + [f"bpe/{s}.{lang}" for s in SPLITS for lang in r.pair.langs]
     return outs, {}
 
@@ -266,11 +301,15 @@ def _parse(r: _Run) -> tuple[list[str], dict]:
 
 
 def _binarize_settings(r: _Run) -> dict:
-    return {"src": r.src, "tgt": r.tgt, "joint": r.pair.joint}
+    settings = {"src": r.src, "tgt": r.tgt, "joint": r.pair.joint}
+    if r.pair.word_vocab is not None:
+        settings["nwords"] = r.pair.word_vocab
+    return settings
 
 
 def _binarize(r: _Run) -> tuple[list[str], dict]:
-    run_binarize(r.out / "bpe", r.out / "parse", r.out / "data-bin", r.src, r.tgt, r.pair.joint, r.workers, r.log)
+    run_binarize(r.out / "bpe", r.out / "parse", r.out / "data-bin", r.src, r.tgt, r.pair.joint, r.workers, r.log,
+                 nwords=r.pair.word_vocab)
     return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt)], {}
 
 
@@ -343,11 +382,13 @@ def run_steps(r: _Run) -> dict[str, dict]:
 
 def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | None, smoke: bool, parser: str,
              bpe_ops: int | None, workers: int, force: bool, log: Callable[[str], None], smoke_sizes: dict | None,
-             checksums: Path | None, parse_shards: int) -> _Run:
+             checksums: Path | None, parse_shards: int, recipe: Recipe | None = None) -> _Run:
     if corpus not in CORPORA:
         raise PrepError(f"unknown corpus {corpus!r}; expected one of: {', '.join(CORPORA)}")
     c = CORPORA[corpus]
-    pair = c.find_pair(src, tgt)
+    if recipe is not None and not isinstance(recipe, Recipe):
+        raise PrepError(f"recipe: expected a syntrans.prep.recipe.Recipe or None, found {type(recipe).__name__}")
+    pair = apply_recipe(c.find_pair(src, tgt), recipe)
     if parser not in PARSERS:
         raise PrepError(f"unknown parser {parser!r}; expected one of: {', '.join(PARSERS)}")
     sizes = dict(SMOKE_SIZES)
@@ -360,6 +401,13 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
             sizes[k] = int(v)
     if bpe_ops is not None and bpe_ops < 1:
         raise PrepError(f"--bpe-ops must be at least 1, found {bpe_ops}")
+    if bpe_ops is not None and pair.word_vocab is not None:
+        raise PrepError(f"--bpe-ops {bpe_ops}: the recipe asks for word-level data without BPE (word_vocab "
+                        f"{pair.word_vocab}); expected no --bpe-ops with it")
+    if pair.langid:
+        from .langid_filter import check_languages
+
+        check_languages(pair.langs)
     if workers < 1 or parse_shards < 1:
         raise PrepError(f"--workers and --parse-shards must be at least 1, found {workers} and {parse_shards}")
     out = Path(out_dir).resolve()
@@ -370,8 +418,42 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
     if user_file is not None and not user_file.is_file():
         raise PrepError(f"--checksums {user_file}: expected a sha256sum-format file, found nothing")
     known = [(read_sums(user_file), f"--checksums {user_file}")] if user_file else []
-    return _Run(c, pair, src, tgt, out, raw, smoke, sizes, parser,
-                bpe_ops or (SMOKE_BPE_OPS if smoke else pair.bpe_ops), workers, force, log, known, parse_shards)
+    if bpe_ops is not None:
+        ops = dict.fromkeys(pair.langs, bpe_ops)
+    elif smoke:
+        ops = dict.fromkeys(pair.langs, SMOKE_BPE_OPS)
+    else:
+        ops = pair.merges()
+    return _Run(c, pair, src, tgt, out, raw, smoke, sizes, parser, ops, workers, force, log, known, parse_shards,
+                recipe_settings(recipe))
+
+
+def _stored_recipe(out: Path) -> tuple[bool, dict | None]:
+    """(whether OUT says which recipe it was prepared under, that recipe's settings or None)."""
+    for path in (out / markers.DONE_DIR / RECIPE_FILE, out / "prepared.json"):
+        if path.is_file():
+            try:
+                return True, json.loads(path.read_text(encoding="utf-8")).get("recipe")
+            except (OSError, ValueError, AttributeError):
+                raise PrepError(f"{path}: expected JSON with a \"recipe\" entry, found something unreadable; "
+                                f"run again with --force to prepare {out} again") from None
+    return False, None
+
+
+def _check_recipe(r: _Run) -> None:
+    """PrepError when OUT was prepared under another recipe (unless force); then record this run's recipe."""
+    known, stored = _stored_recipe(r.out)
+    now = markers.normalise(r.recipe)
+    if known and markers.normalise(stored) != now and not r.force:
+        def said(x):
+            return json.dumps(x, sort_keys=True) if x else "no recipe (the corpus settings)"
+        raise PrepError(f"{r.out} was prepared under {said(stored)}; this run asks for {said(now)}. Expected the "
+                        f"same recipe: use another --out, or pass --force to prepare {r.out} again under the new one")
+    path = r.out / markers.DONE_DIR / RECIPE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"recipe": now}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
 
 
 def _warn_missing_models(r: _Run) -> None:
@@ -391,27 +473,35 @@ def _warn_missing_models(r: _Run) -> None:
 def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | None = None, smoke: bool = False,
                    parser: str = "auto", bpe_ops: int | None = None, workers: int = 1, force: bool = False,
                    log: Callable[[str], None] = print, smoke_sizes: dict | None = None,
-                   checksums: Path | None = None, parse_shards: int = 1) -> Prepared:
+                   checksums: Path | None = None, parse_shards: int = 1, recipe: Recipe | None = None) -> Prepared:
     """Prepare ``corpus`` for direction src→tgt into ``out_dir`` (layout: module docs); returns its summary.
 
-    Raises :class:`~syntrans.prep.errors.PrepError` for anything the user can fix (missing files,
-    network errors, checksum mismatches, a pair the corpus lacks, missing stanza models).
+    ``recipe``: a paper's settings on top of the corpus' (:mod:`syntrans.prep.recipe`); an ``out_dir``
+    prepared under another recipe is refused unless ``force``. Raises :class:`~syntrans.prep.errors.PrepError`
+    for anything the user can fix (missing files, network errors, checksum mismatches, a pair the corpus
+    lacks, missing stanza models, a recipe that does not fit the pair or the folder).
     """
     r = _resolve(corpus, src, tgt, out_dir, raw_dir, smoke, parser, bpe_ops, workers, force, log, smoke_sizes,
-                 checksums, parse_shards)
+                 checksums, parse_shards, recipe)
     r.out.mkdir(parents=True, exist_ok=True)
+    _check_recipe(r)
+    if r.recipe:
+        log(f"recipe: {recipe.describe()}")
     _warn_missing_models(r)
     t0 = time.time()
     infos = run_steps(r)
-    codes = codes_paths(r.out / "bpe", r.pair.langs, r.pair.joint)
+    words = r.pair.word_vocab is not None
+    codes = {} if words else codes_paths(r.out / "bpe", r.pair.langs, r.pair.joint)
     tok = infos["tokenize"]
+    reasons = REASONS + ((LANGUAGE,) if r.pair.langid else ())
     p = Prepared(
-        corpus=r.corpus.name, src=r.src, tgt=r.tgt, out_dir=r.out, data_bin=r.out / "data-bin", codes=codes[r.src],
+        corpus=r.corpus.name, src=r.src, tgt=r.tgt, out_dir=r.out, data_bin=r.out / "data-bin", codes=codes.get(r.src),
         ref_test=r.out / "ref" / f"test.{r.tgt}", src_test_raw=r.out / "ref" / f"test.{r.src}",
-        lowercase=r.pair.lowercase, bpe_ops=r.bpe_ops, joint=r.pair.joint, parsers=dict(infos["parse"]["parsers"]),
-        sizes={s: tok["sizes"][s] for s in SPLITS},
-        dropped={k: tok["dropped"][k] for k in REASONS} if r.pair.clean else {},
-        codes_by_lang=codes, smoke=r.smoke)
+        lowercase=r.pair.lowercase, bpe_ops=0 if words else r.ops[r.src], joint=r.pair.joint,
+        parsers=dict(infos["parse"]["parsers"]), sizes={s: tok["sizes"][s] for s in SPLITS},
+        dropped={k: tok["dropped"][k] for k in reasons} if (r.pair.clean or r.pair.langid) else {},
+        codes_by_lang=codes, smoke=r.smoke, bpe_ops_by_lang={} if words else dict(r.ops),
+        word_vocab=r.pair.word_vocab, recipe=r.recipe)
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
     tmp = r.out / "prepared.json.tmp"

@@ -6,6 +6,11 @@ whose drop counts are returned. With ``valid_every`` N (IWSLT14), every N-th *ke
 becomes the valid split instead (fairseq's order: clean, then hold out), and its raw text is written to
 ``OUT/text/valid.{lang}`` too; valid and test pairs are never filtered. ``workers`` > 1 tokenizes in a
 process pool (order kept).
+
+``pair.train_limit`` (a recipe's) keeps only the first N training pairs, as a limit would (the smaller one
+wins). With ``pair.langid`` the raw text of every training side is classified
+(:mod:`syntrans.prep.langid_filter`, or the ``classify`` function given) and a pair that passed the other
+filters is dropped, counted under ``language``, when a side is identified as another language.
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .clean import REASONS, drop_reason, is_holdout
+from .clean import LANGUAGE, REASONS, drop_reason, is_holdout
 from .corpora import SPLITS, PairData
 from .errors import PrepError
 from .extract import read_lines
@@ -30,7 +35,9 @@ BATCH = 2000  # pairs per unit of work
 def specs_for(pair: PairData) -> dict[str, TokenizerSpec]:
     """The tokenizer of each language of ``pair``."""
     return {lang: TokenizerSpec(lang, lowercase=pair.lowercase, aggressive_dashes=pair.aggressive_dashes,
-                                segmented=lang in pair.segmented, passthrough=not pair.tokenize)
+                                segmented=lang in pair.segmented, passthrough=not pair.tokenize,
+                                normalize_punctuation=pair.normalize_punctuation,
+                                remove_non_printing=pair.remove_non_printing)
             for lang in pair.langs}
 
 
@@ -51,9 +58,12 @@ def _count(path: Path) -> int:
     return sum(1 for _ in read_lines(path))
 
 
-def _tok_batch(specs: tuple[TokenizerSpec, TokenizerSpec], batch: list[tuple[str, str]]):
+def _tok_batch(specs: tuple[TokenizerSpec, TokenizerSpec], classify: Callable[[str], str] | None,
+               batch: list[tuple[str, str]]):
+    """(raw pairs, tokenized a sides, tokenized b sides, (language of a, language of b) per pair or None)."""
     xs, ys = zip(*batch) if batch else ((), ())
-    return batch, tokenize_lines(xs, specs[0]), tokenize_lines(ys, specs[1])
+    found = [(classify(x), classify(y)) for x, y in batch] if classify is not None else None
+    return batch, tokenize_lines(xs, specs[0]), tokenize_lines(ys, specs[1]), found
 
 
 def _batches(pairs: Iterator[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
@@ -75,19 +85,36 @@ def check_segmented(pair: PairData, text_dir: Path) -> None:
                             f"again with --force")
 
 
+def _limit(a: int | None, b: int | None) -> int | None:
+    return a if b is None else b if a is None else min(a, b)
+
+
 def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[str, int | None], workers: int = 1,
-                    log: Callable[[str], None] = print) -> dict:
-    """Tokenize and clean every split; returns {"sizes": {split: pairs}, "dropped": {reason: n}, "read": {split: n}}."""
+                    log: Callable[[str], None] = print, classify: Callable[[str], str] | None = None) -> dict:
+    """Tokenize and clean every split; returns {"sizes": {split: pairs}, "dropped": {reason: n}, "read": {split: n}}.
+
+    ``dropped`` has every reason of REASONS, and ``language`` too where ``pair.langid`` is on. ``classify``
+    (text → language code) replaces langid's identifier (a top-level function when ``workers`` > 1)."""
     tok_dir.mkdir(parents=True, exist_ok=True)
     check_segmented(pair, text_dir)
     a, b = pair.langs
+    limits = dict(limits, train=_limit(limits.get("train"), pair.train_limit))
+    if pair.langid and classify is None:
+        from . import langid_filter
+
+        langid_filter.check_languages(pair.langs)
+        langid_filter.load()  # before the pool forks
+        classify = langid_filter.classify
     specs = specs_for(pair)
-    work = partial(_tok_batch, (specs[a], specs[b]))
+    work = partial(_tok_batch, (specs[a], specs[b]), None)
+    work_train = partial(_tok_batch, (specs[a], specs[b]), classify if pair.langid else None)
     pool = None
     if workers > 1:
         pool = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn").Pool(workers)
-    sizes, read, dropped = {}, {}, dict.fromkeys(REASONS, 0)
+    reasons = REASONS + ((LANGUAGE,) if pair.langid else ())
+    sizes, read, dropped = {}, {}, dict.fromkeys(reasons, 0)
     clean = pair.clean
+    filtered = clean is not None or pair.langid
     try:
         for split in SPLITS:
             if split == "valid" and pair.valid_every:
@@ -102,15 +129,21 @@ def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[
             files = {k: open(p, "w", encoding="utf-8", newline="\n") for k, p in tmp.items()}
             n_read = n_kept = n_valid = 0
             batches = _batches(pairs, BATCH)
-            results = pool.imap(work, batches) if pool else map(work, batches)
+            fn = work_train if split == "train" else work
+            results = pool.imap(fn, batches) if pool else map(fn, batches)
             try:
                 with tqdm(unit="pair", desc=f"tokenize {split}", file=sys.stderr,
                           mininterval=1.0 if sys.stderr.isatty() else 30.0) as bar:
-                    for raw, ta, tb in results:
-                        for (ra, rb), x, y in zip(raw, ta, tb):
+                    for raw, ta, tb, found in results:
+                        for k, ((ra, rb), x, y) in enumerate(zip(raw, ta, tb)):
                             n_read += 1
-                            if split == "train" and clean is not None:
-                                why = drop_reason(len(x.split()), len(y.split()), clean.min_len, clean.max_len, clean.ratio)
+                            if split == "train" and filtered:
+                                why = None
+                                if clean is not None:
+                                    why = drop_reason(len(x.split()), len(y.split()), clean.min_len, clean.max_len,
+                                                      clean.ratio)
+                                if why is None and found is not None and found[k] != (a, b):
+                                    why = LANGUAGE
                                 if why is not None:
                                     dropped[why] += 1
                                     continue
@@ -135,8 +168,10 @@ def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[
             if holdout:
                 sizes["valid"] = read["valid"] = n_valid
             msg = f"tokenize: {split}: {n_read} pairs read, {sizes[split]} written"
-            if split == "train" and clean is not None:
+            if split == "train" and filtered:
                 msg += " (dropped: " + ", ".join(f"{k} {v}" for k, v in dropped.items()) + ")"
+            if split == "train" and pair.train_limit is not None:
+                msg += f" (the first {limits['train']} training pairs only)"
             if holdout:
                 msg += f", valid = every {pair.valid_every}th kept pair: {n_valid}"
             log(msg)

@@ -8,6 +8,10 @@
   are the whitespace fields, escaped like Moses escapes them, so every side follows one convention.
 * Lowercasing (where the corpus says so) comes after tokenization, as ``lowercase.perl`` in fairseq's
   IWSLT script; the escapes are already lowercase.
+* Before tokenization, where a recipe asks for them (fairseq's prepare-wmt14en2de.sh order):
+  ``normalize_punctuation`` (sacremoses' port of Moses' normalize-punctuation.perl ``-l LANG``; not applied
+  to pre-segmented languages, whose spacing is their segmentation), then ``remove_non_printing``
+  (remove-non-printing-char.perl: every character of Unicode category C becomes a space).
 
 Output: the tokens joined by single spaces (an empty or blank line gives an empty string).
 """
@@ -17,9 +21,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+import regex
+
 #: Moses' XML escapes, in the order tokenizer.perl applies them (``&`` first)
 MOSES_ESCAPES = (("&", "&amp;"), ("|", "&#124;"), ("<", "&lt;"), (">", "&gt;"), ("'", "&apos;"), ('"', "&quot;"),
                  ("[", "&#91;"), ("]", "&#93;"))
+#: remove-non-printing-char.perl's ``s/\p{C}/ /g``
+NON_PRINTING = regex.compile(r"\p{C}")
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,8 @@ class TokenizerSpec:
     aggressive_dashes: bool = False
     segmented: bool = False   # whitespace fields (already word-segmented text)
     passthrough: bool = False  # already tokenized (synthetic): the line, whitespace-normalised, unchanged
+    normalize_punctuation: bool = False
+    remove_non_printing: bool = False
 
 
 @lru_cache(maxsize=None)
@@ -38,6 +48,13 @@ def _moses(lang: str):
     from sacremoses import MosesTokenizer  # lazy: a slow import (about 0.8 s), needed only when tokenizing
 
     return MosesTokenizer(lang=lang)
+
+
+@lru_cache(maxsize=None)
+def _normalizer(lang: str):
+    from sacremoses import MosesPunctNormalizer  # lazy, as _moses
+
+    return MosesPunctNormalizer(lang=lang)
 
 
 def escape_token(token: str) -> str:
@@ -51,6 +68,10 @@ def tokenize_line(line: str, spec: TokenizerSpec) -> str:
     """One line tokenized per ``spec`` (module docs); tokens separated by single spaces."""
     if spec.passthrough:
         return " ".join(line.split())
+    if spec.normalize_punctuation and not spec.segmented:
+        line = _normalizer(spec.lang).normalize(line)
+    if spec.remove_non_printing:
+        line = NON_PRINTING.sub(" ", line)
     if spec.segmented:
         tokens = [escape_token(t) for t in line.split()]
     elif not line.strip():

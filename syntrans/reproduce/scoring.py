@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 _HYP = re.compile(r"^H-(\d+)\t[^\t]*\t(.*)$")
 
@@ -49,12 +49,16 @@ def sacrebleu_tokenizer(lang: str) -> str:
     return "13a"
 
 
-def bleu(hyps: List[str], refs: List[str], lang: str, lowercase: bool) -> Tuple[float, str]:
-    """Corpus sacreBLEU of detokenized hypotheses against the raw references: (score, signature)."""
+def bleu(hyps: List[str], refs: List[str], lang: str, lowercase: bool,
+         tokenize: Optional[str] = None) -> Tuple[float, str]:
+    """Corpus sacreBLEU of detokenized hypotheses against the raw references: (score, signature).
+
+    ``tokenize``: sacreBLEU's tokenizer (e.g. ``char`` for character-level BLEU, ``13a``); None: the target
+    language's (:func:`sacrebleu_tokenizer`). ``lowercase`` True: case-insensitive BLEU."""
     from sacrebleu.metrics import BLEU
 
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
-    metric = BLEU(lowercase=lowercase, tokenize=sacrebleu_tokenizer(lang))
+    metric = BLEU(lowercase=lowercase, tokenize=sacrebleu_tokenizer(lang) if tokenize is None else tokenize)
     score = metric.corpus_score(hyps, [refs])
     return score.score, str(metric.get_signature())

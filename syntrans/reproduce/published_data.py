@@ -1,0 +1,323 @@
+"""Each paper's data preparation and evaluation settings, per (table, dataset) of :mod:`syntrans.reproduce.tables`.
+
+:func:`data_settings` gives a :class:`DataSettings`: the :class:`~syntrans.prep.recipe.Recipe` to prepare the
+dataset with (``prepare_corpus(..., recipe=...)``), the :class:`Evaluation` to score it with
+(``scoring.bleu(..., lowercase=..., tokenize=...)``), and for every one of those settings where it comes from:
+the paper's section or appendix, or ``"not stated: ours (...)"`` where the paper is silent and the choice is
+ours (a ``None`` recipe field keeps the corpus' setting of :mod:`syntrans.prep.corpora`), or
+``"not applicable (...)"`` for a setting the others make moot (per-language merges under joint BPE). Settings a
+paper states are set explicitly, even where they equal the corpus' own.
+
+Where a stated setting cannot be taken literally, the source string says what we do and why: the length ratio
+"within 1" of Hou et al. (no pair of unequal lengths would survive it) and their dictionary sizes given for
+separate BPE without merges.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Dict, Optional, Tuple
+
+from ..prep.corpora import aspec_je_train
+from ..prep.recipe import OFF, Recipe
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How a paper scores: sacreBLEU's ``tokenize`` (None: :func:`~syntrans.reproduce.scoring.sacrebleu_tokenizer`
+    of the target language) and ``lowercase`` (True: case-insensitive BLEU)."""
+
+    tokenize: Optional[str]
+    lowercase: bool
+
+
+#: the settings every entry names a source for: the Recipe fields, then the evaluation's
+RECIPE_SETTINGS = tuple(f.name for f in fields(Recipe))
+EVAL_SETTINGS = ("eval_tokenize", "eval_lowercase")
+SETTINGS = RECIPE_SETTINGS + EVAL_SETTINGS
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    """One (table, dataset): its recipe, its evaluation, and {setting: source} for every name of :data:`SETTINGS`."""
+
+    recipe: Recipe
+    evaluation: Evaluation
+    sources: Tuple[Tuple[str, str], ...]
+    notes: Tuple[str, ...] = ()
+
+    def source(self, setting: str) -> str:
+        """Where ``setting`` (a name of :data:`SETTINGS`) comes from."""
+        for name, where in self.sources:
+            if name == setting:
+                return where
+        raise KeyError(f"no source for {setting!r}; settings: {', '.join(SETTINGS)}")
+
+
+def _settings(values: Dict[str, tuple]) -> DataSettings:
+    """A DataSettings from {setting: (value, source)} naming every setting of :data:`SETTINGS` exactly once."""
+    missing = [s for s in SETTINGS if s not in values]
+    extra = [s for s in values if s not in SETTINGS and s != "notes"]
+    if missing or extra:
+        raise ValueError(f"published data entry: expected every setting of {SETTINGS}, missing {missing}, unknown {extra}")
+    recipe = Recipe(**{name: values[name][0] for name in RECIPE_SETTINGS})
+    evaluation = Evaluation(tokenize=values["eval_tokenize"][0], lowercase=values["eval_lowercase"][0])
+    return DataSettings(recipe, evaluation, tuple((s, values[s][1]) for s in SETTINGS), tuple(values.get("notes", ())))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# sources, and the settings no paper here states
+
+HOU = "Hou et al. 2022 (distance-mask), App. A"
+GATED = "Hou et al. (gated self-attention), §5.1"
+PASCAL = "Bugliarello & Okazaki 2020, App. A"
+SYNC = "Deguchi et al. 2021, App. A"
+NSD = "Ma et al. 2019, §4.1"
+
+CORPUS = "not stated: ours (the corpus' setting in syntrans.prep.corpora)"
+NO_LANGID = "not stated: ours (no language filter)"
+ALL_PAIRS = "not stated: ours (every training pair of the corpus' training files)"
+JOINT_ONLY = "not applicable (joint BPE: one number of merges)"
+BPE_ONLY = "not applicable (BPE, no word-level vocabulary)"
+WORDS_ONLY = "not applicable (word-level data, no BPE)"
+SACRE_13A = "not stated: ours (sacreBLEU's default tokenizer, 13a)"
+SACRE_CASED = "not stated: ours (sacreBLEU's default: case-sensitive)"
+RATIO_1 = ('"within 1" cannot be meant literally (only pairs of equal length would pass)')
+
+_UNSTATED = {
+    "max_len": (None, CORPUS), "ratio": (None, CORPUS), "lowercase": (None, CORPUS),
+    "aggressive_dashes": (None, CORPUS), "normalize_punctuation": (None, CORPUS),
+    "remove_non_printing": (None, CORPUS), "langid": (None, NO_LANGID), "train_limit": (None, ALL_PAIRS),
+    "train_parts": (None, ALL_PAIRS), "bpe_ops": (None, CORPUS), "bpe_ops_by_lang": (None, JOINT_ONLY),
+    "joint": (None, CORPUS), "word_vocab": (None, BPE_ONLY),
+    "eval_tokenize": ("13a", SACRE_13A), "eval_lowercase": (False, SACRE_CASED),
+}
+
+
+def _entry(**values) -> dict:
+    return {**_UNSTATED, **values}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Hou et al. 2022, syntax-guided localized self-attention (distance-mask): App. A
+
+_HOU_EVAL = {"eval_tokenize": ("13a", "not stated: ours (App. A: BLEU with sacreBLEU, its tokenizer not stated: 13a)"),
+             "eval_lowercase": (False, "not stated: ours (App. A: BLEU with sacreBLEU, case not stated: case-sensitive)")}
+
+_HOU_IWSLT = _entry(
+    max_len=(175, f"{HOU}: length ≤ 175"),
+    ratio=(1.5, f"{HOU}: length ratio 1.5"),
+    lowercase=(True, f'{HOU}: "uncased word tokenization" (lowercased: our reading, as fairseq\'s prepare-iwslt14.sh, '
+                     "whose split sizes the paper's match)"),
+    aggressive_dashes=(None, "not stated: ours (the corpus' setting: off, as fairseq's prepare-iwslt14.sh)"),
+    bpe_ops=(10000, f'{HOU}: shared BPE, "dictionary of size 10k" (as 10,000 merges: ours, as fairseq\'s '
+                    "prepare-iwslt14.sh)"),
+    joint=(True, f"{HOU}: shared BPE"),
+    **_HOU_EVAL)
+
+_HOU_NC11 = _entry(
+    max_len=(80, f'{HOU}: "total length does not exceed 80" (per side, as Moses clean-corpus-n: our reading)'),
+    ratio=(OFF, f'{HOU}: "source-target length ratio is within 1"; {RATIO_1}, and the training size the paper reports '
+                "(238,843 pairs) is the unfiltered NC11 count: ours, no ratio filter"),
+    lowercase=(True, f'{HOU}: "uncased"'),
+    langid=(True, f'{HOU}: "we dropout the pairs which do not have a correct language" (tool not stated: langid, ours)'),
+    bpe_ops=(16000, f"{HOU}: shared BPE, a dictionary of 16k (as 16,000 merges: ours)"),
+    joint=(True, f"{HOU}: shared BPE"),
+    **_HOU_EVAL)
+
+_HOU_ASPEC_ZH_JA = _entry(
+    bpe_ops=(None, "not applicable (separate BPE: merges per language)"),
+    bpe_ops_by_lang=({"zh": 61000, "ja": 46000},
+                     f"{HOU}: separate dictionaries, zh 61k and ja 46k entries (merges not stated: ours, as many merges "
+                     "as dictionary entries)"),
+    joint=(False, f"{HOU}: separate dictionaries for zh and ja"),
+    eval_tokenize=(None, "not stated: ours (App. A: BLEU with sacreBLEU; the Japanese tokenizer of "
+                         "syntrans.reproduce.scoring: ja-mecab where installed, else char)"),
+    eval_lowercase=_HOU_EVAL["eval_lowercase"],
+    notes=(f"{HOU}: Moses scripts for sentence extraction, zh and ja pre-segmented (the corpus' layout: the user "
+           "supplies segmented text).",))
+
+_HOU_WMT14 = _entry(
+    max_len=(250, f"{HOU}: length ≤ 250"),
+    ratio=(1.5, f"{HOU}: length ratio {RATIO_1}; ours: 1.5, the ratio of fairseq's prepare-wmt14en2de.sh, whose "
+                "length limit (250) and steps (punctuation normalisation, non-printing characters removed) the "
+                "paper's match"),
+    normalize_punctuation=(True, f"{HOU}: punctuation normalised (Moses)"),
+    remove_non_printing=(True, f"{HOU}: non-printing characters removed (Moses)"),
+    aggressive_dashes=(None, "not stated: ours (the corpus' setting: on, as fairseq's prepare-wmt14en2de.sh)"),
+    bpe_ops=(40000, f"{HOU}: shared BPE of 40000"),
+    joint=(True, f"{HOU}: shared BPE"),
+    **_HOU_EVAL)
+
+# ------------------------------------------------------------------------------------------------------------
+# Hou et al., gated self-attention: §5.1 (IWSLT14 and NC11 as in the distance-mask paper)
+
+_GATED_EVAL = {"eval_tokenize": ("13a", "not stated: ours (§5.1: sacreBLEU, its tokenizer not stated: 13a)"),
+               "eval_lowercase": (False, f'{GATED}: "case-sensitive 4-gram BLEU … using Sacre-BLEU"')}
+
+_GATED_IWSLT = {**_HOU_IWSLT, **_GATED_EVAL,
+                "lowercase": (True, f'{GATED}: "uncased word tokenization" (lowercased: our reading, as for the '
+                                    f"distance-mask paper)"),
+                "max_len": (175, f"{HOU}: length ≤ 175 (the same authors' IWSLT14 preparation, which §5.1 of the "
+                                 "gated paper uses)"),
+                "ratio": (1.5, f"{HOU}: length ratio 1.5 (the same authors' IWSLT14 preparation)"),
+                "bpe_ops": (10000, f'{HOU}: shared BPE, "dictionary of size 10k" (the same authors\' IWSLT14 '
+                                   "preparation; as 10,000 merges: ours)"),
+                "joint": (True, f"{HOU}: shared BPE (the same authors' IWSLT14 preparation)")}
+
+_GATED_NC11 = {**_HOU_NC11, **_GATED_EVAL,
+               "max_len": (80, f'{GATED}: "total length within 80" (per side, as Moses clean-corpus-n: our reading)'),
+               "ratio": (OFF, f'{GATED}: ratio "within 1"; {RATIO_1}: ours, no ratio filter, as for the same '
+                              "authors' NC11 in the distance-mask paper"),
+               "lowercase": (True, f'{GATED}: "uncased word tokenization"'),
+               "langid": (True, f"not stated in §5.1: ours (the language filter of the same authors' NC11 "
+                                f"preparation, {HOU}; langid)"),
+               "bpe_ops": (16000, f"{HOU}: shared BPE of 16k (the same authors' NC11 preparation; as merges: ours)"),
+               "joint": (True, f"{HOU}: shared BPE (the same authors' NC11 preparation)")}
+
+_GATED_WMT18 = _entry(
+    max_len=(80, f"{GATED}: length ≤ 80 (per side, as Moses clean-corpus-n: our reading)"),
+    ratio=(OFF, f'{GATED}: ratio "within 1"; {RATIO_1}: ours, no ratio filter, as for NC11'),
+    lowercase=(True, f'{GATED}: "uncased word segmentation"'),
+    bpe_ops=(16000, f'{GATED}: BPE "dictionary size is 16K" (as 16,000 merges: ours)'),
+    joint=(True, "not stated: ours (one shared BPE model, as for the paper's other datasets)"),
+    **_GATED_EVAL)
+
+# ------------------------------------------------------------------------------------------------------------
+# Bugliarello & Okazaki 2020, PASCAL: §3.1 and App. A
+
+_PASCAL_EVAL = {"eval_tokenize": ("13a", f"{PASCAL}: SacreBLEU signature BLEU+c.mixed+#.1+s.exp+tok.13a+v.1.2.12"),
+                "eval_lowercase": (False, f"{PASCAL}: SacreBLEU case-sensitive (c.mixed)")}
+
+
+def _pascal(langid: tuple) -> dict:
+    return _entry(
+        max_len=(80, f'{PASCAL}: "remove sentences longer than 80 tokens in either source or target side"'),
+        ratio=(OFF, "not stated: ours (App. A names only the length filter)"),
+        lowercase=(None, "not stated: ours (the corpus' setting: cased, as the case-sensitive evaluation suggests)"),
+        langid=langid,
+        bpe_ops=(None, "not stated: ours (the corpus' merges)"),
+        joint=(None, "not stated: ours (the corpus' setting)"),
+        **_PASCAL_EVAL)
+
+
+_PASCAL_LANGID = (True, f"{PASCAL} and §3.1: a language filter with langdetect on NC11 and WMT16 (we use langid)")
+_PASCAL_NO_LANGID = (False, f"{PASCAL}: the language filter is named for NC11 and WMT16 only")
+
+_PASCAL_WAT = {
+    **_pascal((False, f"{PASCAL}: WAT En→Ja follows WAT18's pre-processing, with no language filter")),
+    "max_len": (80, f'{PASCAL}: "remove sentences longer than 80 tokens in either source or target side" (read as '
+                    "applying to WAT En→Ja too: ours)"),
+    "train_parts": (None, "not stated: ours (WAT18's ASPEC-JE training file train-1.txt, the first 1M pairs)"),
+    "bpe_ops_by_lang": (None, "not stated: ours (the corpus' merges, the same for both sides)"),
+    "eval_tokenize": (None, "not stated: ours (App. A: BLEU on KyTea-tokenized targets, which sacreBLEU lacks; the "
+                            "Japanese tokenizer of syntrans.reproduce.scoring: ja-mecab where installed, else char)"),
+    "eval_lowercase": (False, "not stated: ours (case-sensitive, as the paper's other scores)"),
+    "notes": (f"{PASCAL}: the Japanese target is processed with Cabocha; we take the pre-segmented ja text of the "
+              "corpus' layout.",),
+}
+
+# ------------------------------------------------------------------------------------------------------------
+# Deguchi et al. 2021, synchronous syntactic attention: App. A
+
+_SYNC_EVAL = {"eval_tokenize": ("13a", "not stated: ours (sacreBLEU's default tokenizer, 13a)"),
+              "eval_lowercase": (False, "not stated: ours (sacreBLEU's default: case-sensitive)")}
+
+
+def _sync(**values) -> dict:
+    return _entry(
+        max_len=(100, f'{SYNC}: "removed sentences longer than 100 words" (before BPE)'),
+        aggressive_dashes=(True, f"{SYNC}: Moses tokenizer with aggressive hyphen splitting"),
+        normalize_punctuation=(True, f"{SYNC}: Moses normalize-punctuation"),
+        **{**_SYNC_EVAL, **values})
+
+
+_SYNC_WMT14 = _sync(
+    ratio=(1.5, f"{SYNC}: length ratio 1.5"),
+    langid=(True, f"{SYNC}: language filter with langid (WMT14 only)"),
+    bpe_ops=(37000, f"{SYNC}: joint BPE of 37,000 merges"),
+    joint=(True, f"{SYNC}: joint BPE"))
+
+_SYNC_WMT16_EN_RO = _sync(
+    ratio=(1.5, f"{SYNC}: length ratio 1.5"),
+    langid=(False, f"{SYNC}: the language filter is applied to WMT14 only"),
+    bpe_ops=(40000, f"{SYNC}: joint BPE of 40,000 merges"),
+    joint=(True, f"{SYNC}: joint BPE"))
+
+_SYNC_ASPEC_JA_EN = _sync(
+    ratio=(2.0, f"{SYNC}: length ratio 2.0"),
+    langid=(False, f"{SYNC}: the language filter is applied to WMT14 only"),
+    train_limit=(1_500_000, f"{SYNC}: the first 1.5M training pairs"),
+    train_parts=(aspec_je_train(2), f"{SYNC}: the first 1.5M training pairs (ASPEC-JE train-1.txt and train-2.txt)"),
+    bpe_ops=(None, "not applicable (separate BPE: merges per language)"),
+    bpe_ops_by_lang=({"ja": 16000, "en": 16000}, f"{SYNC}: separate BPE of 16,000 merges per side"),
+    joint=(False, f"{SYNC}: separate BPE"),
+    eval_tokenize=("13a", "not stated: ours (WAT scores English with the Moses tokenizer; sacreBLEU's 13a is close)"),
+    notes=(f"{SYNC}: normalize-punctuation is not applied to the pre-segmented Japanese side (it would change the "
+           "segmentation).",))
+
+# ------------------------------------------------------------------------------------------------------------
+# Ma et al. 2019, neural syntactic distance: §4.1
+
+
+def _nsd(target: str, **values) -> dict:
+    if target in ("ja", "zh"):
+        ev = {"eval_tokenize": ("char", f'{NSD}: "character-level BLEU" for Chinese and Japanese'),
+              "eval_lowercase": (False, "not stated: ours (case-sensitive; §4.1 names case-insensitive BLEU for "
+                                        "English only)")}
+    else:
+        ev = {"eval_tokenize": ("13a", "not stated: ours (sacreBLEU's default tokenizer, 13a)"),
+              "eval_lowercase": (True, f'{NSD}: "case-insensitive BLEU for English"')}
+    return _entry(
+        max_len=(150, f'{NSD}: "sentences longer than 150 were filtered out"'),
+        ratio=(OFF, "not stated: ours (§4.1 names only the length filter)"),
+        bpe_ops=(None, WORDS_ONLY),
+        bpe_ops_by_lang=(None, WORDS_ONLY),
+        joint=(None, "not stated: ours (the corpus' setting: a dictionary per language)"),
+        word_vocab=(50000, f"{NSD}: a vocabulary of 50,000 for all languages; no BPE is mentioned (word-level: our "
+                           "reading)"),
+        **{**ev, **values})
+
+
+# ------------------------------------------------------------------------------------------------------------
+
+PUBLISHED_DATA: Dict[Tuple[str, str], DataSettings] = {key: _settings(values) for key, values in {
+    ("distance_table1", "iwslt14_de_en"): _HOU_IWSLT,
+    ("distance_table1", "iwslt14_en_de"): _HOU_IWSLT,
+    ("distance_table1", "nc11_de_en"): _HOU_NC11,
+    ("distance_table1", "nc11_en_de"): _HOU_NC11,
+    ("distance_table1", "aspec_zh_ja"): _HOU_ASPEC_ZH_JA,
+    ("distance_table1", "wmt14_en_de"): _HOU_WMT14,
+    ("distance_table2", "iwslt14_de_en"): _HOU_IWSLT,
+    ("distance_table2", "iwslt14_en_de"): _HOU_IWSLT,
+    ("distance_table2", "nc11_de_en"): _HOU_NC11,
+    ("distance_table2", "nc11_en_de"): _HOU_NC11,
+    **{(table, key): values for table in ("gated_table3", "gated_table6") for key, values in (
+        ("iwslt14_de_en", _GATED_IWSLT), ("iwslt14_en_de", _GATED_IWSLT), ("nc11_de_en", _GATED_NC11),
+        ("nc11_en_de", _GATED_NC11), ("wmt18_en_tr", _GATED_WMT18))},
+    ("pascal_table1", "nc11_en_de"): _pascal(_PASCAL_LANGID),
+    ("pascal_table1", "nc11_de_en"): _pascal(_PASCAL_LANGID),
+    ("pascal_table1", "wmt16_en_de"): _pascal(_PASCAL_LANGID),
+    ("pascal_table1", "wmt17_en_de"): _pascal(_PASCAL_NO_LANGID),
+    ("pascal_table1", "wmt18_en_tr"): _pascal(_PASCAL_NO_LANGID),
+    ("pascal_table1", "aspec_en_ja"): _PASCAL_WAT,
+    ("syncattn_table1", "wmt14_en_de"): _SYNC_WMT14,
+    ("syncattn_table1", "wmt16_en_ro"): _SYNC_WMT16_EN_RO,
+    ("syncattn_table1", "aspec_ja_en"): _SYNC_ASPEC_JA_EN,
+    ("nsd_table1", "aspec_en_ja"): _nsd("ja", train_limit=(100_000, f'{NSD}: "top 100K sentence pairs" for en→ja')),
+    ("nsd_table1", "aspec_ja_en"): _nsd("en", train_limit=(1_000_000, f'{NSD}: "top 1M" sentence pairs for ja→en')),
+    ("nsd_table1", "ldc_en_zh"): _nsd("zh", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)")),
+    ("nsd_table1", "ldc_zh_en"): _nsd("en", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)")),
+}.items()}
+
+
+def data_settings(table_key: str, dataset_key: str) -> DataSettings:
+    """The published data settings of one dataset of one table; KeyError naming what is known otherwise."""
+    try:
+        return PUBLISHED_DATA[(table_key, dataset_key)]
+    except KeyError:
+        known = sorted(d for t, d in PUBLISHED_DATA if t == table_key)
+        if not known:
+            tables = sorted({t for t, _ in PUBLISHED_DATA})
+            raise KeyError(f"no published data settings for table {table_key!r}; tables: {', '.join(tables)}") from None
+        raise KeyError(f"no published data settings for dataset {dataset_key!r} of table {table_key!r}; its datasets: "
+                       f"{', '.join(known)}") from None
