@@ -90,7 +90,7 @@ def projections(attn, x):
 
 
 def expected_matrix(side, layer, head, kind, attn, x, net, model):
-    """The head's attention recomputed from its formula (DESIGN §4.2–4.6), float64."""
+    """The head's attention recomputed from its formula (the papers' equations, as in docs/methods.md), float64."""
     q, k = projections(attn, x)
     d = attn.head_dim
     T = x.size(0)

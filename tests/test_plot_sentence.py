@@ -50,7 +50,7 @@ def test_paper_example_panels_draw_the_library_arrays(tau, sigma):
     parsed = ParsedSentence(PAPER_WORDS, PAPER_HEADS, tree=PAPER_TREE)
     fig, m = plot_sentence(parsed, tau=tau, sigma=sigma)
     want = expected(PAPER_TREE, PAPER_HEADS, 6, tau, sigma)
-    assert want["gaps"] == [4, 3, 2, 1, 4]  # DESIGN §4.1
+    assert want["gaps"] == [4, 3, 2, 1, 4]  # Hou et al. 2022, §2.2: distances between adjacent words
     assert labels(fig) == {"tree", "gaps", "arcs", "hard", "soft", "pascal"}
 
     bars = panel(fig, "gaps").patches

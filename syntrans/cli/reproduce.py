@@ -57,9 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--smoke-updates", type=int, default=300, help="with --smoke: updates per training (default 300)")
     p.add_argument("--smoke-sizes", type=_ints, default=None, metavar="TRAIN,VALID,TEST",
                    help="with --smoke: sentence pairs per split (default: syntrans-prepare's smoke slice)")
-    p.add_argument("--seeds", type=_ints, default=[1], help="comma-separated training seeds (default 1)")
+    p.add_argument("--seeds", type=_ints, default=None,
+                   help="comma-separated training seeds (default: 1…n, n the paper's number of runs, e.g. 5 for Hou et al.; "
+                        "1 with --smoke)")
     p.add_argument("--average-last", type=int, default=None, metavar="N",
-                   help="decode the average of the last N epoch checkpoints (default: checkpoint_best.pt)")
+                   help="decode the average of the last N epoch checkpoints (default: the paper's selection, e.g. the last 5 for "
+                        "Hou et al. 2022's WMT14 row; else checkpoint_best.pt, the smallest validation loss)")
     p.add_argument("--datasets", type=_names, default=None, help="only these datasets (keys as in the table, e.g. nc11_de_en)")
     p.add_argument("--systems", type=_names, default=None, help="only these systems (e.g. baseline,PASCAL)")
     p.add_argument("--parser", default="auto", help="syntrans-prepare's parser (default auto: stanza, or right-branching "

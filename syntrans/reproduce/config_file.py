@@ -1,14 +1,29 @@
-"""configs/*.args files: one fairseq flag (with its value) per line, ``#`` comments; the ``# decode:`` comment holds the
-paper's decoding flags (beam, length penalty) that the reproduction scripts pass to fairseq-generate."""
+"""configs/*.args files: one fairseq flag (with its value) per line, each with a trailing ``# stated: …`` or ``# ours…``
+note; ``#`` comment lines. Two comment lines are read as directives:
+
+- ``# decode: --beam 4 --lenpen 0.6   (stated: App. A)``: the fairseq-generate flags of the paper;
+- ``# tokens per update: 32000   (stated: App. A)``: the paper's batch, max-tokens × GPUs × update-freq, from which
+  :mod:`syntrans.reproduce.batching` derives ``--update-freq`` for the GPUs at hand.
+
+``python -m syntrans.reproduce.config_file CONFIG [--world-size N]`` prints the file's fairseq-train flags, one per
+line, followed by the batch flags for N GPUs (``scripts/train_with_config.sh`` uses it).
+"""
 from __future__ import annotations
 
+import argparse
 import shlex
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List
+from typing import Dict, List, Optional
+
+from .batching import batch_flags, world_size_of
 
 #: the project's configs/ folder (the reproduction scripts resolve a table's config paths against it)
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+
+DECODE = "# decode:"
+TOKENS = "# tokens per update:"
 
 
 class ConfigError(ValueError):
@@ -20,35 +35,91 @@ class ArgsFile:
     path: Path
     flags: List[str]  # fairseq-train flags, in file order
     decode: List[str]  # fairseq-generate flags of the "# decode:" line (empty when the file has none)
+    tokens_per_update: Optional[int] = None  # the "# tokens per update:" line
+    notes: Dict[str, str] = field(default_factory=dict)  # flag (or "decode", "tokens-per-update") → its note
 
     def value(self, flag: str, default: str = None) -> str:
-        """The value of the last occurrence of ``flag`` (None / ``default`` when absent)."""
+        """The value of the last occurrence of ``flag`` (``""`` for a switch; None / ``default`` when absent)."""
         found = default
-        for i, a in enumerate(self.flags[:-1]):
+        for i, a in enumerate(self.flags):
             if a == flag:
-                found = self.flags[i + 1]
+                nxt = self.flags[i + 1] if i + 1 < len(self.flags) else None
+                found = "" if nxt is None or nxt.startswith("--") else nxt
         return found
 
 
+def _directive(text: str, prefix: str):
+    """``# prefix VALUE   (note)`` → (VALUE, note)."""
+    body = text[len(prefix):]
+    value, _, note = body.partition("(")
+    return value.strip(), note.rsplit(")", 1)[0].strip()
+
+
 def read_args_file(path) -> ArgsFile:
-    """Parse one arguments file: comment and blank lines dropped, the others split like a shell would (no expansion)."""
+    """Parse one arguments file: comment and blank lines dropped (but for the directives), flag lines split like a
+    shell would (no expansion), a trailing ``# note`` kept per flag."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config {path} does not exist (expected a configs/**/*.args file)")
     flags: List[str] = []
     decode: List[str] = []
+    tokens = None
+    notes: Dict[str, str] = {}
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         text = line.strip()
-        if text.startswith("# decode:"):
-            decode = shlex.split(text[len("# decode:"):].split("(", 1)[0])
+        if text.startswith(DECODE):
+            value, notes["decode"] = _directive(text, DECODE)
+            decode = shlex.split(value)
+            continue
+        if text.startswith(TOKENS):
+            value, notes["tokens-per-update"] = _directive(text, TOKENS)
+            if not value.isdigit() or int(value) < 1:
+                raise ConfigError(f"{path}, line {n}: expected a positive number of tokens per update, found {value!r}")
+            tokens = int(value)
             continue
         if not text or text.startswith("#"):
             continue
+        code, hash_, note = text.partition(" #")
         try:
-            words = shlex.split(text)
+            words = shlex.split(code)
         except ValueError as e:
-            raise ConfigError(f"{path}, line {n}: cannot split {text!r}: {e}") from None
+            raise ConfigError(f"{path}, line {n}: cannot split {code!r}: {e}") from None
         if not words[0].startswith("--"):
             raise ConfigError(f"{path}, line {n}: expected a flag starting with '--', found {words[0]!r}")
+        if hash_:
+            notes[words[0]] = note.strip()
         flags.extend(words)
-    return ArgsFile(path, flags, decode)
+    return ArgsFile(path, flags, decode, tokens, notes)
+
+
+def train_flags(cfg: ArgsFile, world_size: int, log=None) -> List[str]:
+    """The config's fairseq-train flags plus the batch flags that give its tokens per update on ``world_size`` GPUs."""
+    extra: List[str] = []
+    if cfg.tokens_per_update:
+        max_tokens = int(cfg.value("--max-tokens") or cfg.tokens_per_update)
+        extra, message = batch_flags(cfg.tokens_per_update, max_tokens, world_size)
+        if log:
+            log(message)
+    return cfg.flags + extra
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m syntrans.reproduce.config_file",
+                                description="Print a config's fairseq-train flags, one per line, with the batch flags "
+                                            "for the number of GPUs (its '# tokens per update:').")
+    p.add_argument("config", type=Path)
+    p.add_argument("--world-size", type=int, default=None,
+                   help="GPUs (processes) the training runs on (default: the CUDA devices visible, else 1)")
+    a = p.parse_args(argv)
+    try:
+        cfg = read_args_file(a.config)
+        flags = train_flags(cfg, a.world_size or world_size_of([]), log=lambda m: print(m, file=sys.stderr))
+    except (ConfigError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(flags))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from ..prep import prepare_corpus
+from .batching import batch_flags, world_size_of
 from .config_file import CONFIG_DIR, ArgsFile, read_args_file
+from .published import protocol
+from .published_data import data_settings
 from .report import results_markdown
 from .scoring import bleu, detokenize, generate_hypotheses
 from .tables import LICENSED, TABLES, Dataset, System, Table
@@ -38,8 +41,8 @@ class Options:
     synthetic: bool = False  # with --smoke: the built-in synthetic corpus instead of --raw-dir text
     smoke_updates: int = 300
     smoke_sizes: Optional[Dict[str, int]] = None
-    seeds: List[int] = field(default_factory=lambda: [1])
-    average_last: Optional[int] = None  # average the last N epoch checkpoints (syntrans-average-checkpoints)
+    seeds: Optional[List[int]] = None  # default: 1…n, n the paper's number of runs for the row (published.protocol)
+    average_last: Optional[int] = None  # average the last N epoch checkpoints; default: the paper's selection
     datasets: Optional[List[str]] = None  # only these dataset keys
     systems: Optional[List[str]] = None  # only these system names
     parser: str = "auto"
@@ -62,7 +65,7 @@ def smoke_flags(cfg: ArgsFile, updates: int) -> List[str]:
     if cfg.value("--gate-warmup-epochs") is not None:
         flags += ["--gate-warmup-epochs", "1"]  # the published K (50–80 epochs) would freeze the gates for the whole run
     if cfg.value("--nsd-embed-dim") is not None:
-        flags += ["--nsd-embed-dim", "16"]  # a quarter of the tiny model's 64 dims
+        flags += ["--nsd-embed-dim", "64"]  # e ∈ ℝ^d (Ma et al. 2019, Eq. 10) for the tiny model's 64 dims
     return flags
 
 
@@ -98,6 +101,7 @@ class Reproduction:
         self.notes: List[str] = []
         self.facts: Dict[str, str] = {}  # per dataset: what data and parser it ran on
         self.signatures: set = set()
+        self.protocols: Dict[str, str] = {}  # per dataset: seeds and checkpoint selection
         if opts.smoke and not opts.synthetic and opts.raw_dir is None:
             raise RunError("--smoke needs real text from --raw-dir (e.g. ../shared/data/multi30k) or --synthetic")
         known = {r.dataset.key for r in self.table.rows}
@@ -129,31 +133,52 @@ class Reproduction:
             return request
         corpus, src, tgt, raw, note = request
 
+        # the paper's preparation (filters, case, BPE, language filter); a smoke run's stand-in corpus keeps its own
+        recipe = None if self.opts.smoke else data_settings(self.table.key, ds.key).recipe
         root = self.opts.data_root or (self.opts.work_dir / "data")
-        out = root / (f"{corpus}.{src}-{tgt}" + (".smoke" if self.opts.smoke else ""))
+        # one folder per corpus, direction and recipe: tables that prepare a corpus alike share it
+        out = root / (f"{corpus}.{src}-{tgt}" + (f".{recipe.digest()}" if recipe else "")
+                      + (".smoke" if self.opts.smoke else ""))
         self.log(f"== data {ds.title}: {corpus} {src}→{tgt} in {out}" + (f" ({note})" if note else ""))
         prepared = prepare_corpus(corpus=corpus, src=src, tgt=tgt, out_dir=out, raw_dir=raw, smoke=self.opts.smoke,
                                   parser=self.opts.parser, bpe_ops=None, workers=self.opts.workers, force=False, log=self.log,
-                                  smoke_sizes=self.opts.smoke_sizes)
+                                  smoke_sizes=self.opts.smoke_sizes, recipe=recipe)
         parsers = ", ".join(f"{k}: {v}" for k, v in sorted(prepared.parsers.items()))
         self.facts[ds.title] = (f"{corpus} {src}→{tgt}, sizes {prepared.sizes}, parsers {parsers}"
-                                + (", lowercased" if prepared.lowercase else ""))
+                                + (", lowercased" if prepared.lowercase else "")
+                                + (f", the paper's preparation {recipe.digest()}: {recipe}" if recipe else ""))
         if note:
             self.notes.append(note)
         return prepared
 
     # ---- one system, one seed
-    def train(self, prepared, cfg: ArgsFile, system: System, seed: int, run_dir: Path, label: str) -> None:
+    def batch(self, cfg: ArgsFile, label: str) -> List[str]:
+        """--max-tokens and --update-freq that give the config's tokens per update on this run's GPUs (none in a
+        smoke run, or when the config states no batch, or when --train-args sets --update-freq itself)."""
+        if not cfg.tokens_per_update or self.opts.smoke:
+            return []
+        if any(a == "--update-freq" or a.startswith("--update-freq=") for a in self.opts.train_args):
+            self.log(f"   [{label}] --update-freq from --train-args: the config's {cfg.tokens_per_update} tokens per update "
+                     "are not enforced")
+            return []
+        max_tokens = int(cfg.value("--max-tokens") or cfg.tokens_per_update)
+        flags, message = batch_flags(cfg.tokens_per_update, max_tokens, world_size_of(self.opts.train_args))
+        self.log(f"   [{label}] {message}")
+        return flags
+
+    def train(self, prepared, cfg: ArgsFile, system: System, seed: int, run_dir: Path, label: str,
+              average_last: Optional[int] = None) -> None:
         done = run_dir / "train.done"
         if done.exists():
             self.log(f"   [{label}] training finished before: skipped ({done})")
             return
         run_dir.mkdir(parents=True, exist_ok=True)
         cmd = [_tool("fairseq-train"), str(prepared.data_bin), "--user-dir", self.user_dir, *cfg.flags, *system.extra]
+        cmd += self.batch(cfg, label)
         if self.opts.smoke:
             cmd += smoke_flags(cfg, self.opts.smoke_updates)
         cmd += ["--seed", str(seed), "--save-dir", str(run_dir), "--log-format", "simple", "--log-interval", "100"]
-        cmd += ["--keep-last-epochs", str(self.opts.average_last)] if self.opts.average_last else ["--no-epoch-checkpoints"]
+        cmd += ["--keep-last-epochs", str(average_last)] if average_last else ["--no-epoch-checkpoints"]
         cmd += self.opts.train_args
         resumed = (run_dir / "checkpoint_last.pt").exists()
         self.log(f"   [{label}] fairseq-train" + (" (resuming from checkpoint_last.pt)" if resumed else ""))
@@ -162,8 +187,7 @@ class Reproduction:
         done.write_text(json.dumps({"command": cmd, "seconds": round(time.time() - t0, 1)}, indent=1), encoding="utf-8")
         self.log(f"   [{label}] trained in {time.time() - t0:.0f}s")
 
-    def checkpoint(self, run_dir: Path, label: str) -> Path:
-        n = self.opts.average_last
+    def checkpoint(self, run_dir: Path, label: str, n: Optional[int]) -> Path:
         if not n:
             return run_dir / "checkpoint_best.pt"
         avg = run_dir / f"checkpoint_avg_last{n}.pt"
@@ -176,7 +200,7 @@ class Reproduction:
         self.log(f"   [{label}] averaged the last {n} epoch checkpoints into {avg.name}")
         return avg
 
-    def score(self, prepared, cfg: ArgsFile, ckpt: Path, run_dir: Path, label: str) -> float:
+    def score(self, prepared, cfg: ArgsFile, ckpt: Path, run_dir: Path, label: str, ds: Dataset) -> float:
         score_file = run_dir / f"score.{ckpt.stem}.json"
         if score_file.exists() and score_file.stat().st_mtime >= ckpt.stat().st_mtime:
             result = json.loads(score_file.read_text(encoding="utf-8"))
@@ -196,12 +220,30 @@ class Reproduction:
                            f"command:\n  {' '.join(cmd)}")
         hyps = detokenize(generate_hypotheses(gen, len(refs)), prepared.tgt)
         (run_dir / f"hyp.{ckpt.stem}.detok.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
-        score, signature = bleu(hyps, refs, prepared.tgt, lowercase=prepared.lowercase)
+        # the paper's scoring (e.g. character BLEU for Japanese and Chinese, case-insensitive for English: Ma et al.)
+        paper = None if self.opts.smoke else data_settings(self.table.key, ds.key).evaluation
+        score, signature = bleu(hyps, refs, prepared.tgt, lowercase=prepared.lowercase or bool(paper and paper.lowercase),
+                                tokenize=paper.tokenize if paper else None)
         self.signatures.add(signature)
         score_file.write_text(json.dumps({"bleu": score, "signature": signature, "checkpoint": str(ckpt)}, indent=1),
                               encoding="utf-8")
         self.log(f"   [{label}] sacreBLEU {score:.2f}  ({signature})")
         return score
+
+    def protocol(self, ds: Dataset):
+        """(seeds, N of the last N checkpoints averaged or None) of one row: the options', else the paper's."""
+        paper = protocol(self.table.key, ds.key)
+        smoke = self.opts.smoke  # a smoke run: one seed and checkpoint_best.pt unless asked otherwise
+        seeds = self.opts.seeds or ([1] if smoke else list(range(1, paper.seeds + 1)))
+        average_last = self.opts.average_last
+        if average_last is None and paper.checkpoint.startswith("last ") and not smoke:
+            average_last = int(paper.checkpoint.split()[1])
+        self.protocols[ds.title] = (f"seeds {', '.join(map(str, seeds))}; "
+                                    + (f"the average of the last {average_last} epoch checkpoints" if average_last
+                                       else "checkpoint_best.pt (smallest validation loss)")
+                                    + f" (the paper: {paper.seeds} run{'s' if paper.seeds > 1 else ''}, "
+                                      f"{paper.checkpoint}; {paper.where})")
+        return seeds, average_last
 
     # ---- the table
     def run(self) -> Path:
@@ -226,12 +268,13 @@ class Reproduction:
                     outcomes[(ds.key, system.name)] = {"skipped": "not selected (--systems)"}
                     continue
                 cfg = read_args_file(o.config_dir / system.config)
+                seeds, average_last = self.protocol(ds)
                 scores = []
-                for seed in o.seeds:
+                for seed in seeds:
                     label = f"{ds.key} {system.name} seed {seed}"
                     run_dir = o.work_dir / t.key / ds.key / _slug(system.name) / f"seed{seed}"
-                    self.train(prepared, cfg, system, seed, run_dir, label)
-                    scores.append(self.score(prepared, cfg, self.checkpoint(run_dir, label), run_dir, label))
+                    self.train(prepared, cfg, system, seed, run_dir, label, average_last)
+                    scores.append(self.score(prepared, cfg, self.checkpoint(run_dir, label, average_last), run_dir, label, ds))
                 outcomes[(ds.key, system.name)] = {"scores": scores}
         minutes = (time.time() - start) / 60
         path = self.write(outcomes, minutes)
@@ -245,9 +288,9 @@ class Reproduction:
         if o.smoke:
             header.append(f"**Smoke run** (`--smoke`): a tiny slice of text and a tiny model trained {o.smoke_updates} updates; "
                           "the pipeline is the real one, the numbers are not comparable with the published ones.")
-        ckpt = f"the average of the last {o.average_last} epoch checkpoints" if o.average_last else "checkpoint_best.pt"
-        header.append(f"Seeds {', '.join(map(str, o.seeds))}; decoded {ckpt} with each config's `# decode:` flags; "
-                      "sacreBLEU on Moses-detokenized output against the raw references.")
+        header.append("Decoded with each config's `# decode:` flags; sacreBLEU on Moses-detokenized output against the raw "
+                      "references. Seeds and checkpoint per dataset:")
+        header += [f"- {k}: {v}" for k, v in self.protocols.items()]
         for sig in sorted(self.signatures):
             header.append(f"sacreBLEU signature: `{sig}`")
         footer = [f"- data, {k}: {v}" for k, v in self.facts.items()] + [f"- {n}" for n in dict.fromkeys(self.notes)]

@@ -48,6 +48,7 @@ class Table:
     paper: str
     rows: Tuple[Row, ...]
     notes: Tuple[str, ...] = field(default_factory=tuple)
+    reference: str = "baseline"  # the first system of every row, which the Δ columns compare against
 
 
 def _ds(key: str, corpus: str, title: str) -> Dataset:
@@ -69,11 +70,19 @@ WMT16_EN_DE = _ds("wmt16_en_de", "wmt16", "WMT16 en→de")
 WMT16_EN_RO = _ds("wmt16_en_ro", "wmt16", "WMT16 en→ro")
 WMT17_EN_DE = _ds("wmt17_en_de", "wmt17", "WMT17 en→de")
 WMT18_EN_TR = _ds("wmt18_en_tr", "wmt18", "WMT18 en→tr")
+WAT_EN_JA = _ds("aspec_en_ja", "aspec", "WAT en→ja (ASPEC)")
 
 
 def _distance_row(ds: Dataset, base: float, ours: float) -> Row:
     return Row(ds, (System("baseline", f"distance_mask/{ds.key}.baseline.args", base),
                     System("distance-mask", f"distance_mask/{ds.key}.args", ours)))
+
+
+def _heads_row(ds: Dataset, base: float, by_heads: Tuple[float, float, float, float]) -> Row:
+    """Hou et al. 2022, Table 2: the soft mask in 1-4 heads of encoder layer 1, the dataset's other settings kept."""
+    return Row(ds, (System("baseline", f"distance_mask/{ds.key}.baseline.args", base),)
+               + tuple(System(f"{n}-head", f"distance_mask/{ds.key}.args", bleu, ("--distance-heads", str(n)))
+                       for n, bleu in zip((1, 2, 3, 4), by_heads)))
 
 
 def _gated_row(ds: Dataset, base: float, gated: float, lisa: Optional[float], pascal: float) -> Row:
@@ -82,6 +91,13 @@ def _gated_row(ds: Dataset, base: float, gated: float, lisa: Optional[float], pa
         systems.append(System("LISA", f"gated/{ds.key}.lisa.args", lisa))
     systems += [System("PASCAL", f"gated/{ds.key}.pascal.args", pascal), System("gated", f"gated/{ds.key}.args", gated)]
     return Row(ds, tuple(systems))
+
+
+def _gate_modes_row(ds: Dataset, pure: float, avg: float, ours: float) -> Row:
+    """Hou et al. (gated), Table 6: G = 1 (Pure), G = 0.5 (Avg) and the learned gate (Ours)."""
+    cfg = f"gated/{ds.key}.args"
+    return Row(ds, (System("Pure", cfg, pure, ("--gate-mode", "pure")), System("Avg", cfg, avg, ("--gate-mode", "avg")),
+                    System("Ours", cfg, ours)))
 
 
 def _pascal_row(ds: Dataset, base: float, pascal: float, lisa: float) -> Row:
@@ -94,15 +110,29 @@ def _sync_row(ds: Dataset, base: float, dbsa: float, sync: float) -> Row:
                     System("SyncAttn", f"syncattn/{ds.key}.args", sync)))
 
 
-def _nsd_row(ds: Dataset, base: float, best: float, ablations: bool = False) -> Row:
-    systems = [System("baseline", f"nsd/{ds.key}.baseline.args", base), System("best row", f"nsd/{ds.key}.base.args", best)]
-    if ablations:  # Table 1's other rows: we record no number for them
-        for stem, label in [("dS_input_linear", "dS input W(x‖e)+b"), ("dG_input_linear", "dG input W(x‖e)+b"),
-                            ("dR_input_linear", "dR input W(x‖e)+b"), ("dD_input_concat", "dD input concat"),
-                            ("dD_input_add", "dD input add"), ("spe_lambda10000", "λ_SPE 10⁴"), ("spe_lambda100", "λ_SPE 10²"),
-                            ("output_entdist_only", "output L_entdist only"), ("output_dist_only", "output L_dist only")]:
-            systems.append(System(label, f"nsd/{ds.key}.{stem}.args", None))
-    return Row(ds, tuple(systems))
+#: Ma et al. 2019, Table 1: each row's label and its BLEU on En→Ja, Ja→En, En→Zh, Zh→En
+NSD_TABLE1 = (
+    ("baseline", (34.59, 26.43, 29.41, 31.60)),
+    ("2: dS I(fWb)", (35.54, 24.57, 29.66, 28.77)),
+    ("3: dG I(fWb)", (35.38, 24.71, 29.60, 28.82)),
+    ("4: dR I(fWb)", (35.83, 26.88, 29.87, 31.82)),
+    ("5: dD I(fWb)", (36.17, 27.21, 30.11, 32.08)),
+    ("6: dD I(fWb) SPE 10⁴", (36.06, 27.18, 30.02, 32.03)),
+    ("7: dD I(fWb) SPE 10²", (36.22, 27.47, 30.23, 32.19)),
+    ("8: dD I(fWb) SPE 40", (36.44, 27.59, 30.59, 32.36)),
+    ("9: dD I(f‖) SPE 40", (36.17, 27.21, 30.15, 32.11)),
+    ("10: dD I(f+) SPE 40", (36.08, 27.32, 30.21, 32.29)),
+    ("11: dD O SPE 40", (36.31, 27.42, 30.42, 32.32)),
+    ("12: dD I(fWb)&O SPE 40", (36.69, 27.71, 30.56, 32.55)),
+    ("13: dD O SPE 40, Eq. 18", (21.08, 10.22, 18.63, 15.61)),
+    ("14: dD O SPE 40, Eq. 18+20", (33.70, 23.31, 27.43, 30.02)),
+    ("15: dD O SPE 40, Eq. 18+19", (34.18, 25.19, 29.14, 31.74)),
+)
+
+
+def _nsd_row(ds: Dataset, column: int) -> Row:
+    return Row(ds, tuple(System(label, f"nsd/{ds.key}.row{n:02d}.args", bleu[column])
+                         for n, (label, bleu) in enumerate(NSD_TABLE1, 1)))
 
 
 TABLES: Dict[str, Table] = {t.key: t for t in [
@@ -111,36 +141,38 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
           (_distance_row(IWSLT_DE_EN, 34.56, 35.74), _distance_row(IWSLT_EN_DE, 28.17, 29.28),
            _distance_row(NC11_DE_EN, 26.83, 27.67), _distance_row(NC11_EN_DE, 25.26, 26.19),
            _distance_row(ASPEC_ZH_JA, 47.77, 48.34), _distance_row(WMT14_EN_DE, 27.3, 28.48))),
-    Table("distance_table2", "Syntax-guided localized self-attention: mask variants and number of syntax heads (IWSLT14 de→en)",
-          "Hou et al. 2022, Table 2 (as we read it: an ablation; we record no number for it)",
-          (Row(IWSLT_DE_EN, (
-              System("baseline", "distance_mask/iwslt14_de_en.baseline.args", 34.56),
-              System("soft mask τ=10, 4 heads (paper)", "distance_mask/iwslt14_de_en.args", 35.74),
-              System("hard mask, 4 heads", "distance_mask/iwslt14_de_en.args", None, ("--distance-hard",)),
-              System("soft mask, 2 heads", "distance_mask/iwslt14_de_en.args", None, ("--distance-heads", "2")),
-              System("soft mask, 1 head", "distance_mask/iwslt14_de_en.args", None, ("--distance-heads", "1")),
-          )),),
-          ("The published column holds Table 1's numbers for the two rows that are also in Table 1; we record "
-           "none for the variants.",)),
-    Table("gated_table3", "Gated self-attention: test BLEU on IWSLT14 and NC11 (baseline, their LISA and PASCAL, gated)",
+    Table("distance_table2", "Syntax-guided localized self-attention: the soft mask in 1, 2, 3 or 4 heads of encoder layer 1",
+          "Hou et al. 2022, Table 2 (head-wise ablation)",
+          (_heads_row(IWSLT_DE_EN, 34.56, (35.65, 35.68, 35.71, 35.74)),
+           _heads_row(IWSLT_EN_DE, 28.17, (29.20, 29.21, 29.28, 29.23)),
+           _heads_row(NC11_DE_EN, 26.83, (27.58, 27.67, 27.56, 27.67)),
+           _heads_row(NC11_EN_DE, 25.26, (25.87, 25.99, 26.19, 26.08)))),
+    Table("gated_table3", "Gated self-attention: test BLEU (baseline, the paper's LISA and PASCAL, gated)",
           "Hou et al. (gated self-attention), Table 3",
           (_gated_row(IWSLT_DE_EN, 34.58, 35.58, 34.97, 34.84), _gated_row(IWSLT_EN_DE, 28.23, 29.33, 29.06, 29.10),
-           _gated_row(NC11_DE_EN, 27.06, 28.40, 27.51, 27.65), _gated_row(NC11_EN_DE, 25.08, 26.43, 25.65, 25.52))),
-    Table("gated_table6", "Gated self-attention: test BLEU on WMT18 en→tr (baseline, PASCAL, gated)",
-          "Hou et al. (gated self-attention), Table 6",
-          (_gated_row(WMT18_EN_TR, 17.86, 18.65, None, 18.57),)),
+           _gated_row(NC11_DE_EN, 27.06, 28.40, 27.51, 27.65), _gated_row(NC11_EN_DE, 25.08, 26.43, 25.65, 25.52),
+           _gated_row(WMT18_EN_TR, 17.86, 18.65, None, 18.57)),
+          ("The paper's LISA baseline is an L2 loss on a 0/1 parent mask (§2.2, §5.2): configs/gated/*.lisa.args; "
+           "it has no WMT18 LISA run.",)),
+    Table("gated_table6", "Gated self-attention: the gate ablation, G = 1 (Pure), G = 0.5 (Avg) or learned (Ours)",
+          "Hou et al. (gated self-attention), Table 6 (one seed, the last 10 epochs)",
+          (_gate_modes_row(IWSLT_DE_EN, 35.48, 35.65, 35.66), _gate_modes_row(IWSLT_EN_DE, 29.44, 29.42, 29.51),
+           _gate_modes_row(NC11_DE_EN, 27.89, 27.77, 28.40), _gate_modes_row(NC11_EN_DE, 25.02, 26.20, 26.56),
+           _gate_modes_row(WMT18_EN_TR, 18.49, 18.52, 18.75)),
+          ("Δ columns are against Pure (the table has no Transformer column).",), reference="Pure"),
     Table("pascal_table1", "PASCAL: test BLEU (baseline, LISA, PASCAL)", "Bugliarello & Okazaki 2020, Table 1",
           (_pascal_row(NC11_EN_DE, 25.0, 25.9, 25.3), _pascal_row(NC11_DE_EN, 26.6, 27.4, 27.1),
            _pascal_row(WMT18_EN_TR, 13.1, 14.0, 13.6), _pascal_row(WMT16_EN_DE, 33.0, 33.9, 33.6),
-           _pascal_row(WMT17_EN_DE, 25.5, 26.1, 25.7)),
-          ("WAT en→ja (ASPEC) is not scripted: we record no PASCAL heads/q for it.",)),
+           _pascal_row(WMT17_EN_DE, 25.5, 26.1, 25.7), _pascal_row(WAT_EN_JA, 43.1, 44.0, 43.2)),
+          ("WAT en→ja is ASPEC (licensed): pass --aspec-dir; the paper scores it after KyTea tokenization.",)),
     Table("syncattn_table1", "Synchronous syntactic attention: test BLEU (baseline, DBSA, SyncAttn)",
           "Deguchi et al. 2021, Table 1",
           (_sync_row(WMT14_EN_DE, 27.23, 27.31, 27.69), _sync_row(WMT16_EN_RO, 23.83, 24.13, 24.33),
            _sync_row(ASPEC_JA_EN, 28.94, 29.57, 29.84))),
-    Table("nsd_table1", "Neural syntactic distance: test BLEU (baseline, best row; the other rows on ASPEC en→ja)",
+    Table("nsd_table1", "Neural syntactic distance: test BLEU of Table 1's 15 rows",
           "Ma et al. 2019, Table 1",
-          (_nsd_row(ASPEC_EN_JA, 34.59, 36.69, ablations=True), _nsd_row(ASPEC_JA_EN, 26.43, 27.71),
-           _nsd_row(LDC_EN_ZH, 29.41, 30.56), _nsd_row(LDC_ZH_EN, 31.60, 32.55)),
-          ("Every dataset of this table is licensed (ASPEC, LDC): pass --aspec-dir / --ldc-dir.",)),
+          (_nsd_row(ASPEC_EN_JA, 0), _nsd_row(ASPEC_JA_EN, 1), _nsd_row(LDC_EN_ZH, 2), _nsd_row(LDC_ZH_EN, 3)),
+          ("Every dataset of this table is licensed (ASPEC, LDC): pass --aspec-dir / --ldc-dir.",
+           "NSD is applied to English only (§4.1): the source side for en→ja and en→zh, the target side for ja→en "
+           "and zh→en.")),
 ]}

@@ -1,0 +1,175 @@
+"""Every config equals what its paper states (syntrans.reproduce.published), value by value, or says why not; every
+flag says where it comes from; the batch of the paper survives any number of GPUs; each table's seeds and
+checkpoint selection are the paper's."""
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from syntrans.reproduce.batching import batch_flags, world_size_of
+from syntrans.reproduce.config_file import CONFIG_DIR, read_args_file
+from syntrans.reproduce.published import stated
+from syntrans.reproduce.tables import TABLES
+
+pytestmark = pytest.mark.fast
+
+CONFIGS = sorted(p for p in CONFIG_DIR.rglob("*.args") if p.name != "demo.args")
+PLUMBING = {"--task", "--criterion"}  # the plugin's own task and criterion: no paper setting
+
+
+def _same(found, wanted) -> bool:
+    if found is None or wanted is None:
+        return found is wanted
+    try:
+        return float(found) == float(wanted)
+    except ValueError:
+        return found.replace(" ", "") == wanted.replace(" ", "")
+
+
+def problems(path: Path) -> List[str]:
+    """Where a config departs from its paper's record without saying so, or misattributes a value."""
+    rel = path.relative_to(path.parents[1]).as_posix()
+    cfg = read_args_file(path)
+    record = stated(rel)
+    out = []
+    found_of = {"tokens-per-update": None if cfg.tokens_per_update is None else str(cfg.tokens_per_update)}
+    for key in ("--beam", "--lenpen"):
+        found_of[f"decode {key}"] = cfg.decode[cfg.decode.index(key) + 1] if key in cfg.decode else None
+    note_of = lambda key: cfg.notes.get("decode" if key.startswith("decode ") else key, "")  # noqa: E731
+    for key, st in record.items():
+        found = found_of[key] if key in found_of else cfg.value(key)
+        if not _same(found, st.value) and not note_of(key).startswith("deviates"):
+            want = "absent" if st.value is None else repr(st.value)
+            out.append(f"{rel}: {key} is {found!r}, the paper states {want} ({st.where}) and no '# deviates: why' note")
+    # every flag (and directive) says where it comes from, and says it truly
+    keys = [f for f in cfg.flags if f.startswith("--") and f not in PLUMBING]
+    keys += [k for k in ("tokens-per-update", "decode --beam") if found_of[k] is not None]
+    for key in keys:
+        note = note_of(key)
+        st = record.get(key)
+        if note.startswith("stated: "):
+            if st is None:
+                out.append(f"{rel}: {key} says '{note}' but the paper's record states no {key}")
+            elif note[len("stated: "):] != st.where:
+                out.append(f"{rel}: {key} says '{note}', the record's location is {st.where!r}")
+        elif note.startswith("ours"):
+            if st is not None:
+                out.append(f"{rel}: {key} says 'ours' but the paper states it ({st.where}: {st.value!r})")
+        elif not note.startswith("deviates"):
+            out.append(f"{rel}: {key} has no '# stated: <where>', '# ours…' or '# deviates…' note (found {note!r})")
+    return out
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_config_equals_its_paper(path):
+    assert problems(path) == []
+
+
+def test_checker_finds_an_unmarked_departure(tmp_path):
+    """The check above can fail: a stated value changed, a stated switch dropped, an 'ours' that the paper states."""
+    src = (CONFIG_DIR / "pascal" / "nc11_en_de.args").read_text(encoding="utf-8")
+    bad = (src.replace("--lr 0.0007", "--lr 0.001").replace("--pascal-heads 2 ", "--pascal-heads 3 ")
+           .replace("--dropout 0.3                                     # stated: App. A",
+                    "--dropout 0.3   # ours: a guess")
+           .replace("(stated: App. A)\n--task", "(ours: decoding)\n--task"))
+    folder = tmp_path / "configs" / "pascal"
+    folder.mkdir(parents=True)
+    (folder / "nc11_en_de.args").write_text(bad, encoding="utf-8")
+    found = "\n".join(problems(folder / "nc11_en_de.args"))
+    assert "--lr is '0.001', the paper states '0.0007' (Table 7)" in found
+    assert "--pascal-heads is '3'" in found
+    assert "--dropout says 'ours' but the paper states it (App. A" in found
+    # a deviation with a reason is accepted
+    ok = src.replace("--lr 0.0007                                        # stated: Table 7",
+                     "--lr 0.001   # deviates from Table 7: a test")
+    (folder / "nc11_en_de.args").write_text(ok, encoding="utf-8")
+    assert problems(folder / "nc11_en_de.args") == []
+
+
+def test_every_config_is_in_a_table_and_every_table_config_exists():
+    used = {s.config for t in TABLES.values() for r in t.rows for s in r.systems}
+    present = {p.relative_to(CONFIG_DIR).as_posix() for p in CONFIGS}
+    assert used - present == set()
+    assert present - used == set()
+
+
+@pytest.mark.parametrize("ds,side", [("aspec_en_ja", "src"), ("ldc_en_zh", "src"), ("aspec_ja_en", "tgt"),
+                                     ("ldc_zh_en", "tgt")])
+def test_nsd_goes_on_the_english_side(ds, side):
+    """Ma et al. 2019, §4.1: only English is parsed, so the NSD flags of every row name one side only."""
+    other = "tgt" if side == "src" else "src"
+    for row in range(2, 16):
+        flags = read_args_file(CONFIG_DIR / "nsd" / f"{ds}.row{row:02d}.args").flags
+        mine = [f for f in flags if f.startswith(f"--nsd-{side}-")]
+        assert mine, (ds, row)
+        assert not [f for f in flags if f.startswith(f"--nsd-{other}-")], (ds, row)
+
+
+def test_nsd_rows_use_the_unweighted_loss():
+    """Eq. 17 sums L_NMT + L_dist + L_entdist unweighted: rows 2-12 with a classifier weigh both 1, rows 13-15 drop
+    the losses their Loss column lacks."""
+    expect = {12: ("1.0", "1.0"), 13: ("0.0", "0.0"), 14: ("1.0", "0.0"), 15: ("0.0", "1.0")}
+    for row, (ce, dist) in expect.items():
+        cfg = read_args_file(CONFIG_DIR / "nsd" / f"aspec_en_ja.row{row:02d}.args")
+        assert (cfg.value("--nsd-ce-weight"), cfg.value("--nsd-dist-weight")) == (ce, dist), row
+
+
+@pytest.mark.parametrize("tokens,max_tokens,world", [(32000, 4096, 1), (32768, 8192, 2), (25000, 4096, 2),
+                                                      (6000, 4096, 1), (16384, 8192, 8), (12000, 12000, 1)])
+def test_batch_flags_keep_the_papers_tokens_per_update(tokens, max_tokens, world):
+    flags, message = batch_flags(tokens, max_tokens, world)
+    per_gpu, freq = int(flags[1]), int(flags[3])
+    got = per_gpu * world * freq
+    assert per_gpu <= max_tokens  # never more than the config's per-GPU budget
+    assert tokens <= got < tokens + world * freq  # the paper's batch, up to rounding each share up
+    assert freq == 1 or (freq - 1) * max_tokens * world < tokens  # the fewest accumulation steps that fit
+    assert f"--update-freq {freq}" in message and str(tokens) in message
+
+
+def test_batch_flags_by_hand():
+    assert batch_flags(32000, 4096, 1)[0] == ["--max-tokens", "4000", "--update-freq", "8"]
+    assert batch_flags(32768, 8192, 2)[0] == ["--max-tokens", "8192", "--update-freq", "2"]
+    assert batch_flags(16384, 8192, 4)[0] == ["--max-tokens", "4096", "--update-freq", "1"]
+    with pytest.raises(ValueError, match="world size must be a positive integer, found 0"):
+        batch_flags(1000, 100, 0)
+
+
+def test_world_size_from_the_flags():
+    assert world_size_of(["--fp16", "--distributed-world-size", "4"]) == 4
+    assert world_size_of(["--distributed-world-size=3"]) == 3
+
+
+def test_config_file_command_prints_the_batch_flags(capsys):
+    from syntrans.reproduce.config_file import main
+
+    assert main([str(CONFIG_DIR / "syncattn" / "wmt14_en_de.args"), "--world-size", "2"]) == 0
+    out, err = capsys.readouterr()
+    flags = out.split()
+    assert flags[-4:] == ["--max-tokens", "3125", "--update-freq", "4"]  # 25,000 tokens (App. A) on 2 GPUs
+    assert "25000 tokens per update" in err and "#" not in out
+
+
+def test_runner_passes_the_batch_and_says_so(tmp_path):
+    from syntrans.reproduce.runner import Options, Reproduction
+
+    logs = []
+    rep = Reproduction(Options("pascal_table1", work_dir=tmp_path, train_args=["--distributed-world-size", "2"]),
+                       log=logs.append)
+    cfg = read_args_file(CONFIG_DIR / "pascal" / "wmt16_en_de.args")
+    assert rep.batch(cfg, "x") == ["--max-tokens", "4000", "--update-freq", "4"]
+    assert "32000 tokens per update" in logs[-1]
+    rep = Reproduction(Options("pascal_table1", work_dir=tmp_path, train_args=["--update-freq", "2"]), log=logs.append)
+    assert rep.batch(cfg, "x") == [] and "not enforced" in logs[-1]
+
+
+def test_seeds_and_checkpoints_follow_the_paper(tmp_path):
+    from syntrans.reproduce.runner import Options, Reproduction
+    from syntrans.reproduce.tables import IWSLT_DE_EN, WMT14_EN_DE
+
+    rep = Reproduction(Options("distance_table1", work_dir=tmp_path), log=lambda m: None)
+    assert rep.protocol(IWSLT_DE_EN) == ([1, 2, 3, 4, 5], None)  # 5 seeds (Hou et al. 2022, §4.2)
+    assert rep.protocol(WMT14_EN_DE) == ([1], 5)  # one run, the last 5 checkpoints (§4.2)
+    rep = Reproduction(Options("gated_table6", work_dir=tmp_path), log=lambda m: None)
+    assert rep.protocol(IWSLT_DE_EN) == ([1], 10)  # one seed, the last 10 epochs (Table 6)
+    rep = Reproduction(Options("distance_table1", work_dir=tmp_path, seeds=[7], average_last=2), log=lambda m: None)
+    assert rep.protocol(IWSLT_DE_EN) == ([7], 2)  # the user's choice wins
