@@ -13,6 +13,10 @@ def local_range_log_mask(gaps: torch.Tensor, tau: Optional[float] = None) -> tor
     Hou et al. 2022, Eq. 6–7 in log space: for j < i−1, log M[i,j] = Σ_{k=j}^{i−2} log σ(2(g_{i−1} − g_k)/τ);
     for j > i+1, log M[i,j] = Σ_{m=i+1}^{j−1} log σ(2(g_i − g_m)/τ); |i − j| ≤ 1 gives 0. With ``tau=None``
     (Algorithm 2) each term is 0 when g_k ≤ the reference gap and −inf otherwise (ties do not stop a range).
+    σ(2x/τ) = (tanh(x/τ) + 1)/2 is Eq. 6's α with x = reference gap − g_k: a term tends to 1 while g_k stays below
+    the reference gap, the direction of Algorithm 2 (the range grows until a larger gap). Eq. 6 as printed,
+    tanh((d_i − d_j)/τ), has its operands the other way round, which would widen the range at the larger gaps
+    that Algorithm 2 stops at: we follow Algorithm 2.
     """
     g = gaps.to(torch.float64)  # float64 prefix sums: differences of large sums stay exact enough
     *lead, t1 = g.shape
