@@ -327,3 +327,26 @@ def test_training_without_parents_is_a_clear_error(tiny_data):
 def test_bad_dbsa_settings_are_refused(tiny_data, extra, message):
     with pytest.raises(ValueError, match=message):
         build_task_and_model(tiny_data, "syncattn_transformer_wmt_en_de", *extra)
+
+
+@pytest.mark.fast
+def test_several_dbsa_heads_average_and_keep_finite_gradients():
+    """With 2 DBSA heads the parse distribution is log((softmax(s_1) + softmax(s_2)) / 2); keys masked in every head
+    (padding, the causal future) stay −inf and give no NaN gradient (logsumexp's backward at an all −inf slice)."""
+    from syntrans.modules.dbsa import dbsa_log_probs
+
+    g = torch.Generator().manual_seed(3)
+    scores = torch.randn(2, 2, 3, 4, generator=g, dtype=torch.float64)
+    future = torch.ones(3, 4, dtype=torch.bool).triu(2)  # keys after the query + 1: masked in both heads
+    scores = scores.masked_fill(future, float("-inf"))
+    scores[1, :, :, 0] = float("-inf")  # a padded key of the second sentence
+    scores.requires_grad_(True)
+    got = dbsa_log_probs(scores)  # (2, 3, 4)
+    by_hand = torch.log((torch.softmax(scores.detach(), -1)[:, 0] + torch.softmax(scores.detach(), -1)[:, 1]) / 2)
+    masked = future.unsqueeze(0).expand(2, 3, 4).clone()
+    masked[1, :, 0] = True
+    assert torch.isneginf(got[masked]).all() and torch.isfinite(got[~masked]).all()
+    assert torch.allclose(got[~masked].double(), by_hand[~masked], atol=1e-6)
+    got[~masked].sum().backward()
+    assert torch.isfinite(scores.grad).all()
+    assert (scores.grad[masked.unsqueeze(1).expand_as(scores)] == 0).all()

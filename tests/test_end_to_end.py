@@ -41,13 +41,14 @@ def test_train_resume_generate(tiny_data, tmp_path):
 
 
 def test_hydra_yaml_config(tiny_data, tmp_path):
-    """The model options are dataclass fields: fairseq-hydra-train takes them from YAML."""
+    """The model options are dataclass fields: fairseq-hydra-train takes them from YAML, and the model it trains
+    has the syntax heads they ask for (not only the saved configuration: a LISA head adds its parameters U)."""
     (tmp_path / "cfg.yaml").write_text(f"""# @package _group_
 common: {{user_dir: {USER_DIR}, log_format: simple, seed: 2}}
 task: {{_name: syntax_translation, data: {tiny_data}, source_lang: src, target_lang: tgt}}
 model: {{_name: distance_transformer_iwslt_de_en, encoder_layers: 1, decoder_layers: 1, encoder_embed_dim: 32,
         decoder_embed_dim: 32, encoder_ffn_embed_dim: 64, decoder_ffn_embed_dim: 64, distance_heads: 3,
-        distance_tau: 5.0}}
+        distance_tau: 5.0, lisa_layers: "0"}}
 criterion: {{_name: syntax_label_smoothed_cross_entropy, label_smoothing: 0.1}}
 optimizer: {{_name: adam}}
 lr_scheduler: {{_name: fixed}}
@@ -62,3 +63,4 @@ hydra: {{run: {{dir: {tmp_path / 'hydra'}}}}}
     assert model_cfg["distance_heads"] == 3 and model_cfg["distance_tau"] == 5.0
     assert state["cfg"]["model"]["_name"] == "distance_transformer_iwslt_de_en"
     assert state["optimizer_history"][-1]["num_updates"] == 2
+    assert "encoder.layers.0.self_attn.lisa.U" in state["model"]  # the options reached the model

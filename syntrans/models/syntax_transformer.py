@@ -7,11 +7,13 @@ the model is exactly the stock Transformer. The encoder and decoder are in :mod:
 """
 from __future__ import annotations
 
+import argparse
 from typing import List, Optional, Set
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import register_model
 from fairseq.models.transformer import TransformerConfig, TransformerModel
+from omegaconf import DictConfig, OmegaConf
 
 from ..modules.aux_losses import merge_aux, report_aux_loss
 from ..modules.aux_reports import report_nsd
@@ -51,6 +53,11 @@ class SyntaxTransformerModel(TransformerModel):
 
     @classmethod
     def build_model(cls, args, task):
+        if isinstance(args, DictConfig):
+            # fairseq-hydra-train hands the model config as a DictConfig, whose extra keys fairseq's
+            # TransformerConfig.from_namespace cannot see (vars() of a DictConfig has none): a flat Namespace keeps
+            # every syntax option
+            args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
         fill_syntax_defaults(args)
         fill_nsd_ranges(args, task)
         return super().build_model(args, task)

@@ -9,6 +9,7 @@ reordering) computes DBSA unchanged; full-sequence self-attention forms the scor
 """
 from __future__ import annotations
 
+import math
 from typing import Tuple
 
 import torch
@@ -62,4 +63,10 @@ def dbsa_log_probs(scores: torch.Tensor) -> torch.Tensor:
     distribution is their average (our choice, the same average SyncAttn takes as E and D)."""
     log_p = torch.log_softmax(scores.float(), dim=-1)  # (B, n, T, S)
     n = scores.size(1)
-    return log_p[:, 0] if n == 1 else torch.logsumexp(log_p, dim=1) - torch.log(log_p.new_tensor(float(n)))
+    if n == 1:
+        return log_p[:, 0]
+    # a key masked in every head (padding, the causal future) stays −inf, kept out of logsumexp: its backward
+    # at an all −inf slice is NaN
+    dead = torch.isneginf(log_p).all(dim=1)  # (B, T, S)
+    mean = torch.logsumexp(log_p.masked_fill(dead.unsqueeze(1), 0.0), dim=1) - math.log(n)  # (B, T, S)
+    return mean.masked_fill(dead, float("-inf"))
