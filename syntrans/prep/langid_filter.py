@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 from .errors import PrepError
 
 _MODEL = None
@@ -43,8 +45,6 @@ def languages() -> tuple[str, ...]:
 
 def classify(text: str) -> str:
     """The language langid identifies ``text`` as (its most probable of 97 languages)."""
-    import numpy as np
-
     ident, ptc, pc = _identifier()
     fv = ident.instance2fv(text)
     present = np.flatnonzero(fv)

@@ -47,6 +47,7 @@ from .corpora import CORPORA, SPLITS, Corpus, PairData
 from .download import check_local_files, fetch_downloads, local_files
 from .errors import PrepError
 from .extract import extract_text, read_lines
+from .langid_filter import check_languages
 from .parse_step import resolve_parsers, run_parse, stanza_installed
 from .prepare_text import tokenize_corpus
 from .recipe import Recipe, apply_recipe, describe_settings, recipe_settings
@@ -405,8 +406,6 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
         raise PrepError(f"--bpe-ops {bpe_ops}: the recipe asks for word-level data without BPE (word_vocab "
                         f"{pair.word_vocab}); expected no --bpe-ops with it")
     if pair.langid:
-        from .langid_filter import check_languages
-
         check_languages(pair.langs)
     if workers < 1 or parse_shards < 1:
         raise PrepError(f"--workers and --parse-shards must be at least 1, found {workers} and {parse_shards}")

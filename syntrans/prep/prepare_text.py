@@ -23,6 +23,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from . import langid_filter
 from .clean import LANGUAGE, REASONS, drop_reason, is_holdout
 from .corpora import SPLITS, PairData
 from .errors import PrepError
@@ -100,8 +101,6 @@ def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[
     a, b = pair.langs
     limits = dict(limits, train=_limit(limits.get("train"), pair.train_limit))
     if pair.langid and classify is None:
-        from . import langid_filter
-
         langid_filter.check_languages(pair.langs)
         langid_filter.load()  # before the pool forks
         classify = langid_filter.classify

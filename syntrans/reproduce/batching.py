@@ -20,15 +20,21 @@ def batch_flags(tokens_per_update: int, max_tokens: int, world_size: int) -> Tup
     return ["--max-tokens", str(per_gpu), "--update-freq", str(freq)], message
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"--distributed-world-size: expected a positive integer, found {text!r}")
+    return int(text)
+
+
 def world_size_of(train_args: Sequence[str]) -> int:
     """The number of training processes: ``--distributed-world-size N`` among the flags, else the CUDA devices
     fairseq would use (all visible ones), else 1 (CPU)."""
     args = list(train_args)
     for i, a in enumerate(args):
         if a == "--distributed-world-size" and i + 1 < len(args):
-            return int(args[i + 1])
+            return _positive(args[i + 1])
         if a.startswith("--distributed-world-size="):
-            return int(a.split("=", 1)[1])
+            return _positive(a.split("=", 1)[1])
     try:
         import torch  # heavy: only when the world size is not given
 

@@ -15,7 +15,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from .batching import batch_flags, world_size_of
 
@@ -92,14 +92,19 @@ def read_args_file(path) -> ArgsFile:
     return ArgsFile(path, flags, decode, tokens, notes)
 
 
+def config_batch(cfg: ArgsFile, world_size: int) -> Tuple[List[str], Optional[str]]:
+    """``--max-tokens``/``--update-freq`` giving the config's tokens per update on ``world_size`` GPUs (its
+    ``--max-tokens`` the per-GPU budget), with the line saying so; ([], None) when the config states no batch."""
+    if not cfg.tokens_per_update:
+        return [], None
+    return batch_flags(cfg.tokens_per_update, int(cfg.value("--max-tokens") or cfg.tokens_per_update), world_size)
+
+
 def train_flags(cfg: ArgsFile, world_size: int, log=None) -> List[str]:
     """The config's fairseq-train flags plus the batch flags that give its tokens per update on ``world_size`` GPUs."""
-    extra: List[str] = []
-    if cfg.tokens_per_update:
-        max_tokens = int(cfg.value("--max-tokens") or cfg.tokens_per_update)
-        extra, message = batch_flags(cfg.tokens_per_update, max_tokens, world_size)
-        if log:
-            log(message)
+    extra, message = config_batch(cfg, world_size)
+    if message and log:
+        log(message)
     return cfg.flags + extra
 
 

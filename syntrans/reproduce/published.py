@@ -95,7 +95,7 @@ def _gated(ds: str, variant: str) -> Settings:
                   weight_decay=0.0001, optimizer="adam", adam_betas="(0.9,0.98)", lr_scheduler="inverse_sqrt",
                   lr=0.007, warmup_updates=4000, warmup_init_lr=0.001))
     out.update(_decode(w, 4, 0.6) if ds == "nc11_en_de" else _decode(w, 5, 1.0))
-    if variant in ("method", "pure", "avg"):
+    if variant == "method":
         k, p = GATED_K_P[ds]
         out.update(_s("§4.2, Fig. 1", distance_layers="all", distance_heads=4, gate_layers="all"))
         out.update(_s("§5.3, Fig. 2b", distance_tau=10))

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from ..prep import prepare_corpus
-from .batching import batch_flags, world_size_of
-from .config_file import CONFIG_DIR, ArgsFile, read_args_file
+from .batching import world_size_of
+from .config_file import CONFIG_DIR, ArgsFile, config_batch, read_args_file
 from .published import protocol
 from .published_data import data_settings
 from .report import results_markdown
@@ -161,8 +161,7 @@ class Reproduction:
             self.log(f"   [{label}] --update-freq from --train-args: the config's {cfg.tokens_per_update} tokens per update "
                      "are not enforced")
             return []
-        max_tokens = int(cfg.value("--max-tokens") or cfg.tokens_per_update)
-        flags, message = batch_flags(cfg.tokens_per_update, max_tokens, world_size_of(self.opts.train_args))
+        flags, message = config_batch(cfg, world_size_of(self.opts.train_args))
         self.log(f"   [{label}] {message}")
         return flags
 
