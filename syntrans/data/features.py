@@ -88,9 +88,11 @@ def _nsd_features() -> Dict[str, Feature]:
 FEATURES: Dict[str, Feature] = {
     # gaps between consecutive source tokens, (B, T−1) after padding like src_tokens
     "src_gaps": Feature("src_gaps", "source", ("word", "dist"), EOS_GAP, _gaps_per_token, lambda t: t[:, :-1]),
-    # PASCAL: mean position of the head word's subwords, (B, T) float32 in padded coordinates
+    # PASCAL: mean position of the head word's subwords (x.5 between two), (B, T) float64 in padded coordinates:
+    # fairseq's --fp16/--bf16 cast every float32 tensor of a batch to half precision (Trainer._fp_convert_sample),
+    # where bf16 rounds 129.5 to 130 and 513 to 512; a float64 feature is left alone and stays exact
     "src_parent_middle": Feature("src_parent_middle", "source", ("word", "head"), NO_PARENT,
-                                 _parents_per_token("middle", np.float32), positions=True),
+                                 _parents_per_token("middle", np.float64), positions=True),
     # LISA: first subword of the head word, (B, T) int64 in padded coordinates
     "src_parent_first": Feature("src_parent_first", "source", ("word", "head"), NO_PARENT,
                                 _parents_per_token("first", np.int64), positions=True),

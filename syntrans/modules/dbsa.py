@@ -16,6 +16,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .precision import named_precision
+
 
 class BiaffineQueryProjection(nn.Module):
     """The layer's query projection followed by Q_h ← Q_h U_h on the DBSA heads (Deguchi et al. 2019:
@@ -44,7 +46,9 @@ class BiaffineQueryProjection(nn.Module):
         q = F.linear(x, self.weight, self.bias)  # (…, C)
         heads = q.view(q.shape[:-1] + (self.num_heads, self.head_dim))  # (…, H, d)
         s = self.dbsa
-        biaffine = torch.einsum("...hd,hde->...he", heads[..., s, :], self.U.to(q.dtype))  # (…, n, d)
+        with named_precision("the DBSA heads' bi-affine query (Deguchi et al. 2019)", x):
+            # in q's dtype: the scores Q U Kᵀ are scaled by 1/√d as a stock head's (LISA's bi-affine ones are not)
+            biaffine = torch.einsum("...hd,hde->...he", heads[..., s, :], self.U.to(q.dtype))  # (…, n, d)
         return torch.cat([heads[..., : s.start, :], biaffine, heads[..., s.stop:, :]], dim=-2).flatten(-2)
 
 

@@ -12,6 +12,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .precision import full_precision, named_precision
+
 GATE_MODES = ("gated", "pure", "avg")
 
 
@@ -47,7 +49,11 @@ class SyntaxGate(nn.Module):
         self.frozen = epoch <= self.warmup_epochs
 
     def _logits(self, x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
-        pooled = masked_max_pool(x, pad_mask)  # (B, C)
+        """x (T, B, C) → the gate logits (B, H), in the parameters' dtype with autocast off (float32 under autocast:
+        CPU autocast would run the linear layers in half precision and leaves LayerNorm and BatchNorm to their
+        input's dtype, quantising G to steps of 2⁻⁸ in bfloat16; the network is (B, C) → (B, H), so this costs
+        nothing)."""
+        pooled = masked_max_pool(x, pad_mask).to(self.fc1.weight.dtype)  # (B, C); the max is exact in any dtype
         o = self.fc2(self.norm(F.relu(self.fc1(pooled))))  # (B, H)
         if self.bn is None:
             return o
@@ -57,14 +63,16 @@ class SyntaxGate(nn.Module):
         return self.bn(o)
 
     def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
-        """x: (T, B, C) the layer's input, pad_mask (B, T) → G (B, H) in x's dtype."""
+        """x: (T, B, C) the layer's input, pad_mask (B, T) → G (B, H): learned, in the gate parameters' dtype (float32
+        under autocast, see :meth:`_logits`); ``pure``/``avg``, in x's dtype."""
         B = x.size(1)
         if self.mode != "gated":
             return x.new_full((B, self.num_heads), 1.0 if self.mode == "pure" else 0.5)
-        if self.frozen:
-            with torch.no_grad():
-                return torch.sigmoid(self._logits(x, pad_mask))
-        return torch.sigmoid(self._logits(x, pad_mask))
+        with named_precision("the syntax gate (Hou et al., gated self-attention)", x), full_precision(x.device.type):
+            if self.frozen:
+                with torch.no_grad():
+                    return torch.sigmoid(self._logits(x, pad_mask))
+            return torch.sigmoid(self._logits(x, pad_mask))
 
 
 def mix(p_syn: torch.Tensor, p_raw: torch.Tensor, gates: torch.Tensor) -> torch.Tensor:

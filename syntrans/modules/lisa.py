@@ -10,6 +10,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .precision import full_precision, to_dtype_clamped
+
 #: ``--lisa-loss``: ce, the bi-affine head's parent log-likelihood; l2, a stock head's squared distance to the parent mask
 LISA_LOSSES = ("ce", "l2")
 
@@ -27,10 +29,18 @@ class BiaffineScorer(nn.Module):
         nn.init.xavier_uniform_(self.U)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """q: (B, T, d), k: (B, S, d) unscaled head projections → scores (B, T, S)."""
-        fq = F.leaky_relu(q)
-        fq = torch.cat([fq, fq.new_ones(fq.shape[:-1] + (1,))], dim=-1)  # (B, T, d+1)
-        return torch.bmm(fq @ self.U.to(fq.dtype), F.leaky_relu(k).transpose(1, 2))  # (B, T, S)
+        """q: (B, T, d), k: (B, S, d) unscaled head projections → scores (B, T, S) in q's dtype.
+
+        Computed in float32 with autocast off, then clamped into q's dtype: unlike QKᵀ/√d these scores are not
+        scaled, so they grow with d and the activations and can pass float16's 65504 (+inf there would make the
+        head's softmax NaN). One head's (B, T, S), so the float32 costs little; the result is cast back so that the
+        layer's (B, H, T, S) scores keep their dtype."""
+        work = torch.promote_types(q.dtype, torch.float32)  # float32, or float64 for float64 inputs
+        with full_precision(q.device.type):
+            fq = F.leaky_relu(q.to(work))
+            fq = torch.cat([fq, fq.new_ones(fq.shape[:-1] + (1,))], dim=-1)  # (B, T, d+1)
+            scores = torch.bmm(fq @ self.U.to(work), F.leaky_relu(k.to(work)).transpose(1, 2))  # (B, T, S)
+        return to_dtype_clamped(scores, q.dtype)
 
 
 def gold_parent_rows(log_probs: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:

@@ -15,6 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..syntax.nsd import BOS_NSD, NO_NSD
+from .precision import named_precision
 
 NSD_INPUT_MODES = ("none", "concat", "add", "linear")
 
@@ -108,22 +109,27 @@ class NsdInput(nn.Module):
         return (pe * (shifted > 0).unsqueeze(-1)).to(torch.float32)
 
     def forward(self, x: torch.Tensor, values: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """x (B, T, C) scaled word embeddings, values (B, T) raw NSD values (default: ``self.values``) → (B, T, C)."""
+        """x (B, T, C) scaled word embeddings, values (B, T) raw NSD values (default: ``self.values``) → (B, T, C) in
+        x's dtype (under autocast the ``linear`` projection runs in half precision: its output is cast back, so the
+        residual stream that starts here keeps the precision of a stock model's, float32)."""
         values = self.values if values is None else values
         if values is None or values.shape != x.shape[:2]:
             raise ValueError(f"NSD input needs one NSD value per token: tokens {tuple(x.shape[:2])}, values "
                              f"{None if values is None else tuple(values.shape)}")
         rows, shifted = self.index(values.to(x.device))
-        if self.mode == "concat":
-            e = self.embed(rows).to(x.dtype)
-            x = torch.cat([x[..., : self.embed_dim - e.size(-1)], e], dim=-1)
-        elif self.mode == "add":
-            x = x + self.embed(rows).to(x.dtype)
-        elif self.mode == "linear":
-            x = self.proj(torch.cat([x, self.embed(rows).to(x.dtype)], dim=-1))
-        if self.spe:
-            x = x + self.spe_table(shifted).to(x.dtype)
-        return x
+        with named_precision(f"the NSD input ({self.mode}, Ma et al. 2019)", x):
+            if self.mode == "concat":
+                e = self.embed(rows).to(x.dtype)
+                out = torch.cat([x[..., : self.embed_dim - e.size(-1)], e], dim=-1)
+            elif self.mode == "add":
+                out = x + self.embed(rows).to(x.dtype)
+            elif self.mode == "linear":
+                out = self.proj(torch.cat([x, self.embed(rows).to(x.dtype)], dim=-1)).to(x.dtype)
+            else:
+                out = x
+            if self.spe:
+                out = out + self.spe_table(shifted).to(x.dtype)
+        return out
 
 
 class NsdClassifier(nn.Module):
@@ -135,8 +141,9 @@ class NsdClassifier(nn.Module):
         self.out = nn.Linear(embed_dim, self.v_max - self.v_min + 1)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        """h (…, C) → logits (…, V)."""
-        return self.out(h)
+        """h (…, C) → logits (…, V) (in half precision under autocast; the losses take them to float32)."""
+        with named_precision("the NSD classifier (Ma et al. 2019)", h):
+            return self.out(h)
 
     def predict(self, logits: torch.Tensor) -> torch.Tensor:
         """The most probable NSD value (…,) long."""

@@ -6,16 +6,20 @@ from typing import Tuple
 
 import torch
 
+from .precision import full_precision
+
 
 def mapped_target_attention(E: torch.Tensor, C: torch.Tensor, tgt_pad: torch.Tensor) -> torch.Tensor:
     """D' = softmax over keys of causal-mask(C E Cᵀ) (Deguchi et al. 2021, SyncAttn).
 
     E (B, I, I) source DBSA attention, C (B, J, I) encoder-decoder attention (rows sum to 1 over real source
     keys, 0 on padding), tgt_pad (B, J) True at target padding → (B, J, J) float32; keys after the query and
-    padding keys get 0. A padding query keeps its own position so that no row is empty (no NaN)."""
-    C = C.float()
-    mapped = torch.bmm(torch.bmm(C, E.float()), C.transpose(1, 2))  # (B, J, J)
-    return torch.softmax(mapped.masked_fill(sync_masked(tgt_pad), float("-inf")), dim=-1)
+    padding keys get 0. A padding query keeps its own position so that no row is empty (no NaN). Float32 also under
+    autocast, which is switched off here (it would run the bmm in half precision, and CPU autocast the softmax too)."""
+    with full_precision(C.device.type):
+        C = C.float()
+        mapped = torch.bmm(torch.bmm(C, E.float()), C.transpose(1, 2))  # (B, J, J)
+        return torch.softmax(mapped.masked_fill(sync_masked(tgt_pad), float("-inf")), dim=-1)
 
 
 def sync_masked(tgt_pad: torch.Tensor) -> torch.Tensor:

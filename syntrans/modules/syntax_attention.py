@@ -147,7 +147,9 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             blocks.append(scores[:, plan.pascal_heads] * w.unsqueeze(1))
         h = plan.lisa_head
         if h is not None:  # ce: the bi-affine scores replace the head's own; l2: the stock QKᵀ/√d (Hou et al., §5.2)
-            blocks.append(self.lisa(q[:, h], k[:, h]).unsqueeze(1) if self.lisa_loss == "ce" else scores[:, h : h + 1])
+            # the bi-affine block in the scores' dtype: a float32 block would promote the whole (B, H, T, S) in torch.cat
+            blocks.append(self.lisa(q[:, h], k[:, h]).unsqueeze(1).to(scores.dtype) if self.lisa_loss == "ce"
+                          else scores[:, h : h + 1])
         rest = plan.distance + plan.pascal + plan.lisa
         if rest < self.num_heads:
             blocks.append(scores[:, rest:])

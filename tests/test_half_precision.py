@@ -1,0 +1,474 @@
+"""Half precision on CPU (docs/half_precision.md): every syntax preset under torch.autocast (bfloat16 and float16) and
+cast whole to bfloat16/float16, on one fixed batch, against float32: losses, gradients, attachment scores and gates
+stay finite and close, and the low-precision tensors stay where they belong (the attention in half precision, no
+silent upcast of it; float32 where a mechanism says so). Then fairseq's own trainer in bf16 on CPU, and the ways
+fairseq-train's --bf16/--fp16/--amp behave on CPU, so the document stays true when fairseq changes.
+
+Tolerances are relative to float32 and 3-10x the worst difference measured on this batch with torch 2.13
+(numbers in docs/half_precision.md)."""
+import contextlib
+import logging
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.nn.functional as F
+from fairseq import distributed_utils, options
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq.trainer import Trainer
+from fairseq_cli import train as fairseq_train
+from helpers import BIN, build_task_and_model, metric, metric_lines, tiny_train_argv
+from omegaconf import open_dict
+
+from syntrans.criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
+from syntrans.modules import sync_attn
+from syntrans.modules.gate import SyntaxGate
+from syntrans.modules.lisa import BiaffineScorer
+from syntrans.modules.pascal import pascal_weights
+from syntrans.modules.precision import PrecisionError
+from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
+
+GPU_CHECK = Path(__file__).resolve().parents[1] / "scripts" / "gpu_check.sh"
+
+# name → (arch, flags after SMALL): every mechanism once; the gate learned from the first epoch on
+PRESETS = {
+    "distance": ("distance_transformer_iwslt_de_en", ()),
+    "gated": ("gated_distance_transformer_iwslt_de_en", ("--gate-warmup-epochs", "0")),
+    "pascal": ("pascal_transformer_iwslt_de_en", ()),
+    "lisa_ce": ("lisa_transformer_iwslt_de_en", ()),
+    "lisa_l2": ("lisa_transformer_iwslt_de_en", ("--lisa-loss", "l2")),
+    "dbsa": ("dbsa_transformer_wmt_en_de", ()),
+    "dbsa_2heads": ("dbsa_transformer_wmt_en_de", ("--dbsa-heads", "2")),
+    "syncattn": ("syncattn_transformer_wmt_en_de", ()),
+    "nsd": ("nsd_transformer_base", ("--nsd-embed-dim", "8")),
+}
+
+BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+# mode → (low dtype, autocast or the model cast whole)
+MODES = {"autocast_bf16": (BF16, True), "autocast_fp16": (FP16, True), "model_bf16": (BF16, False),
+         "model_fp16": (FP16, False)}
+# the quick tier runs the CPU modes a user has (autocast bf16, a cast model); CPU autocast in float16, a stand-in
+# for CUDA's --amp, runs in the full suite
+MODE_PARAMS = [pytest.param(m, marks=pytest.mark.fast) if m != "autocast_fp16" else m for m in MODES]
+
+# worst relative differences measured (torch 2.13, this batch; docs/half_precision.md): criterion loss/nll 2.1e-4,
+# auxiliary losses 2.0e-3 (L_sync), gates 1.6e-3, gradient rel. L2 3.3e-2
+LOSS_RTOL = 2e-3
+AUX_RTOL = 1e-2
+GATE_RTOL = 1e-2
+GRAD_RTOL = 0.15
+# fairseq's trainer, 4 updates then validation, measured: loss 6.2e-4 (bf16), auxiliary losses 2.3e-3 (SyncAttn, bf16),
+# attachment scores 0.18 points (a near-tie flips among ~550 tokens)
+TRAINER_RTOL = 5e-3
+UAS_ATOL = 2.0
+# metrics that count tokens (attachment, dropped arcs, clipped values): equal in every precision
+COUNTED = ("_uas", "_later", "_clipped")
+
+
+def randomise_dbsa(model, std: float = 0.5) -> None:
+    """N(0, std²) noise on every DBSA U: at its initial identity a DBSA head is a stock head."""
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("q_proj.U"):
+                p.add_(torch.randn(p.shape, generator=g) * std)
+
+
+class Case:
+    """One preset's untrained model (seed 1), its criterion and a fixed batch of 8 validation sentences, with the
+    float32 results in evaluation and in training."""
+
+    def __init__(self, data, name):
+        arch, extra = PRESETS[name]
+        self.task, self.model = build_task_and_model(data, arch, *extra)
+        randomise_dbsa(self.model)
+        self.task.load_dataset("valid")
+        ds = self.task.dataset("valid")
+        self.sample = ds.collater([ds[i] for i in range(8)])
+        self.crit = SyntaxLabelSmoothedCrossEntropyCriterion(self.task, sentence_avg=False, label_smoothing=0.1)
+        self.state = {k: v.clone() for k, v in self.model.state_dict().items()}
+        self.ref = {train: self.run(None, train) for train in (False, True)}
+
+    def prepare(self, mode):
+        """Reset the model to its initial float32 state (BatchNorm statistics included), cast it for ``mode``; the
+        autocast context to run it in."""
+        self.model.float()
+        self.model.load_state_dict(self.state)
+        if mode is None:
+            return contextlib.nullcontext()
+        dtype, autocast = MODES[mode]
+        if autocast:
+            return torch.autocast("cpu", dtype=dtype)
+        self.model.to(dtype)
+        return contextlib.nullcontext()
+
+    def run(self, mode, train: bool):
+        """Loss, nll, every auxiliary value and (train) the gradients of one forward (and backward)."""
+        ctx = self.prepare(mode)
+        self.model.train(train)
+        self.model.zero_grad(set_to_none=True)
+        torch.manual_seed(123)  # the gated preset's syntax dropout draws the same mask in every mode
+        with ctx:
+            loss, size, log = self.crit(self.model, self.sample)
+        out = {"loss": float(loss.detach()), "nll": float(log["nll_loss"]),
+               "aux": {k[4:]: float(torch.as_tensor(v).float()) for k, v in log.items()
+                       if k.startswith("aux:") and not k.endswith(":n")}}
+        if train:
+            (loss / size).backward()
+            out["grads"] = {n: p.grad.detach().float().clone() for n, p in self.model.named_parameters()
+                            if p.grad is not None}
+        return out
+
+
+@pytest.fixture(scope="module")
+def cases(tiny_data):
+    built = {}
+
+    def get(name):
+        if name not in built:
+            built[name] = Case(tiny_data, name)
+        return built[name]
+
+    return get
+
+
+def rel(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), 1e-12)
+
+
+@pytest.mark.parametrize("mode", MODE_PARAMS)
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_losses_and_gradients_close_to_float32(cases, name, mode):
+    """Evaluation and training: finite, close to float32 (loss, nll, each auxiliary loss, gates, gradients), the
+    same attachment scores; every auxiliary value float32 is seen in half precision too."""
+    case = cases(name)
+    for train in (False, True):
+        ref, got = case.ref[train], case.run(mode, train)
+        what = f"{name}, {mode}, {'training' if train else 'evaluation'}"
+        assert math.isfinite(got["loss"]) and math.isfinite(got["nll"]), what
+        assert rel(ref["loss"], got["loss"]) <= LOSS_RTOL, (what, ref["loss"], got["loss"])
+        assert rel(ref["nll"], got["nll"]) <= LOSS_RTOL, (what, ref["nll"], got["nll"])
+        assert set(got["aux"]) == set(ref["aux"]), what
+        for key, value in ref["aux"].items():
+            assert math.isfinite(got["aux"][key]), (what, key)
+            if key.endswith(COUNTED):
+                assert got["aux"][key] == value, (what, key, value, got["aux"][key])
+            else:
+                tol = GATE_RTOL if key.startswith("gate_") else AUX_RTOL
+                assert rel(value, got["aux"][key]) <= tol, (what, key, value, got["aux"][key])
+        if train:
+            assert set(got["grads"]) == set(ref["grads"]), what
+            assert all(torch.isfinite(g).all() for g in got["grads"].values()), what
+            num = sum(((ref["grads"][n] - g) ** 2).sum() for n, g in got["grads"].items())
+            den = sum((g ** 2).sum() for g in ref["grads"].values())
+            assert float(torch.sqrt(num / den)) <= GRAD_RTOL, (what, float(torch.sqrt(num / den)))
+    mechanisms = {"lisa_ce": "lisa", "lisa_l2": "lisa", "dbsa": "dbsa_src", "dbsa_2heads": "dbsa_tgt",
+                  "syncattn": "sync", "nsd": "nsd_src_dist", "gated": "gate_l0h0"}
+    if name in mechanisms:  # the comparison above did see the mechanism's own value
+        assert mechanisms[name] in case.ref[False]["aux"]
+
+
+@pytest.mark.parametrize("mode", MODE_PARAMS)
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_dtypes_inside_the_model(cases, name, mode, monkeypatch):
+    """Where each precision lives: every attention (syntax or stock, explicit or fused path) and the syntax heads'
+    (B, H, T, S) scores stay in the low dtype (no whole-attention upcast); under autocast every encoder and decoder
+    layer gets a float32 input (the residual stream stays float32, as in a stock model) and the gate is float32;
+    SyncAttn's D' is float32 in every mode; a cast model's distance bias is in its dtype."""
+    case = cases(name)
+    low, autocast = MODES[mode]
+    seen = {"attn": set(), "scores": set(), "layer_in": set(), "gate": set(), "d_prime": set(), "bias": set()}
+
+    def syntax_scores(self, *args, **kwargs):
+        out = original_scores(self, *args, **kwargs)
+        seen["scores"].add(out.dtype)
+        return out
+
+    def mapped(*args, **kwargs):
+        out = original_mapped(*args, **kwargs)
+        seen["d_prime"].add(out.dtype)
+        return out
+
+    original_scores, original_mapped = SyntaxMultiheadAttention._syntax_scores, sync_attn.mapped_target_attention
+    monkeypatch.setattr(SyntaxMultiheadAttention, "_syntax_scores", syntax_scores)
+    monkeypatch.setattr(sync_attn, "mapped_target_attention", mapped)
+    hooks = []
+    for module in case.model.modules():
+        if isinstance(module, SyntaxMultiheadAttention):
+            hooks.append(module.register_forward_hook(lambda m, a, out: seen["attn"].add(out[0].dtype)))
+        elif isinstance(module, SyntaxGate):
+            hooks.append(module.register_forward_hook(lambda m, a, out: seen["gate"].add(out.dtype)))
+    for layer in list(case.model.encoder.layers) + list(case.model.decoder.layers):
+        hooks.append(layer.register_forward_pre_hook(lambda m, a: seen["layer_in"].add(a[0].dtype)))
+    try:
+        ctx = case.prepare(mode)
+        case.model.train()
+        with ctx:
+            case.crit(case.model, case.sample)
+    finally:
+        for h in hooks:
+            h.remove()
+    for m in case.model.modules():
+        if isinstance(m, SyntaxMultiheadAttention) and m.syntax_bias is not None:
+            seen["bias"].add(m.syntax_bias.dtype)
+    assert seen["attn"] == {low}, seen["attn"]
+    assert seen["layer_in"] == ({FP32} if autocast else {low}), seen["layer_in"]
+    if name in ("pascal", "lisa_ce", "lisa_l2", "dbsa", "dbsa_2heads", "syncattn", "gated"):
+        assert seen["scores"] == {low}, seen["scores"]
+    if name == "gated":
+        assert seen["gate"] == ({FP32} if autocast else {low}), seen["gate"]
+    if name == "syncattn":
+        assert seen["d_prime"] == {FP32}
+    if name == "distance":  # the fused path's additive bias (the model's dtype: float32 under autocast)
+        assert seen["bias"] == ({FP32} if autocast else {low}), seen["bias"]
+
+
+@pytest.mark.fast
+def test_pascal_parents_stay_exact_in_fairseq_half_batches(cases):
+    """fairseq's --fp16/--bf16 cast every float32 tensor of a batch to half precision (Trainer._fp_convert_sample),
+    where bf16 has 8 bits of mantissa (129.5 → 130). The PASCAL parent positions (x.5 between two subwords) are not
+    float32, so they come through exactly, also at positions beyond bf16's exact range; the Gaussians use them."""
+    sample = cases("pascal").sample
+    parents = sample["net_input"]["src_parent_middle"]
+    assert parents.dtype not in (torch.float32, torch.float16, torch.bfloat16)
+    assert bool((torch.frac(parents) == 0.5).any())  # some head word has an even number of subwords
+    far = torch.where(parents >= 0, parents + 300, parents)  # a long (or long left-padded) source
+    for flags in ({"fp16": True, "bf16": False}, {"fp16": False, "bf16": True}):
+        trainer = SimpleNamespace(cfg=SimpleNamespace(common=SimpleNamespace(**flags)))
+        batch = {"net_input": {"src_parent_middle": far, "float32": far.float()}}
+        out = Trainer._fp_convert_sample(trainer, batch)["net_input"]
+        assert torch.equal(out["src_parent_middle"], far), flags
+        if flags["bf16"]:  # what a float32 feature would have become
+            assert not torch.equal(out["float32"].double(), far)
+    w = pascal_weights(far, int(far.max()) + 2, 1.0)
+    assert w.dtype == FP32
+    b, i = (torch.frac(far) == 0.5).nonzero()[0].tolist()
+    j = int(far[b, i])  # the centre, beyond 256, lies halfway between keys j and j + 1: equal weights
+    assert j > 256 and torch.equal(w[b, i, j], w[b, i, j + 1]) and w[b, i, j] > w[b, i, j + 2]
+    with pytest.raises(TypeError, match="PASCAL parent positions arrived as torch.bfloat16"):
+        pascal_weights(far.bfloat16(), 400, 1.0)
+
+
+@pytest.mark.fast
+def test_lisa_biaffine_scores_do_not_overflow_float16():
+    """The bi-affine scores are not scaled by 1/√d: where they pass float16's range they come back as its largest
+    finite value (a softmax over +inf is NaN), equal to the float32 scores elsewhere, and in the input's dtype."""
+    scorer = BiaffineScorer(8)
+    with torch.no_grad():
+        scorer.U.fill_(1.0)
+    q = torch.full((1, 2, 8), 60.0)
+    k = torch.stack([torch.full((8,), 60.0), torch.full((8,), 0.01)]).unsqueeze(0)  # (1, 2, 8): a big key, a small one
+    ref = scorer(q, k)  # float32: (8·60 + 1)·60·8 = 230880 > 65504 for the big key
+    assert ref[0, 0, 0] > torch.finfo(FP16).max
+    naive = torch.bmm(torch.cat([q, torch.ones(1, 2, 1)], -1).half() @ scorer.U.half(), k.half().transpose(1, 2))
+    assert torch.isinf(naive).any()  # what the head computed in float16 would give
+    got = scorer.half()(q.half(), k.half())
+    assert got.dtype == FP16 and torch.isfinite(got).all()
+    assert float(got[0, 0, 0]) == torch.finfo(FP16).max
+    assert torch.allclose(got[0, :, 1].float(), ref[0, :, 1], rtol=1e-3)
+    assert torch.isfinite(torch.softmax(got.float(), -1)).all()
+
+
+@pytest.mark.fast
+def test_a_mechanism_without_its_kernel_names_itself(monkeypatch):
+    """A mechanism that cannot run in a precision (here: a torch without a float16 LayerNorm on CPU, as older ones
+    were) says which mechanism, dtype and device; other errors pass unchanged."""
+    gate = SyntaxGate(16, 4, 8).half()
+    x, pad = torch.randn(5, 3, 16).half(), torch.zeros(3, 5, dtype=torch.bool)
+    assert gate(x, pad).dtype == FP16  # the kernels exist in this torch
+
+    def no_half_kernel(x, *args, **kwargs):
+        raise RuntimeError("\"LayerNormKernelImpl\" not implemented for 'Half'")
+
+    monkeypatch.setattr(F, "layer_norm", no_half_kernel)
+    with pytest.raises(PrecisionError, match=r"the syntax gate .* torch.float16 inputs on cpu.*LayerNormKernelImpl"):
+        gate(x, pad)
+
+    def other(x, *args, **kwargs):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(F, "layer_norm", other)
+    with pytest.raises(RuntimeError, match="^something else$"):
+        gate(x, pad)
+
+
+# ------------------------------------------------------------------------------- fairseq's trainer on CPU
+
+TRAIN_FLAGS = ("--lr", "1e-3", "--max-update", "4", "--max-epoch", "1", "--log-interval", "1", "--no-save",
+               "--cpu")
+
+
+def fairseq_train_in_process(data, save, argv, undo_tpu: bool):
+    """fairseq-train's own ``main`` on ``argv`` (parsed as fairseq-train does), in this process; with ``undo_tpu``
+    the tpu flag that fairseq's options.py derives from --bf16 is switched off, the one step between fairseq's
+    bf16 trainer and CPU. Returns what its progress bar logged and the parameter dtypes the criterion saw."""
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, list(map(str, tiny_train_argv(data, save, *argv, *TRAIN_FLAGS))))
+    cfg = convert_namespace_to_omegaconf(args)
+    if undo_tpu:
+        with open_dict(cfg):
+            cfg.common.tpu = False
+    dtypes = set()
+    original = SyntaxLabelSmoothedCrossEntropyCriterion.forward
+
+    def forward(self, model, sample, reduce=True):
+        dtypes.add(next(model.parameters()).dtype)
+        return original(self, model, sample, reduce)
+
+    SyntaxLabelSmoothedCrossEntropyCriterion.forward = forward
+    try:
+        log = logged(lambda: distributed_utils.call_main(cfg, fairseq_train.main))
+    finally:
+        SyntaxLabelSmoothedCrossEntropyCriterion.forward = original
+    return log, dtypes
+
+
+def logged(fn) -> str:
+    """What fairseq's progress bar and trainer log while ``fn`` runs (simple format)."""
+    lines = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = lambda record: lines.append(f"| {record.levelname} | {record.name} | {record.getMessage()}")
+    loggers = [logging.getLogger(n) for n in ("fairseq.logging.progress_bar", "fairseq.trainer", "fairseq_cli.train")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.setLevel(logging.INFO)
+    try:
+        fn()
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+    return "\n".join(lines)
+
+
+def valid_values(log: str) -> dict:
+    lines = metric_lines(log, "valid")
+    assert lines, log[-2000:]
+    names = ["loss", "nll_loss", "lisa", "dbsa_src", "dbsa_tgt", "sync", "nsd_src_ce", "nsd_src_dist", "nsd_tgt_ce",
+             "nsd_tgt_dist", "lisa_uas", "dbsa_src_uas", "dbsa_tgt_uas"]
+    return {n: metric(lines[-1], n) for n in names if metric(lines[-1], n) is not None}
+
+
+@pytest.fixture(scope="module")
+def fp32_runs(tiny_data, tmp_path_factory):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            arch, extra = PRESETS[name]
+            log, dtypes = fairseq_train_in_process(tiny_data, tmp_path_factory.mktemp(name), ["--arch", arch, *extra],
+                                                   undo_tpu=False)
+            assert dtypes == {FP32}
+            cache[name] = valid_values(log)
+        return cache[name]
+
+    return get
+
+
+def assert_close_to_float32(got: dict, ref: dict) -> None:
+    """Validation values of a half-precision run against float32's: the same names, finite, losses within
+    TRAINER_RTOL, auxiliary losses within AUX_RTOL, attachment scores within UAS_ATOL points."""
+    assert set(got) == set(ref) and len(ref) >= 2, (got, ref)
+    for key, value in ref.items():
+        assert math.isfinite(got[key]), (key, got)
+        if key.endswith("_uas"):
+            assert abs(got[key] - value) <= UAS_ATOL, (key, value, got[key])
+        else:
+            assert rel(value, got[key]) <= (TRAINER_RTOL if "loss" in key else AUX_RTOL), (key, value, got[key])
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_fairseq_bf16_trainer_on_cpu(tiny_data, tmp_path, fp32_runs, name):
+    """fairseq's own --bf16 training (the model cast to bf16, float32 master weights, the batch's float32 tensors
+    cast too) on CPU, with options.py's --bf16 ⇒ --tpu undone: 4 updates and validation, close to float32."""
+    arch, extra = PRESETS[name]
+    log, dtypes = fairseq_train_in_process(tiny_data, tmp_path, ["--arch", arch, *extra, "--bf16"], undo_tpu=True)
+    assert dtypes == {BF16}  # the trainer did run the model in bf16
+    assert_close_to_float32(valid_values(log), fp32_runs(name))
+
+
+@pytest.mark.parametrize("name", ["lisa_ce", "gated", "syncattn", "nsd"])  # the mechanisms with float32 blocks of their own
+def test_fairseq_fp16_trainer_on_cpu_without_flat_grads(tiny_data, tmp_path, fp32_runs, name):
+    """`--fp16 --fp16-no-flatten-grads` trains on CPU while the loss scale never overflows (fairseq's overflow path
+    calls .cuda(): a small --fp16-init-scale keeps it away here), close to float32."""
+    arch, extra = PRESETS[name]
+    log, dtypes = fairseq_train_in_process(tiny_data, tmp_path, ["--arch", arch, *extra, "--fp16",
+                                                                 "--fp16-no-flatten-grads", "--fp16-init-scale", "4"],
+                                           undo_tpu=False)
+    assert dtypes == {FP16}
+    assert "overflow" not in log
+    assert_close_to_float32(valid_values(log), fp32_runs(name))
+
+
+def test_fairseq_train_bf16_on_cpu_fails_as_documented(tiny_data, tmp_path, monkeypatch):
+    """`fairseq-train --cpu --bf16` (its console entry point, fairseq_cli.train.cli_main): options.py makes --bf16
+    imply --tpu, and the trainer then asks torch_xla for a device it does not have."""
+    parser = options.get_training_parser()
+    argv = list(map(str, tiny_train_argv(tiny_data, tmp_path, "--arch", "distance_transformer_iwslt_de_en",
+                                         *TRAIN_FLAGS, "--bf16")))
+    assert options.parse_args_and_arch(parser, argv).tpu is True
+    monkeypatch.setattr(sys, "argv", ["fairseq-train", *argv])
+    with pytest.raises(AttributeError, match="xla_device"):
+        logged(fairseq_train.cli_main)
+
+
+def test_fairseq_train_fp16_on_cpu_fails_as_documented(tiny_data, tmp_path, monkeypatch):
+    """`fairseq-train --cpu --fp16`: the flattened fp32 master copy is made on the current CUDA device."""
+    argv = list(map(str, tiny_train_argv(tiny_data, tmp_path, "--arch", "distance_transformer_iwslt_de_en",
+                                         *TRAIN_FLAGS, "--fp16")))
+    monkeypatch.setattr(sys, "argv", ["fairseq-train", *argv])
+    with pytest.raises((AssertionError, RuntimeError), match="CUDA"):
+        logged(fairseq_train.cli_main)
+
+
+def test_fairseq_train_amp_on_cpu_is_float32(tiny_data, tmp_path, fp32_runs, monkeypatch):
+    """`fairseq-train --cpu --amp` runs, but fairseq's autocast and loss scaler are CUDA's: on CPU both are off, so
+    the run is the float32 run, number for number."""
+    arch, extra = PRESETS["lisa_ce"]
+    argv = list(map(str, tiny_train_argv(tiny_data, tmp_path, "--arch", arch, *extra, *TRAIN_FLAGS, "--amp")))
+    monkeypatch.setattr(sys, "argv", ["fairseq-train", *argv])
+    log = logged(fairseq_train.cli_main)
+    assert valid_values(log) == fp32_runs("lisa_ce")
+
+
+# ------------------------------------------------------------------------------- scripts/gpu_check.sh
+
+def gpu_check(out, *args, **env):
+    """scripts/gpu_check.sh with ``env`` added to this environment: (exit status, stdout + stderr)."""
+    full = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **env}
+    p = subprocess.run(["bash", str(GPU_CHECK), *args, str(out)], capture_output=True, text=True, env=full, timeout=600)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_gpu_check_without_cuda_says_so(tmp_path):
+    """With no CUDA device and no --plumbing, the script stops before any work and says why."""
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: the script would run for real")
+    rc, out = gpu_check(tmp_path / "out")
+    assert rc == 2 and "no CUDA device" in out and "--plumbing" in out, out
+    assert not (tmp_path / "out" / "summary.tsv").exists()
+    rc, out = gpu_check(tmp_path / "out", GPU_CHECK_PRESETS="lisa_ce bogus")
+    assert rc == 2 and "unknown preset 'bogus'" in out, out
+
+
+def test_gpu_check_plumbing_on_cpu(tiny_data, tmp_path, single_threaded_tools):
+    """The script's plumbing on CPU in float32: one preset trained (3 updates), validated, decoded; the summary
+    table has its row with a finite loss and BLEU and the script exits 0."""
+    out = tmp_path / "out"
+    rc, log = gpu_check(out, "--plumbing", GPU_CHECK_DATA=str(tiny_data), GPU_CHECK_PRESETS="lisa_ce",
+                        GPU_CHECK_NO_BENCH="1")
+    assert rc == 0, log[-3000:]
+    rows = [line.split("\t") for line in (out / "summary.tsv").read_text().splitlines()]
+    assert rows[0][:3] == ["preset", "precision", "updates"] and len(rows) == 2, rows
+    row = dict(zip(rows[0], rows[1]))
+    assert row["preset"] == "lisa_ce" and row["precision"] == "fp32" and row["updates"] == "3", row
+    assert math.isfinite(float(row["train_loss"])) and math.isfinite(float(row["valid_loss"])), row
+    assert row["decode"] == "yes" and math.isfinite(float(row["BLEU"])) and row["status"] == "ok", row
+    assert "| lisa_ce | fp32 | 3 |" in (out / "summary.md").read_text()
+    assert (out / "train.lisa_ce.fp32.log").exists() and (out / "generate.lisa_ce.fp32.txt").exists()
