@@ -18,8 +18,9 @@ import torch
 def fairseq_checkpoint_globals() -> List[object]:
     """The classes and functions fairseq checkpoints reference besides tensors."""
     import omegaconf  # lazy: omegaconf comes with fairseq (this module imports without it)
-    from omegaconf import nodes  # lazy: as above
-    from omegaconf.base import ContainerMetadata, Metadata  # lazy: as above
+    from fairseq.distributed.utils import _TensorPlaceholder  # lazy: fairseq is heavy (this module imports without it)
+    from omegaconf import nodes  # lazy: omegaconf, as above
+    from omegaconf.base import ContainerMetadata, Metadata  # lazy: omegaconf, as above
 
     out: List[object] = [
         argparse.Namespace,
@@ -31,6 +32,9 @@ def fairseq_checkpoint_globals() -> List[object]:
         omegaconf.ListConfig,
         ContainerMetadata,
         Metadata,
+        # a resumed multi-process run: rank 0 reads the checkpoint and sends it to the others with the tensors
+        # replaced by these placeholders (fairseq.distributed.utils.broadcast_object), and they unpickle it safely
+        _TensorPlaceholder,
     ]
     for name in ("AnyNode", "StringNode", "IntegerNode", "FloatNode", "BooleanNode", "EnumNode",
                  "BytesNode", "PathNode", "ValueNode"):

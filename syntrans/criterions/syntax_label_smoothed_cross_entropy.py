@@ -8,6 +8,7 @@ sample_size it contributes λ · mean), and logged under its own name as the mea
 """
 from __future__ import annotations
 
+import torch
 from fairseq import metrics, utils
 from fairseq.criterions import register_criterion
 from fairseq.criterions.label_smoothed_cross_entropy import (
@@ -39,6 +40,10 @@ class SyntaxLabelSmoothedCrossEntropyCriterion(LabelSmoothedCrossEntropyCriterio
             count = float(utils.item(item["ntokens"]))
             if count > 0:
                 loss = loss + item["weight"] * item["loss"] * (sample_size / count)
+            elif torch.is_tensor(item["loss"]) and item["loss"].requires_grad and bool(torch.isfinite(item["loss"])):
+                # a batch without items (a sum over none) keeps the loss in the graph with weight 0: its parameters get
+                # a zero gradient, which torch's DistributedDataParallel waits for from every process
+                loss = loss + 0.0 * item["loss"]
             logging_output[f"{_PREFIX}{name}"] = item["loss"].data
             logging_output[f"{_PREFIX}{name}:n"] = count
         if aux:

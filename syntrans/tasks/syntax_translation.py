@@ -13,6 +13,8 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from ..data import sidecars
 from ..data.nsd_range import nsd_value_range
 from ..data.syntax_dataset import SyntaxPairDataset
+from .frozen_params import drop_frozen_grads, frozen_gate_params, needs_zero_tie, with_zero_tie
+from .shard_checks import check_shares
 
 logger = logging.getLogger("syntrans.task")
 
@@ -104,6 +106,29 @@ class SyntaxTranslationTask(TranslationTask):
         super().begin_epoch(epoch, model)
         if hasattr(model, "set_epoch"):
             model.set_epoch(epoch)
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        """fairseq's step; under torch DDP without ``--find-unused-parameters`` frozen gates (pre-warm-up) get a
+        zero gradient through the loss, since DDP waits for one from every parameter (see ``frozen_params``)."""
+        tied = frozen_gate_params(model) if needs_zero_tie(model) else []
+        if tied:
+            criterion = with_zero_tie(criterion, tied)
+        return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad=ignore_grad)
+
+    def optimizer_step(self, optimizer, model, update_num):
+        """fairseq's step, without the gradients frozen gates got from data-parallel training (legacy_ddp fills
+        missing gradients with zeros before its all-reduce): Adam would apply weight decay to those gates and count
+        steps for them. One process leaves them without gradient anyway, so this changes nothing there."""
+        drop_frozen_grads(model)
+        super().optimizer_step(optimizer, model, update_num)
+
+    def get_batch_iterator(self, dataset, *args, **kwargs):
+        """fairseq's iterator, checked across the training processes: the same data in each, and batches enough
+        for ``--skip-remainder-batch`` (see ``shard_checks``)."""
+        epoch_iter = super().get_batch_iterator(dataset, *args, **kwargs)
+        split = next((name for name, ds in self.datasets.items() if ds is dataset), "(unnamed)")
+        check_shares(split, dataset, epoch_iter, getattr(epoch_iter, "num_shards", 1))
+        return epoch_iter
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         if self.syntax_requests:
