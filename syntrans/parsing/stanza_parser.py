@@ -24,6 +24,27 @@ Alignment (:func:`align_to_tokens`) is by position only, never by string search:
   token; the leaves of its other words are dropped, and every node left with no children is removed
   (a node left with one child is kept, a unary node). The resulting tree's leaves are the input tokens.
 
+Multi-word tokens (:func:`mwt_rule`, :func:`pretokenized_document`): stanza's models for languages with
+contractions (German ``zum`` = ``zu dem``, ``im`` = ``in dem``, …) are trained on the expanded syntactic
+words, but in pretokenized mode stanza's mwt processor expands nothing by itself: it expands only the
+tokens its tokenizer marked ``MWT=Yes`` in MISC, and the pretokenized tokenizer marks none. Left so, every
+contraction would reach the tagger and parser as one unknown word. So when the pipeline has an mwt
+processor, the sentences are handed to stanza as a ``stanza.Document`` (as its pretokenized tokenizer
+builds it: ids, texts, character offsets) in which a token is marked ``MWT=Yes`` when
+
+* the mwt model's expansion dictionary has it (``trainer.dict_expansion``, with its Title-case and
+  UPPER-case look-ups): the tokenizer-free path cannot know more; the seq2seq expander is never asked to
+  guess for other tokens, since it was trained on multi-word tokens only and would split ordinary words;
+* and the tagger's word vocabulary (``pos`` processor, lower-cased, words seen often enough in its
+  training data) does not hold it as a single word: the dictionary lists every form that was a multi-word
+  token even once, also forms that are usually plain words (in GUM the typo ``years`` for ``year's``,
+  in French ``des`` = ``de les`` beside the article ``des``), and stanza's tokenizer would leave those
+  whole in most contexts. A form the tagger learned as a word is left whole, also where it is a
+  contraction; a rare one below the vocabulary's cutoff (GUM's ``cycles``) is still expanded.
+
+The marked tokens are expanded by the mwt processor as configured (dictionary, or its seq2seq model
+ensembled with the dictionary); :func:`align_to_tokens` then collapses the words back to the input tokens.
+
 Missing models: the pipeline never downloads anything (``download_method=None``). When stanza's
 resources or models are not installed, :func:`make_pipeline` raises :class:`MissingModelsError`
 whose message names the resources directory (``STANZA_RESOURCES_DIR``, else stanza's default
@@ -33,12 +54,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import stanza
 import torch
+from stanza.models.common.doc import ID, MISC, TEXT
 from stanza.models.constituency.parse_tree import Tree
 from stanza.resources import common as stanza_resources
 
@@ -245,20 +267,64 @@ def make_pipeline(lang: str, batch_size: int = 64, use_gpu: bool | None = None):
         raise MissingModelsError(missing_models_message(lang, e, model_dir)) from e
 
 
+def mwt_rule(pipeline: Any) -> Callable[[str], bool] | None:
+    """Which tokens (parser spelling) stanza's mwt processor is asked to expand; None when the pipeline has none.
+
+    A token is marked when the mwt model's dictionary expands it and the tagger's word vocabulary does not
+    hold it as a word (why: module docstring). A pipeline without ``processors`` (a stand-in) has no mwt.
+    """
+    processors = getattr(pipeline, "processors", None)
+    if not isinstance(processors, dict) or "mwt" not in processors:
+        return None
+    expander = processors["mwt"].trainer
+    if not callable(getattr(expander, "dict_expansion", None)):
+        raise TypeError(f"stanza {stanza.__version__}: the mwt processor's model ({type(expander).__name__}) has no "
+                        "dict_expansion(token) method, which syntrans needs to mark the multi-word tokens of "
+                        "pretokenized input")
+    pos = processors.get("pos")
+    vocab = getattr(pos, "vocab", None)
+    words = vocab["word"] if vocab is not None and "word" in vocab else ()  # WordVocab: `in` lower-cases
+
+    def is_mwt(token: str) -> bool:
+        return bool(token) and token not in words and expander.dict_expansion(token) is not None
+
+    return is_mwt
+
+
+def pretokenized_document(sentences: Sequence[Sequence[str]], is_mwt: Callable[[str], bool]) -> stanza.Document:
+    """The Document stanza's pretokenized tokenizer builds (ids, texts, ``start_char``/``end_char`` in MISC over
+    the sentences joined by spaces), with ``MWT=Yes`` added to the MISC of each token ``is_mwt`` accepts."""
+    rows = []
+    start = 0
+    for sentence in sentences:
+        row = []
+        for i, token in enumerate(sentence, 1):
+            misc = f"start_char={start}|end_char={start + len(token)}" + ("|MWT=Yes" if is_mwt(token) else "")
+            row.append({ID: (i,), TEXT: token, MISC: misc})
+            start += len(token) + 1
+        rows.append(row)
+    return stanza.Document(rows, text=" ".join(" ".join(s) for s in sentences))
+
+
 class StanzaParser:
-    """Parses batches of pretokenized sentences with stanza; ``parse_batch`` raises when stanza fails."""
+    """Parses batches of pretokenized sentences with stanza; ``parse_batch`` raises when stanza fails.
+
+    With an mwt processor in the pipeline the sentences go to stanza as a Document whose contractions are
+    marked for expansion (:func:`mwt_rule`); else as token lists.
+    """
 
     def __init__(self, lang: str = "en", batch_size: int = 64, unescape: bool = True, pipeline: Any = None):
         self.lang = lang
         self.unescape = unescape
         self.pipeline = pipeline if pipeline is not None else make_pipeline(lang, batch_size)
+        self.is_mwt = mwt_rule(self.pipeline)
 
     def parse_batch(self, sentences: Sequence[Sequence[str]]) -> list[ParsedSentence]:
         """One ParsedSentence per sentence (words = the given tokens); raises if any sentence fails."""
         if not sentences:
             return []
         spelled = [[moses_unescape(t) if self.unescape else t for t in s] for s in sentences]
-        doc = self.pipeline(spelled)
+        doc = self.pipeline(spelled if self.is_mwt is None else pretokenized_document(spelled, self.is_mwt))
         got = list(doc.sentences)
         if len(got) != len(sentences):
             raise ValueError(f"stanza returned {len(got)} sentences for {len(sentences)} token lists")
