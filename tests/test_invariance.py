@@ -18,6 +18,8 @@ ARCHS = [("transformer", ()), ("distance_transformer_iwslt_de_en", ("--distance-
          ("pascal_transformer_iwslt_de_en", ("--gate-layers", "0")),
          # DBSA head 0 of encoder layer 0 and of decoder layer 0; SyncAttn adds a training loss only
          ("dbsa_transformer_wmt_en_de", ()), ("syncattn_transformer_wmt_en_de", ()),
+         # the DBSA oracle: encoder layer 0's DBSA head attends to the gold parents
+         ("dbsa_transformer_wmt_en_de", ("--dbsa-gold-parents",)),
          # LISA head 0 and DBSA head 1 of encoder layer 0; DBSA head 0 of decoder layer 0
          ("lisa_transformer_iwslt_de_en", ("--dbsa-encoder-layers", "0", "--dbsa-decoder-layers", "0")),
          # distance head 0, PASCAL head 1, DBSA heads 2-3 of encoder layer 0; DBSA heads 0-1 of every other layer

@@ -61,6 +61,11 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         self.lisa_gold_parents = bool(syntax.lisa_gold_parents)
         self.gate_layers = syntax.layers("gate_layers", n)
         self.dbsa_layers = syntax.layers("dbsa_encoder_layers", n)
+        self.dbsa_gold_parents = bool(syntax.dbsa_gold_parents)
+        if self.dbsa_gold_parents and not self.dbsa_layers:
+            raise ValueError("--dbsa-gold-parents makes the encoder's DBSA heads attend to the gold source parents, but "
+                             "this model has none (--dbsa-encoder-layers is empty); the decoder side has no gold parse "
+                             "at generation (the hypothesis is not parsed), so there is nothing to replace")
         for layers, what in ((self.lisa_layers, "LISA"), (self.dbsa_layers, "DBSA")):
             if layers and cfg.checkpoint_activations:
                 raise ValueError(f"{what}'s parent loss is computed inside the attention and would lose its gradient "
@@ -92,6 +97,8 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
             wanted.add("src_parent_middle")
         if self.lisa_layers and self.lisa_gold_parents:
             wanted.add("src_parent_first")
+        if self.dbsa_layers and self.dbsa_gold_parents:
+            wanted.add("src_parent_chain")
         if self.nsd.embeds:
             wanted.add(self.nsd.input_feature)
         return wanted
@@ -120,9 +127,10 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         if self.lisa_layers and (self.training or self.lisa_gold_parents or features.get("src_parent_first") is not None):
             # training needs the parents for the LISA loss, the oracle for its rows; generation may go without
             batch.parents_first = self._feature(features, "src_parent_first", (B, T)).long()
-        if self.dbsa_layers and (self.training or features.get("src_parent_chain") is not None):
+        if self.dbsa_layers and (self.training or self.dbsa_gold_parents or features.get("src_parent_chain") is not None):
+            # training needs the parents for the DBSA loss, the oracle for its rows; generation may go without
             batch.parents_chain = required_feature(features, "src_parent_chain", (B, T),
-                                                   "training the encoder's DBSA heads").long()
+                                                   "the encoder's DBSA heads (training, or --dbsa-gold-parents)").long()
         return batch
 
     def set_syntax_batch(self, src_tokens: torch.Tensor, features: Dict[str, Optional[torch.Tensor]]) -> None:

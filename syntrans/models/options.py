@@ -108,6 +108,12 @@ class DbsaOptions(FairseqDataclass):
         metadata={"help": "DBSA heads per chosen layer (after any other syntax heads); the parse is their mean attention"},
     )
     dbsa_weight: float = field(default=0.5, metadata={"help": "λ_dep, weight of each side's DBSA parent loss"})
+    dbsa_gold_parents: bool = field(
+        default=False,
+        metadata={"help": "at evaluation the encoder's DBSA heads attend to the gold source parents (oracle; the "
+                          "decoder's have no gold parse at generation); set at generation time with "
+                          "--model-overrides \"{'dbsa_gold_parents': True}\""},
+    )
 
 
 @dataclass
@@ -240,7 +246,7 @@ class SyntaxOptions(DistanceMaskOptions, PascalOptions, LisaOptions, GateOptions
                             lisa=1 if i in lisa else 0, dbsa=k_dbsa if i in dbsa else 0, gated=i in gated)
             out.append(LayerSyntax(plan, float(self.pascal_ignore), bool(self.lisa_gold_parents),
                                    self.gate_spec() if plan.gated else None, float(self.gate_syntax_dropout),
-                                   lisa_loss=self.lisa_loss)
+                                   lisa_loss=self.lisa_loss, dbsa_gold_parents=bool(self.dbsa_gold_parents))
                        if plan.active else None)
         return out
 

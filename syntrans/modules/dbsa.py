@@ -74,3 +74,12 @@ def dbsa_log_probs(scores: torch.Tensor) -> torch.Tensor:
     dead = torch.isneginf(log_p).all(dim=1)  # (B, T, S)
     mean = torch.logsumexp(log_p.masked_fill(dead.unsqueeze(1), 0.0), dim=1) - math.log(n)  # (B, T, S)
     return mean.masked_fill(dead, float("-inf"))
+
+
+def gold_rows(probs: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+    """The oracle of ``--dbsa-gold-parents``: every DBSA head's row of a query with a gold parent becomes one-hot on
+    that parent (the mean attention, the parse, too); rows without one (EOS, padding) keep the heads' own.
+    probs (B, n, T, S) float, parents (B, T) long (−1: none) → (B, n, T, S)."""
+    has = (parents >= 0)[:, None, :, None]  # (B, 1, T, 1)
+    one_hot = F.one_hot(parents.clamp(min=0), probs.size(-1)).to(probs.dtype).unsqueeze(1)  # (B, 1, T, S)
+    return torch.where(has, one_hot, probs)

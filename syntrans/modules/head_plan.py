@@ -88,6 +88,7 @@ class LayerSyntax:
     syntax_dropout: float = 0.0  # gated layers' "syntax ignoring": dropout on A_syn in training
     causal: bool = False  # decoder self-attention: DBSA arcs to later tokens are dropped
     lisa_loss: str = "ce"  # the LISA head: bi-affine with the parent log-likelihood (ce) or stock with the L2 (l2)
+    dbsa_gold_parents: bool = False  # oracle: at evaluation the (encoder) DBSA heads attend to the gold parent
 
     def __post_init__(self):
         if self.plan.gated != (self.gate is not None):

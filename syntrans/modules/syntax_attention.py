@@ -20,7 +20,7 @@ import torch
 from fairseq import utils
 from fairseq.modules import MultiheadAttention
 
-from .dbsa import BiaffineQueryProjection, causal_parents, dbsa_log_probs
+from .dbsa import BiaffineQueryProjection, causal_parents, dbsa_log_probs, gold_rows
 from .gate import SyntaxGate, mix
 from .head_plan import HeadPlan, LayerSyntax, SyntaxBatch
 from .lisa import LISA_LOSSES, BiaffineScorer, gold_parent_rows, parent_l2_loss, parent_loss
@@ -46,7 +46,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                 g = syntax.gate
                 gate = SyntaxGate(self.embed_dim, self.num_heads, g.hidden, g.batchnorm, g.mode, g.warmup_epochs)
             self.configure(syntax.plan, syntax.pascal_ignore, syntax.lisa_gold_parents, gate, syntax.syntax_dropout,
-                           syntax.causal, syntax.lisa_loss)
+                           syntax.causal, syntax.lisa_loss, syntax.dbsa_gold_parents)
 
     def init_syntax(self) -> None:
         """The plain attributes of the syntax hooks: a layer with no syntax head."""
@@ -60,6 +60,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         self.syntax_dropout = 0.0  # "syntax ignoring": dropout on A_syn of a gated layer in training
         self.gate_values: Optional[torch.Tensor] = None  # (B, H) the last batch's gates, detached
         self.causal = False  # decoder self-attention: DBSA arcs to later tokens are dropped
+        self.dbsa_gold_parents = False  # oracle: at evaluation the (encoder) DBSA heads attend to the gold parent
         self.keep_dbsa_probs = False  # keep the DBSA heads' mean attention of the next forward (SyncAttn)
         self.dbsa_stats: Optional[Tuple[torch.Tensor, ...]] = None  # loss, tokens, hits, dropped later arcs
         self.dbsa_probs: Optional[torch.Tensor] = None  # (B, T, S) mean attention of the DBSA heads
@@ -68,10 +69,11 @@ class SyntaxMultiheadAttention(MultiheadAttention):
 
     def configure(self, plan: HeadPlan, pascal_ignore: float = 0.0, lisa_gold_parents: bool = False,
                   gate: Optional[SyntaxGate] = None, syntax_dropout: float = 0.0, causal: bool = False,
-                  lisa_loss: str = "ce") -> None:
+                  lisa_loss: str = "ce", dbsa_gold_parents: bool = False) -> None:
         """Give this layer its head plan; a LISA head trained with ``lisa_loss`` ce adds its bi-affine parameters U
         (with l2 it is a stock head and adds none), a gated plan its gate, DBSA heads a query projection with their U
-        (:class:`BiaffineQueryProjection`, the same weight and bias); ``causal``: this is decoder self-attention."""
+        (:class:`BiaffineQueryProjection`, the same weight and bias); ``causal``: this is decoder self-attention;
+        ``dbsa_gold_parents``: the DBSA oracle (encoder only: the decoder has no gold parse at generation)."""
         if plan.num_heads != self.num_heads:
             raise ValueError(f"head plan for {plan.num_heads} heads given to a layer with {self.num_heads}")
         if plan.gated != (gate is not None):
@@ -85,6 +87,10 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         if gate is not None:
             self.gate = gate
         self.causal = bool(causal)
+        if dbsa_gold_parents and self.causal:
+            raise ValueError("--dbsa-gold-parents: the decoder side has no gold parse at generation (the hypothesis is "
+                             "not parsed); the oracle applies to encoder DBSA heads")
+        self.dbsa_gold_parents = bool(dbsa_gold_parents)
         if plan.dbsa:
             self.q_proj = BiaffineQueryProjection(self.q_proj, self.num_heads, plan.dbsa_heads)
 
@@ -176,7 +182,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             raw_syntax = self._masked(raw[:, : self.plan.syntax_heads], attn_mask, key_padding_mask)
             probs = self._gated_probs(probs, raw_syntax, x, key_padding_mask)
         probs = self._lisa_probs(scores, probs, batch)
-        self._record_dbsa(scores, probs, batch)
+        probs = self._dbsa_probs(scores, probs, batch)
         if self.keep_probs:
             self.probs = probs.detach()  # (B, H, T, S) the probabilities this layer attends with
         attn = torch.bmm(self.dropout_module(probs.type_as(scores)).view(B * H, T, T), vs)  # (B·H, T, d)
@@ -232,13 +238,15 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         gold = gold_parent_rows(log_probs, parents).exp().unsqueeze(1)  # (B, 1, T, S)
         return torch.cat([probs[:, :h], gold, probs[:, h + 1:]], dim=1)
 
-    def _record_dbsa(self, scores: torch.Tensor, probs: torch.Tensor, batch: SyntaxBatch) -> None:
-        """DBSA (Deguchi et al. 2019): the parent loss −Σ log A[i, parent(i)] of the heads' mean attention with
-        its token count, hits and (decoder) dropped later-parent arcs; the mean attention itself when kept.
-        scores (B, H, T, S) masked, probs (B, H, T, S) float32 before dropout."""
+    def _dbsa_probs(self, scores: torch.Tensor, probs: torch.Tensor, batch: SyntaxBatch) -> torch.Tensor:
+        """DBSA (Deguchi et al. 2019): record the parent loss −Σ log A[i, parent(i)] of the heads' mean attention
+        with its token count, hits and (decoder) dropped later-parent arcs, on the heads' own scores; with the
+        oracle at evaluation (``dbsa_gold_parents``, encoder only) put every DBSA head's mass on the gold parent;
+        keep the heads' mean attention (after the oracle) when asked.
+        scores (B, H, T, S) masked, probs (B, H, T, S) float32 before dropout → (B, H, T, S)."""
         self.dbsa_stats = self.dbsa_probs = None
         if not self.plan.dbsa:
-            return
+            return probs
         s = self.plan.dbsa_heads
         parents = batch.parents_chain
         if parents is not None:
@@ -249,5 +257,11 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             # target's padding) from putting NaN into the gradient
             rows = scores[:, s].masked_fill((parents < 0)[:, None, :, None], 0.0)  # (B, n, T, S)
             self.dbsa_stats = parent_loss(dbsa_log_probs(rows), parents) + (dropped,)
+        if self.dbsa_gold_parents and not self.training:
+            if parents is None:
+                raise ValueError("--dbsa-gold-parents needs the batch's gold source parents (src_parent_chain), which "
+                                 "the encoder sets from the split's source sidecars")
+            probs = torch.cat([probs[:, : s.start], gold_rows(probs[:, s], parents), probs[:, s.stop:]], dim=1)
         if self.keep_dbsa_probs:
             self.dbsa_probs = probs[:, s].mean(dim=1)  # (B, T, S)
+        return probs

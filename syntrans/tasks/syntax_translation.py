@@ -1,18 +1,20 @@
 """The ``syntax_translation`` task: fairseq translation plus syntax sidecars for every split."""
-from __future__ import annotations
-
+# no ``from __future__ import annotations`` here: fairseq builds the task flags from the config fields' real types
 import logging
 import os
-from dataclasses import dataclass
-from typing import Set, Tuple
+from dataclasses import dataclass, field
+from typing import Optional, Set, Tuple
 
 from fairseq import utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
+from omegaconf import II
 
 from ..data import sidecars
 from ..data.nsd_range import nsd_value_range
 from ..data.syntax_dataset import SyntaxPairDataset
+from ..generation.end_of_split import EndOfSplit
+from ..generation.printing import gen_subset_of, syntax_generator
 from .frozen_params import drop_frozen_grads, frozen_gate_params, needs_zero_tie, with_zero_tie
 from .shard_checks import check_shares
 
@@ -22,6 +24,17 @@ logger = logging.getLogger("syntrans.task")
 @dataclass
 class SyntaxTranslationConfig(TranslationConfig):
     """Same options as fairseq's translation task; sidecars are found next to the binarized data."""
+
+    print_syntax: bool = field(
+        default=False,
+        metadata={"help": "fairseq-generate: print the parse every DBSA/LISA layer predicts, per source subword "
+                          "(SH- lines) and hypothesis subword (TH- lines, decoder DBSA), as 0-based subword positions "
+                          "(-1: EOS/BOS), and after the split the word-level UAS against the split's gold parses "
+                          "(the target's with --score-reference); with --results-path into syntax-<subset>.txt"},
+    )
+    # where fairseq-generate writes (no help: the flags are fairseq's own, these fields only copy their values)
+    results_path: Optional[str] = II("common_eval.results_path")
+    gen_subset: str = II("dataset.gen_subset")
 
 
 @register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
@@ -33,6 +46,7 @@ class SyntaxTranslationTask(TranslationTask):
         self.syntax_requests: Set[str] = set()  # shared with every dataset of this task
         self.syntax_optional: Set[str] = set()  # loaded where a split has their sidecars
         self.syntax_train: Set[str] = set()  # optional features the training split must have (auxiliary losses)
+        self.syntax_generator = self.syntax_printer = None  # --print-syntax: the generator whose parses are printed
 
     def _check_supported(self):
         if self.cfg.truncate_source:
@@ -128,7 +142,31 @@ class SyntaxTranslationTask(TranslationTask):
         epoch_iter = super().get_batch_iterator(dataset, *args, **kwargs)
         split = next((name for name, ds in self.datasets.items() if ds is dataset), "(unnamed)")
         check_shares(split, dataset, epoch_iter, getattr(epoch_iter, "num_shards", 1))
+        if getattr(self.cfg, "print_syntax", False) and gen_subset_of(self, dataset):
+            epoch_iter = EndOfSplit(epoch_iter, self._end_of_split)  # the UAS summary after the last batch
         return epoch_iter
+
+    def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, prefix_allowed_tokens_fn=None):
+        """fairseq's generator; with ``--print-syntax`` one that records the parses (``syntrans.generation``)."""
+        def build(cls):
+            return super(SyntaxTranslationTask, self).build_generator(models, args, cls, extra_gen_cls_kwargs,
+                                                                      prefix_allowed_tokens_fn)
+
+        if not getattr(self.cfg, "print_syntax", False):
+            return build(seq_gen_cls)
+        self.syntax_generator, self.syntax_printer = syntax_generator(self, models, args, build, seq_gen_cls)
+        return self.syntax_generator
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        """fairseq's step; with ``--print-syntax`` the batch's SH-/TH- lines are printed (before its S- lines)."""
+        hypos = super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
+        if self.syntax_printer is not None and generator is self.syntax_generator:
+            self.syntax_printer.batch(sample, hypos)
+        return hypos
+
+    def _end_of_split(self):
+        if self.syntax_printer is not None:
+            self.syntax_printer.finish()
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         if self.syntax_requests:

@@ -1,0 +1,164 @@
+"""Generators that hand back, with every hypothesis, the parent each subword's parse heads predicted
+(:mod:`syntrans.modules.parse_heads`): ``hypo["syntax"]``.
+
+* :class:`ParseRecordingGenerator`, fairseq's beam search (``SequenceGenerator``): the source parse from the
+  encoder's single forward; the hypothesis parse from the decoder's DBSA heads *while decoding*: at every step the
+  current query row's argmax is appended to a per-beam-row history (:class:`HeadRecordingEnsemble`), which follows
+  the beams when fairseq reorders them, and a finished hypothesis takes its row's history. No attention is
+  recomputed, and the tokens and scores are the stock generator's.
+* :class:`ParseRecordingScorer`, fairseq's ``--score-reference`` (``SequenceScorer``): both parses from the one
+  teacher-forced forward of the reference.
+
+The record of one hypothesis::
+
+    hypo["syntax"] = {"src": {"dbsa@0": LongTensor (n,), "lisa@2": …},   # per source subword (EOS excluded)
+                      "tgt": {"dbsa@0": LongTensor (m,)}}                   # per hypothesis subword (EOS excluded)
+
+each value the predicted parent as a 0-based subword position of the same side, −1 for EOS (source) or BOS
+(target). ``src`` is the same for every hypothesis of a sentence.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List
+
+import torch
+from fairseq.sequence_generator import EnsembleModel, SequenceGenerator
+from fairseq.sequence_scorer import SequenceScorer
+
+from ..modules.parse_heads import ParseLayer, keep_parse_probs, parse_layers, rows_to_heads, sentence_heads
+
+Heads = Dict[str, torch.Tensor]  # parse tag (e.g. "dbsa@0") → (n,) long subword parents
+
+
+def model_parses(models) -> List[ParseLayer]:
+    """The parses of the single model whose heads are recorded; an ensemble has no one parse, a model without
+    LISA or DBSA heads none."""
+    if len(models) != 1:
+        raise ValueError(f"--print-syntax reads the parse heads of one model, found an ensemble of {len(models)} "
+                         "(--path a.pt:b.pt); generate with one checkpoint")
+    parses = parse_layers(models[0])
+    if not parses:
+        raise ValueError("--print-syntax: this model has no LISA or DBSA heads, so it predicts no parse to print "
+                         "(distance-mask and PASCAL heads are given their parents)")
+    return parses
+
+
+def real_positions(tokens: torch.Tensor, pad: int, boundary: int) -> List[torch.Tensor]:
+    """Per row of ``tokens`` (B, T) the positions of its subwords: neither padding nor ``boundary`` (the source's
+    EOS, the decoder input's BOS) → B tensors (n_b,) long, in order."""
+    keep = tokens.ne(pad) & tokens.ne(boundary)  # (B, T)
+    return [row.nonzero().squeeze(-1) for row in keep]
+
+
+def side_heads(probs: Dict[ParseLayer, torch.Tensor], positions: List[torch.Tensor]) -> List[Heads]:
+    """Per sentence the parents predicted by each parse: probs of full-sequence self-attention (B, H, T, T) by
+    layer; positions per sentence (:func:`real_positions`) → B dicts tag → (n_b,) long."""
+    out: List[Heads] = [{} for _ in positions]
+    for layer, p in probs.items():
+        heads = rows_to_heads(p, layer)  # (B, T)
+        for b, pos in enumerate(positions):
+            out[b][layer.tag] = sentence_heads(heads[b], pos).cpu()
+    return out
+
+
+class HeadRecordingEnsemble(EnsembleModel):
+    """fairseq's ensemble wrapper around one model that records the parse heads while the generator decodes.
+
+    After the encoder's forward: the source parents of every sentence (``src_heads``). After every incremental
+    decoder step: the argmax key of each decoder DBSA layer's current query row, appended to ``history``
+    (tag → (bsz·beam, steps) long, keys in decoder-input positions, 0 = BOS), whose rows are reordered with the
+    beams (``reorder_incremental_state``, which also drops the rows of finished sentences)."""
+
+    def __init__(self, models):
+        parses = model_parses(models)
+        super().__init__(models)
+        self.parses = parses
+        encoder = models[0].encoder
+        self.pad, self.eos = encoder.padding_idx, encoder.dictionary.eos()
+        self.src_heads: List[Heads] = []
+        self.history: Dict[str, torch.Tensor] = {}
+
+    def forward_encoder(self, net_input):
+        out = super().forward_encoder(net_input)
+        enc = {x: x.attn.probs for x in self.parses if x.side == "encoder"}
+        self.src_heads = side_heads(enc, real_positions(net_input["src_tokens"], self.pad, self.eos))
+        self.history = {}
+        return out
+
+    def forward_decoder(self, tokens, encoder_outs, incremental_states, temperature: float = 1.0):
+        out = super().forward_decoder(tokens, encoder_outs, incremental_states, temperature)
+        for x in self.parses:
+            if x.side == "decoder":
+                step = rows_to_heads(x.attn.probs, x)[:, -1:]  # (bsz·beam, 1): probs (bsz·beam, H, 1, step + 1)
+                seen = self.history.get(x.tag)
+                self.history[x.tag] = step if seen is None else torch.cat([seen, step], dim=1)
+        return out
+
+    def reorder_incremental_state(self, incremental_states, new_order):
+        super().reorder_incremental_state(incremental_states, new_order)
+        self.history = {tag: h.index_select(0, new_order) for tag, h in self.history.items()}
+
+
+class ParseRecordingGenerator(SequenceGenerator):
+    """fairseq's ``SequenceGenerator`` (same arguments, one model) whose hypotheses carry ``hypo["syntax"]``
+    (module docstring). Build it with ``task.build_generator([model], args, seq_gen_cls=ParseRecordingGenerator)``."""
+
+    def __init__(self, models, tgt_dict, **kwargs):
+        super().__init__(HeadRecordingEnsemble(models), tgt_dict, **kwargs)
+
+    @torch.no_grad()
+    def generate(self, models, sample, **kwargs):
+        with keep_parse_probs(self.model.parses):
+            finalized = super().generate(models, sample, **kwargs)
+        for sent, hypos in enumerate(finalized):
+            for hypo in hypos:
+                hypo.setdefault("syntax", {"src": {}, "tgt": {}})["src"] = self.model.src_heads[sent]
+        return finalized
+
+    def finalize_hypos(self, step, bbsz_idx, eos_scores, tokens, scores, finalized, finished, beam_size, attn,
+                       src_lengths, max_len):
+        # fairseq appends the hypotheses of rows bbsz_idx in that order, for a sentence while it has fewer than
+        # beam_size; the sentence of row r is the (r // beam_size)-th still unfinished one
+        unfinished = [k for k, done in enumerate(finished) if not done]
+        sent_of = [unfinished[r // beam_size] for r in bbsz_idx.tolist()]
+        before = [len(f) for f in finalized]
+        history = {tag: h.index_select(0, bbsz_idx) for tag, h in self.model.history.items()}  # (n, step + 1)
+        out = super().finalize_hypos(step, bbsz_idx, eos_scores, tokens, scores, finalized, finished, beam_size, attn,
+                                     src_lengths, max_len)
+        rows_of = defaultdict(list)
+        for i, sent in enumerate(sent_of):
+            rows_of[sent].append(i)
+        subwords = torch.arange(1, step + 1, device=bbsz_idx.device)  # decoder-input positions of the subwords
+        for sent, rows in rows_of.items():
+            for hypo, i in zip(finalized[sent][before[sent]:], rows):
+                if not torch.equal(hypo["tokens"][:-1], tokens[bbsz_idx[i], 1: step + 1]):
+                    raise RuntimeError(f"ParseRecordingGenerator: the hypothesis finalized from beam row "
+                                       f"{int(bbsz_idx[i])} at step {step} is not that row's prefix; fairseq's "
+                                       "finalize_hypos no longer appends in bbsz_idx order")
+                hypo["syntax"] = {"src": {}, "tgt": {tag: sentence_heads(h[i], subwords).cpu()
+                                                     for tag, h in history.items()}}
+        return out
+
+
+class ParseRecordingScorer(SequenceScorer):
+    """fairseq's ``SequenceScorer`` (``--score-reference``) whose hypotheses (the references) carry
+    ``hypo["syntax"]`` (module docstring), both sides from the teacher-forced forward."""
+
+    @torch.no_grad()
+    def generate(self, models, sample, **kwargs):
+        parses = model_parses(models)
+        encoder = models[0].encoder
+        with keep_parse_probs(parses):
+            hypos = super().generate(models, sample, **kwargs)
+            probs = {x: x.attn.probs for x in parses}
+        net = sample["net_input"]
+        src = side_heads({x: p for x, p in probs.items() if x.side == "encoder"},
+                         real_positions(net["src_tokens"], encoder.padding_idx, encoder.dictionary.eos()))
+        # decoder input = BOS (fairseq's EOS symbol) + the reference, padded like the target
+        tgt = side_heads({x: p for x, p in probs.items() if x.side == "decoder"},
+                         real_positions(net["prev_output_tokens"], self.pad, self.eos))
+        for b, per_sentence in enumerate(hypos):
+            for hypo in per_sentence:
+                hypo["syntax"] = {"src": src[b], "tgt": tgt[b]}
+        return hypos
