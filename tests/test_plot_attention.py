@@ -1,6 +1,7 @@
 """syntrans-plot attention: every drawn matrix is the attention the model computes, recomputed here by hand from
 the layer's captured input and its weights (distance mask, gated distance, PASCAL, LISA, DBSA in the encoder and
-the causal decoder); the checkpoint CLI, the --matrices file and the errors."""
+the causal decoder); the predicted parents (× marks) are the argmax of the LISA head and of the mean of a layer's
+DBSA heads; the checkpoint CLI, its summary, the --matrices file and the errors."""
 import math
 import os
 
@@ -14,15 +15,17 @@ import syntrans
 from syntrans.cli.plot import main as plot_main
 from syntrans.modules.attention_record import record_attention, syntax_layers
 from syntrans.modules.pascal import pascal_weights
-from syntrans.plots.attention import plot_attention, sentence_attention
+from syntrans.plots.attention import plot_attention, predicted_agreement, sentence_attention
 from syntrans.syntax.masks import local_range_mask
 
 INDEX = 3  # a sentence of the test split (40 sentences)
 # encoder layer 0: distance-mask heads 0-1 (fused path); layer 1: gated distance heads 0-1 (explicit path)
 DISTANCE = ("gated_distance_transformer_iwslt_de_en", "--gate-layers", "1", "--distance-heads", "2")
-# encoder layer 0: DBSA head 0; layer 1: PASCAL head 0, LISA head 1; decoder layer 1: DBSA head 0 (causal)
+# encoder layer 0: DBSA heads 0-1; layer 1: PASCAL head 0, LISA head 1; decoder layer 1: DBSA heads 0-1 (causal)
 PARENTS = ("dbsa_transformer_wmt_en_de", "--pascal-layers", "1", "--pascal-heads", "1", "--lisa-layers", "1",
-           "--dbsa-decoder-layers", "1")
+           "--dbsa-decoder-layers", "1", "--dbsa-heads", "2")
+PARENT_HEADS = {("encoder", 0, 0): "DBSA", ("encoder", 0, 1): "DBSA", ("encoder", 1, 0): "PASCAL",
+                ("encoder", 1, 1): "LISA", ("decoder", 1, 0): "DBSA", ("decoder", 1, 1): "DBSA"}
 
 
 def model_cfg(data, arch, *extra):
@@ -168,21 +171,95 @@ def test_distance_and_gated_heads_equal_their_formula(models):
 
 def test_parent_heads_equal_their_formula_and_mark_gold_parents(models):
     task, model, _ = models["parents"]
-    want = {("encoder", 0, 0): "DBSA", ("encoder", 1, 0): "PASCAL", ("encoder", 1, 1): "LISA", ("decoder", 1, 0): "DBSA"}
-    attention, fig, net = check_model(task, model, want)
+    attention, fig, net = check_model(task, model, PARENT_HEADS)
     drawn = panels(fig)
     T, J = net["src_tokens"].size(1), net["prev_output_tokens"].size(1)
-    gold = {"encoder 0 0": net["src_parent_chain"][0].double(), "encoder 1 0": net["src_parent_middle"][0].double(),
-            "encoder 1 1": net["src_parent_first"][0].double(), "decoder 1 0": net["tgt_parent_chain"][0].double()}
+    gold = {"encoder 0 0": net["src_parent_chain"][0].double(), "encoder 0 1": net["src_parent_chain"][0].double(),
+            "encoder 1 0": net["src_parent_middle"][0].double(), "encoder 1 1": net["src_parent_first"][0].double(),
+            "decoder 1 0": net["tgt_parent_chain"][0].double(), "decoder 1 1": net["tgt_parent_chain"][0].double()}
     for label, parents in gold.items():
         rows = torch.arange(parents.numel())
         keep = parents >= 0
         if label.startswith("decoder"):
             keep &= parents <= rows  # the causal head can only score earlier parents
-        marked = drawn[label].collections[0].get_offsets()
-        np.testing.assert_array_equal(np.asarray(marked), torch.stack([parents[keep], rows[keep].double()], 1).numpy())
+        marked = drawn[label].collections[0]
+        assert marked.get_label() == ("p_i" if label == "encoder 1 0" else "gold parent")
+        np.testing.assert_array_equal(np.asarray(marked.get_offsets()),
+                                      torch.stack([parents[keep], rows[keep].double()], 1).numpy())
     assert int((net["src_parent_chain"][0] >= 0).sum()) == T - 1  # every real source token but EOS has a parent
     assert 0 < len(drawn["decoder 1 0"].collections[0].get_offsets()) < J
+
+
+def gold_of(net, side, kind):
+    """The gold parent per query row from the batch's features, NaN where none (decoder: later parents dropped)."""
+    name = {"LISA": "src_parent_first", "DBSA": "src_parent_chain"}[kind] if side == "encoder" else "tgt_parent_chain"
+    p = net[name][0].double()
+    keep = p >= 0
+    if side == "decoder":
+        keep &= p <= torch.arange(p.numel())
+    return torch.where(keep, p, torch.nan).numpy()
+
+
+def expected_predicted(attention):
+    """(side, layer, head) → the argmax row by row of the drawn matrices: the LISA head's own, a DBSA head's layer's
+    mean over its DBSA heads (float64), NaN on the encoder's EOS row and the decoder's BOS row."""
+    out = {}
+    for h in attention.heads:
+        if h.kind not in ("LISA", "DBSA"):
+            continue
+        same = [g.matrix.astype(np.float64) for g in attention.heads
+                if (g.side, g.layer, g.kind) == (h.side, h.layer, "DBSA")] if h.kind == "DBSA" else [h.matrix]
+        pred = np.mean(same, axis=0).argmax(-1).astype(np.float64)
+        pred[-1 if h.side == "encoder" else 0] = np.nan
+        out[h.side, h.layer, h.head] = pred
+    return out
+
+
+def test_predicted_parents_are_the_parse_argmax_and_marked_after_gold(models):
+    task, model, _ = models["parents"]
+    attention = sentence_attention(model, task, "test", INDEX)
+    want = expected_predicted(attention)
+    assert sorted(want) == [("decoder", 1, 0), ("decoder", 1, 1), ("encoder", 0, 0), ("encoder", 0, 1), ("encoder", 1, 1)]
+    by_key = {(h.side, h.layer, h.head): h for h in attention.heads}
+    for key, h in by_key.items():
+        if key not in want:
+            assert h.predicted is None  # PASCAL has a centre, not a prediction
+            continue
+        np.testing.assert_array_equal(h.predicted, want[key], err_msg=str(key))
+    # the two DBSA heads of a layer disagree on some row, so the mean is what was read, not one head
+    for side, layer in (("encoder", 0), ("decoder", 1)):
+        a, b = by_key[side, layer, 0].matrix, by_key[side, layer, 1].matrix
+        assert (a.argmax(-1) != b.argmax(-1)).any(), (side, layer)
+    fig, _ = plot_attention(attention)
+    drawn = panels(fig)
+    for (side, layer, head), pred in want.items():
+        ax = drawn[f"{side} {layer} {head}"]
+        assert [c.get_label() for c in ax.collections] == ["gold parent", "predicted parent"]  # × drawn after ○
+        q = np.flatnonzero(~np.isnan(pred))
+        assert len(q) == len(pred) - 1
+        np.testing.assert_array_equal(np.asarray(ax.collections[1].get_offsets()), np.stack([pred[q], q], 1))
+    assert "× predicted parent" in fig.get_suptitle()
+    agree = predicted_agreement(attention)
+    ds = task.dataset("test")
+    net = ds.collater([ds[INDEX]])["net_input"]
+    assert list(agree) == [("encoder", 0, "DBSA"), ("encoder", 1, "LISA"), ("decoder", 1, "DBSA")]
+    for (side, layer, kind), (hits, rows) in agree.items():
+        gold = gold_of(net, side, kind)
+        pred = want[side, layer, 1]  # the LISA head and the second DBSA head are head 1 of their layers
+        both = ~np.isnan(gold) & ~np.isnan(pred)
+        assert (hits, rows) == (int((gold[both] == pred[both]).sum()), int(both.sum())) and rows > 0
+
+
+def test_lisa_oracle_predicts_every_gold_parent(models, monkeypatch):
+    # with gold parents at evaluation the LISA head attends to them (one-hot rows): predicted = gold on every row
+    task, model, _ = models["parents"]
+    monkeypatch.setattr(syntax_layers(model)["encoder", 1], "lisa_gold_parents", True)
+    attention = sentence_attention(model, task, "test", INDEX)
+    hits, rows = predicted_agreement(attention)["encoder", 1, "LISA"]
+    assert hits == rows == len(attention.src_tokens) - 1
+    monkeypatch.undo()
+    hits, rows = predicted_agreement(sentence_attention(model, task, "test", INDEX))["encoder", 1, "LISA"]
+    assert hits < rows  # a random LISA head does not
 
 
 def test_record_attention_keeps_probs_without_changing_the_model(models, tiny_data):
@@ -218,9 +295,20 @@ def test_cli_from_checkpoint(models, tiny_data, tmp_path, capsys):
         assert plot_main(["attention", "--checkpoint", str(ckpt), "--data", str(tiny_data), *argv, "--device", "cpu",
                           "--out", str(png), "--matrices", str(npz)]) == 0
         summary = capsys.readouterr().out
-        assert str(png) in summary and "4 syntax heads" in summary and "split 'test'" in summary
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
         ref = sentence_attention(model, task, "test", INDEX if argv else 0)  # the in-memory model it was saved from
+        assert str(png) in summary and f"{len(ref.heads)} syntax heads" in summary and "split 'test'" in summary
+        if name == "distance":
+            assert "predicted" not in summary
+        else:  # one count per parse, from the gold features and the argmax of the drawn matrices
+            ds = task.dataset("test")
+            net = ds.collater([ds[0]])["net_input"]
+            want = expected_predicted(ref)
+            for side, layer, kind in (("encoder", 0, "DBSA"), ("encoder", 1, "LISA"), ("decoder", 1, "DBSA")):
+                gold, pred = gold_of(net, side, kind), want[side, layer, 1]
+                both = ~np.isnan(gold) & ~np.isnan(pred)
+                hits = int((gold[both] == pred[both]).sum())
+                assert f"{kind} {side} layer {layer}: predicted = gold on {hits}/{int(both.sum())} rows" in summary
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
         with np.load(npz, allow_pickle=False) as f:
             assert f["src_tokens"].tolist() == ref.src_tokens and f["tgt_tokens"].tolist() == ref.tgt_tokens
             for h in ref.heads:
@@ -229,6 +317,9 @@ def test_cli_from_checkpoint(models, tiny_data, tmp_path, capsys):
                 if h.gate is not None:
                     assert math.isclose(float(f[key + "_gate"]), h.gate, abs_tol=1e-6)
                 assert (key + "_parents" in f.files) == (h.parents is not None)
+                assert (key + "_predicted" in f.files) == (h.predicted is not None)
+                if h.predicted is not None:
+                    np.testing.assert_array_equal(f[key + "_predicted"], h.predicted)
 
 
 def test_errors(models, tiny_data, tmp_path, capsys):

@@ -207,3 +207,101 @@ def test_moses_round_trip(corpus):
     assert SourceText(str(corpus["codes"]), tokenize=False, lowercase=True).tokens("Gen GO , x") == ["gen", "go", ",", "x"]
     assert TargetText("en", detokenize=False)("a &amp; b") == "a &amp; b"
     assert target("he said &quot; no &quot; .") == 'he said "no".'
+
+
+# --------------------------------------------------------------------------- predicted parses (--print-syntax)
+
+@pytest.fixture(scope="module")
+def parse_ckpt(corpus, tmp_path_factory):
+    """Encoder DBSA heads in layer 0 and a LISA head in layer 1 (the last source parse: LISA, first-piece convention),
+    two causal DBSA heads in decoder layer 1."""
+    return train(corpus["data"], tmp_path_factory.mktemp("parses"), "--arch", "dbsa_transformer_wmt_en_de",
+                 "--dbsa-encoder-layers", "0", "--lisa-layers", "1", "--dbsa-decoder-layers", "1", "--dbsa-heads", "2",
+                 updates=40)
+
+
+def gold_line_heads(corpus):
+    """line → the gold parse's heads of that line, offset to line positions (several sentences per line allowed)."""
+    out = {}
+    for s in read_parsed(str(corpus["parse"])):
+        off = len(out.get(s.line, []))
+        out.setdefault(s.line, []).extend(h + off if h else 0 for h in s.heads)
+    return out
+
+
+def translate_main(capsys, *argv):
+    """(exit status, stderr) of syntrans-translate run in this process."""
+    from syntrans.cli.translate import main
+
+    status = main([str(a) for a in argv])
+    return status, capsys.readouterr().err
+
+
+def run_with_syntax(corpus, ckpt, tmp_path, capsys, *extra):
+    """Translate the tokenized test source with its gold parses, writing both parses; (hyps, src, tgt, stderr)."""
+    hyp, src, tgt = tmp_path / "hyp.txt", tmp_path / "src.conllu", tmp_path / "tgt.conllu"
+    status, err = translate_main(capsys, *common(corpus, ckpt), "--input", corpus["src"], "--output", hyp, "--parse",
+                                 corpus["parse"], "--no-detokenize", "--batch-size", "7", "--max-len-b", "30",
+                                 "--print-syntax", src, "--print-target-syntax", tgt, *extra)
+    assert status == 0, err
+    return hyp.read_text(encoding="utf-8").split("\n")[:-1], read_parsed(str(src)), read_parsed(str(tgt)), err
+
+
+def test_print_syntax_writes_word_level_conllu(corpus, parse_ckpt, tmp_path, capsys):
+    hyps, src, tgt, err = run_with_syntax(corpus, parse_ckpt, tmp_path, capsys)
+    lines = corpus["src"].read_text(encoding="utf-8").splitlines()
+    # one sentence per input line, over the source tokens
+    assert [s.line for s in src] == list(range(1, len(lines) + 1))
+    assert [s.words for s in src] == [x.split() for x in lines]
+    # one sentence per hypothesis with words, over the hypothesis words (BPE joined)
+    assert len(hyps) == len(lines)
+    assert [s.line for s in tgt] == [k + 1 for k, h in enumerate(hyps) if h.split()]
+    assert [s.words for s in tgt] == [h.split() for h in hyps if h.split()]
+    for s in src + tgt:
+        assert set(s.deprels) <= {"root", "dep", "dep:self", "dep:eos"}
+        assert all((h == 0) == (rel != "dep") for h, rel in zip(s.heads, s.deprels))
+    # the summary names the parse layers written (the last of each side) and the source UAS against --parse, which
+    # is the attachment of the written heads (a word marked dep:self/dep:eos has no head, so never a hit)
+    assert f"source parse lisa@1 written to {tmp_path / 'src.conllu'}" in err
+    assert f"hypothesis parse dbsa@1 written to {tmp_path / 'tgt.conllu'}" in err
+    gold = gold_line_heads(corpus)
+    hits = sum(h == g and rel in ("root", "dep") for s in src for h, rel, g in zip(s.heads, s.deprels, gold[s.line]))
+    words = sum(len(s.words) for s in src)
+    m = re.search(r"source lisa@1 word UAS = ([0-9.]+) \((\d+)/(\d+) words\) against (\S+)", err)
+    assert m and (int(m.group(2)), int(m.group(3))) == (hits, words) and m.group(4) == str(corpus["parse"])
+    assert float(m.group(1)) == pytest.approx(100 * hits / words, abs=0.005) and 0 < hits < words
+    # recording the parses changes no hypothesis
+    plain = tmp_path / "plain.txt"
+    status, _ = translate_main(capsys, *common(corpus, parse_ckpt), "--input", corpus["src"], "--output", plain,
+                               "--parse", corpus["parse"], "--no-detokenize", "--batch-size", "7", "--max-len-b", "30")
+    assert status == 0 and plain.read_text(encoding="utf-8").split("\n")[:-1] == hyps
+
+
+def test_print_syntax_under_the_lisa_oracle_is_the_gold_parse(corpus, parse_ckpt, tmp_path, capsys):
+    # the LISA head attends to the gold first-piece parents: read back with the first-piece convention, every word's
+    # head is its gold head
+    _, src, _, err = run_with_syntax(corpus, parse_ckpt, tmp_path, capsys, "--model-overrides",
+                                     "{'lisa_gold_parents': True}")
+    gold = gold_line_heads(corpus)
+    assert all(s.heads == gold[s.line] and "dep:self" not in s.deprels and "dep:eos" not in s.deprels for s in src)
+    words = sum(len(s.words) for s in src)
+    assert f"source lisa@1 word UAS = 100.00 ({words}/{words} words)" in err
+
+
+def test_print_syntax_refused_without_parse_heads(corpus, parse_ckpt, vanilla_ckpt, tmp_path, capsys):
+    out = tmp_path / "out.txt"
+    for flag, side, needs in (("--print-syntax", "source", "LISA or DBSA heads in its encoder"),
+                              ("--print-target-syntax", "target", "DBSA heads in its decoder")):
+        conllu = tmp_path / f"{side}.conllu"
+        status, err = translate_main(capsys, *common(corpus, vanilla_ckpt), "--input", corpus["src"], "--output", out,
+                                     "--no-tokenize", flag, conllu)
+        assert status == 2
+        assert err.startswith(f"syntrans-translate: error: {flag}: {vanilla_ckpt}: a {side} parse was asked for, but "
+                              f"the model has no {needs}"), err
+        assert not conllu.exists() and not out.exists()  # refused before any input was read
+    # in Python: only the sides asked for are parsed
+    t = Translator.from_checkpoint(str(parse_ckpt), str(corpus["data"]), str(corpus["codes"]), parser=None, beam=2,
+                                   max_len_b=30, tokenize=False, device="cpu", syntax=("target",))
+    (done,) = t.translate_syntax(["gen go beso fa den risa ."])
+    assert done.source is None and done.gold is None and done.target.tag == "dbsa@1"
+    assert len(done.target.words) == len(done.target.heads) > 0

@@ -28,8 +28,10 @@ Subcommands (one per kind of figure):
 ``attention``
     A trained model's syntax heads on one sentence of a binarized split: per layer with syntax heads, each syntax
     head's attention matrix (queries × keys, subword tokens as labels) as the model computes it, the gold parent
-    marked for LISA and DBSA heads (the Gaussian centre for PASCAL), the gate G in the title of gated heads;
-    decoder DBSA heads are run teacher-forced on the target::
+    marked for LISA and DBSA heads (the Gaussian centre for PASCAL) with × the parent the head predicts next to it
+    (the argmax; for DBSA of the layer's DBSA heads' mean, the subword heads ``fairseq-generate --print-syntax``
+    prints), the gate G in the title of gated heads; decoder DBSA heads are run teacher-forced on the target. The
+    summary line counts, per parse, the query rows whose predicted parent is the gold one::
 
         syntrans-plot attention --checkpoint CKPT --data DATA_BIN [--split test] [--sentence-index 0] --out fig.png \
             [--matrices m.npz]
@@ -119,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("attention", help="a trained model's syntax heads on one sentence (attention matrices)",
                        description="Each syntax head's attention matrix on one sentence of a binarized split, as the "
-                                   "model computes it (decoder DBSA heads teacher-forced on the target).")
+                                   "model computes it (decoder DBSA heads teacher-forced on the target); the gold "
+                                   "parent (○) and the predicted parent (×, the argmax) marked on LISA and DBSA heads.")
     a.add_argument("--checkpoint", required=True, metavar="CKPT", help="a fairseq checkpoint of a syntax_transformer")
     a.add_argument("--data", required=True, metavar="DATA_BIN", help="the data-bin folder (syntrans-preprocess)")
     a.add_argument("--split", default="test", help="the split holding the sentence (default: test)")
@@ -127,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="0-based index of the sentence in the split (line I+1 of its text; default 0)")
     a.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     a.add_argument("--out", required=True, metavar="FILE", help="the figure (.png, .pdf or .svg)")
-    a.add_argument("--matrices", metavar="FILE.npz", help="also write the drawn matrices, tokens, parents and gates")
+    a.add_argument("--matrices", metavar="FILE.npz",
+                   help="also write the drawn matrices, tokens, gold and predicted parents, and gates")
     a.add_argument("--title", default=None, help="title of the figure")
     a.set_defaults(run=run_attention)
     return p
@@ -219,9 +223,12 @@ def run_attention(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         written += f" and {args.matrices}"
     layers = sorted({(side, layer) for side, layer, _ in matrices})
     where = ", ".join(f"{side} layer {layer}" for side, layer in layers)
+    agree = A.predicted_agreement(attention)
+    parses = "".join(f"; {kind} {side} layer {layer}: predicted = gold on {hits}/{rows} rows"
+                     for (side, layer, kind), (hits, rows) in agree.items())
     return (f"attention: wrote {written}: {len(matrices)} syntax heads ({where}) on sentence {args.sentence_index} of "
             f"split {args.split!r} ({len(attention.src_tokens)} source, {len(attention.tgt_tokens)} target tokens), "
-            f"from {args.checkpoint}")
+            f"from {args.checkpoint}{parses}")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

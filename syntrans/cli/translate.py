@@ -15,6 +15,16 @@ BPE-removed and Moses-detokenized (``--no-detokenize``: left tokenized).
 ``# line = N`` tying sentences to input lines); the input is then taken as tokenized and nothing is parsed.
 A summary (sentences, empty lines, parse fallbacks, time) goes to stderr. Exit status 0, or 2 for a usage,
 input or model error (a missing stanza model included: the message says how to install it).
+
+``--print-syntax FILE`` / ``--print-target-syntax FILE``: the parse the model itself predicts of each source line
+(encoder LISA or DBSA heads) / of its hypothesis (decoder DBSA heads, as computed while decoding), word-level CoNLL-U
+with ``# line = N``, one sentence per line that has words. Each subword's predicted parent is the argmax of its
+attention row (DBSA: of the layer's DBSA heads' mean), collapsed to words with the convention the heads were trained
+on (:func:`syntrans.syntax.heads.word_heads`: DBSA reads each word's last piece, LISA its first); it is not decoded
+into a tree. A word whose head points inside itself, or at EOS (source) / BOS (target), gets HEAD 0 with DEPREL
+``dep:self`` / ``dep:eos``. With several parse layers on a side, the last is written (the deepest; DBSA after LISA
+within one layer), named in the summary. With ``--parse``, the source word UAS against it is in the summary. A model
+without parse heads on the asked side is refused before any input is read.
 """
 from __future__ import annotations
 
@@ -25,9 +35,11 @@ import sys
 import time
 from typing import Dict, Iterator, List, Optional, TextIO
 
+from ..hub.predicted_syntax import NoParseHeads, Translation
 from ..hub.translator import PARSER_CHOICES, Translator
 from ..parsing.stanza_parser import MissingModelsError
-from ..syntax.parsed import read_parsed
+from ..syntax.heads import attachment
+from ..syntax.parsed import format_conllu, read_parsed
 from .argtypes import positive_int as _positive
 
 PROG = "syntrans-translate"
@@ -62,6 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", metavar="FILE", default=None, help="input text (default: stdin)")
     p.add_argument("--output", metavar="FILE", default=None, help="output text (default: stdout)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--print-syntax", metavar="FILE", default=None,
+                   help="write the source parse the model's encoder LISA/DBSA heads predict: word-level CoNLL-U, "
+                        "'# line = N', one sentence per non-empty line; the argmax heads collapsed to words (DBSA: each "
+                        "word's last subword, LISA: its first), not a decoded tree (HEAD 0 with DEPREL dep:self / dep:eos "
+                        "for a head inside the word / at EOS); with several parse layers, the last. With --parse, the "
+                        "source word UAS against it goes into the summary")
+    p.add_argument("--print-target-syntax", metavar="FILE", default=None,
+                   help="write the hypothesis parse the model's decoder DBSA heads predict while decoding, as "
+                        "--print-syntax (dep:eos: a head at BOS); with several DBSA decoder layers, the last")
     return p
 
 
@@ -103,13 +124,19 @@ def run(args) -> int:
     overrides = ast.literal_eval(args.model_overrides)
     if not isinstance(overrides, dict):
         raise ValueError(f"--model-overrides must be a Python dict literal, found {args.model_overrides!r}")
-    translator = Translator.from_checkpoint(
-        args.checkpoint, args.data, args.bpe_codes, parser=None if args.parse else args.parser,
-        source_lang=args.source_lang, target_lang=args.target_lang, beam=args.beam, lenpen=args.lenpen,
-        max_len_a=args.max_len_a, max_len_b=args.max_len_b, batch_size=args.batch_size, device=args.device,
-        lowercase=args.lowercase, tokenize=not (args.no_tokenize or args.parse), detokenize=not args.no_detokenize,
-        parser_lang=args.parser_lang, binarize_trees=args.binarize_trees, bpe_marker=args.bpe_marker,
-        model_overrides=overrides, log=_info)
+    files = {"source": args.print_syntax, "target": args.print_target_syntax}
+    files = {side: path for side, path in files.items() if path}
+    try:
+        translator = Translator.from_checkpoint(
+            args.checkpoint, args.data, args.bpe_codes, parser=None if args.parse else args.parser,
+            source_lang=args.source_lang, target_lang=args.target_lang, beam=args.beam, lenpen=args.lenpen,
+            max_len_a=args.max_len_a, max_len_b=args.max_len_b, batch_size=args.batch_size, device=args.device,
+            lowercase=args.lowercase, tokenize=not (args.no_tokenize or args.parse), detokenize=not args.no_detokenize,
+            parser_lang=args.parser_lang, binarize_trees=args.binarize_trees, bpe_marker=args.bpe_marker,
+            model_overrides=overrides, log=_info, syntax=tuple(files))
+    except NoParseHeads as e:
+        flag = {"source": "--print-syntax", "target": "--print-target-syntax"}
+        raise ValueError(f"{' and '.join(flag[s] for s in files)}: {args.checkpoint}: {e}") from None
     by_line: Optional[Dict[int, list]] = None
     if args.parse:
         by_line = read_parse_file(args.parse)
@@ -120,18 +147,24 @@ def run(args) -> int:
     name = args.input or "stdin"
     inp = open(args.input, encoding="utf-8") if args.input else sys.stdin
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    syntax_out = {side: open(path, "w", encoding="utf-8") for side, path in files.items()}
+    uas = [0, 0]  # source word attachment: hits, words
     n = 0
     try:
         for lines in line_batches(inp, args.batch_size):
             if by_line is not None:
                 parses = _parses_of(by_line, lines, n + 1, args.parse, name)
-                hyps = translator.translate_parsed([line.split() for line in lines], parses, first_line=n + 1, name=name)
+                done = translator.translate_parsed_syntax([line.split() for line in lines], parses, first_line=n + 1,
+                                                          name=name)
             else:
-                hyps = translator.translate(lines, first_line=n + 1, name=name)
-            out.write("".join(h + "\n" for h in hyps))
+                done = translator.translate_syntax(lines, first_line=n + 1, name=name)
+            out.write("".join(t.text + "\n" for t in done))
             out.flush()
+            write_parses(syntax_out, done, n + 1, uas)
             n += len(lines)
     finally:
+        for f in syntax_out.values():
+            f.close()
         if args.input:
             inp.close()
         if args.output:
@@ -142,7 +175,31 @@ def run(args) -> int:
     source = "not needed" if not translator.needs_parse else (f"from {args.parse}" if args.parse else f"parser {args.parser}")
     _info(f"summary: {n} sentences ({translator.empty_lines} empty, {translator.parse_failures} parse fallbacks) in "
           f"{seconds:.1f}s (loading {t_load:.1f}s, {n / max(seconds - t_load, 1e-9):.1f} sentences/s); source parse: {source}")
+    for side, path in files.items():
+        what = "source" if side == "source" else "hypothesis"
+        line = f"{what} parse {translator.parses[side].tag} written to {path}"
+        if side == "source" and args.parse:
+            line += (f"; source {translator.parses[side].tag} word UAS = {100 * uas[0] / max(uas[1], 1):.2f} "
+                     f"({uas[0]}/{uas[1]} words) against {args.parse}")
+        _info(line)
     return 0
+
+
+def write_parses(streams: Dict[str, TextIO], done: List[Translation], first: int, uas: List[int]) -> None:
+    """Write one batch's predicted parses as CoNLL-U (``# line`` counted from ``first``; a line without words has no
+    sentence) and add the source parse's attachment against the given parse to ``uas`` [hits, words]."""
+    for side, stream in streams.items():
+        sentences = []
+        for k, t in enumerate(done):
+            parse = t.source if side == "source" else t.target
+            if parse is not None and parse.words:
+                sentences.append(parse.sentence(first + k))
+            if side == "source" and parse is not None and t.gold is not None:
+                hits, words = attachment(parse.heads, t.gold)
+                uas[0] += hits
+                uas[1] += words
+        stream.write(format_conllu(sentences))
+        stream.flush()
 
 
 def main(argv: Optional[List[str]] = None) -> int:

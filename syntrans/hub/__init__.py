@@ -5,12 +5,15 @@
     t.translate(["Ein Mann fährt Fahrrad ."])
 
 Files: ``translator.py`` (the pipeline), ``text.py`` (Moses and BPE), ``source_syntax.py`` (parsing and in-memory
-sidecars), ``batch.py`` (collating like fairseq-generate); the checkpoint and its task load with
+sidecars), ``batch.py`` (collating like fairseq-generate), ``predicted_syntax.py`` (the parses the model's LISA/DBSA
+heads predict, ``Translator(syntax=…).translate_syntax``); the checkpoint and its task load with
 :func:`syntrans.checkpoints.loading.load_checkpoint`.
 ``syntrans-translate`` (:mod:`syntrans.cli.translate`) is the command line around it.
 """
+from .predicted_syntax import PredictedParse, Translation
 from .source_syntax import MemorySidecar, SourceParser
 from .text import SourceText, TargetText
 from .translator import PARSER_CHOICES, Translator
 
-__all__ = ["PARSER_CHOICES", "MemorySidecar", "SourceParser", "SourceText", "TargetText", "Translator"]
+__all__ = ["PARSER_CHOICES", "MemorySidecar", "PredictedParse", "SourceParser", "SourceText", "TargetText", "Translation",
+           "Translator"]

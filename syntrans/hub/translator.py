@@ -1,12 +1,17 @@
 """``Translator``: a trained model that translates sentences, with the same beam search as fairseq-generate.
 
 Per batch of lines: Moses tokenization (escaped like the training data; optional lowercasing) → a source parse,
-only when the model needs source syntax at generation (distance-mask, PASCAL, gated, LISA with gold parents,
-NSD with a source input: ``task.syntax_requests``; never for the vanilla Transformer, DBSA, SyncAttn, LISA, NSD on
-the target side or as a source output only) → subword-nmt BPE → the sidecar arrays of each sentence as
+only when the model needs source syntax at generation (distance-mask, PASCAL, gated, LISA or DBSA with gold
+parents, NSD with a source input: ``task.syntax_requests``; never for the vanilla Transformer, DBSA, SyncAttn, LISA,
+NSD on the target side or as a source output only) → subword-nmt BPE → the sidecar arrays of each sentence as
 syntrans-preprocess writes them → features built and padded by the datasets fairseq-generate uses → fairseq's
 ``SequenceGenerator`` (``task.build_generator`` + ``task.inference_step``) → the best hypothesis → BPE removed →
 Moses detokenization. Outputs keep the input order; an empty line translates to an empty line.
+
+With ``syntax=("source", "target")`` (either or both) the generator is
+:class:`~syntrans.generation.recording.ParseRecordingGenerator` (the same hypotheses, plus the parents the LISA/DBSA
+heads predicted), and :meth:`Translator.translate_syntax` / :meth:`Translator.translate_parsed_syntax` give each line's
+word-level parses (:mod:`.predicted_syntax`).
 """
 from __future__ import annotations
 
@@ -17,7 +22,9 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 
 from ..checkpoints.loading import load_checkpoint
+from ..generation.recording import ParseRecordingGenerator
 from .batch import collate, encode_source
+from .predicted_syntax import Translation, last_parses, source_parse, target_parse
 from .source_syntax import LineParse, SourceParser, as_sentences, line_arrays, memory_side, needed_kinds, needs_parse
 from .text import SourceText, TargetText
 
@@ -33,11 +40,13 @@ class Translator:
 
     Build it with :meth:`from_checkpoint`. Counters since construction: ``sentences`` (lines translated, empty ones
     included), ``empty_lines``, ``parse_failures`` (sentences that got the right-branching fallback parse).
+    ``syntax``: the sides ("source", "target") whose predicted parse :meth:`translate_syntax` reports
+    (ValueError when the model has no parse heads there); ``parses`` maps each to its parse layer (the last).
     """
 
     def __init__(self, model, task, source: SourceText, target: TargetText, generation, parser: Optional[SourceParser] = None,
                  device: str = "cpu", batch_size: int = 32, binarize_trees: bool = False,
-                 log: Callable[[str], None] = _stderr):
+                 log: Callable[[str], None] = _stderr, syntax: Sequence[str] = ()):
         from fairseq import utils  # lazy: imports fairseq
 
         if batch_size < 1:
@@ -45,7 +54,9 @@ class Translator:
         self.model, self.task, self.source, self.target, self.parser = model, task, source, target, parser
         self.device, self.batch_size, self.binarize_trees, self.log = device, batch_size, binarize_trees, log
         self.generation = generation
-        self.generator = task.build_generator([model], generation)
+        self.parses = last_parses(model, syntax)
+        self.generator = (task.build_generator([model], generation, seq_gen_cls=ParseRecordingGenerator) if self.parses
+                          else task.build_generator([model], generation))
         self.max_source_positions = utils.resolve_max_positions(task.max_positions(), model.max_positions())[0]
         self.requests = set(getattr(task, "syntax_requests", set()))
         self.sentences = self.empty_lines = self.parse_failures = 0
@@ -57,7 +68,7 @@ class Translator:
                         device: Optional[str] = None, lowercase: bool = False, tokenize: bool = True,
                         detokenize: bool = True, parser_lang: Optional[str] = None, binarize_trees: bool = False,
                         bpe_marker: str = "@@", model_overrides: Optional[Dict] = None,
-                        log: Callable[[str], None] = _stderr) -> "Translator":
+                        log: Callable[[str], None] = _stderr, syntax: Sequence[str] = ()) -> "Translator":
         """Load ``checkpoint`` with the dictionaries in ``data`` and the BPE codes ``bpe_codes``.
 
         ``parser``: how to parse the source when the model needs it: ``auto`` (stanza with the installed models for
@@ -66,6 +77,7 @@ class Translator:
         parser: only :meth:`translate_parsed` works for such a model). Not built at all for a model that needs no
         parse. ``binarize_trees``: the data was binarized with ``syntrans-preprocess --binarize-trees``.
         ``device``: ``cpu``, ``cuda`` or None (CUDA when available). Generation settings are fairseq-generate's.
+        ``syntax``: the sides whose predicted parses to report (see the class); checked before any parser is built.
         """
         from fairseq.dataclass.configs import GenerationConfig  # lazy: imports fairseq
 
@@ -75,6 +87,7 @@ class Translator:
             raise ValueError(f"beam must be at least 1, found {beam}")
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         model, _cfg, task = load_checkpoint(checkpoint, data, source_lang, target_lang, model_overrides, device)
+        last_parses(model, syntax)  # refuse a side without parse heads before loading a parser
         src, tgt = task.cfg.source_lang, task.cfg.target_lang
         generation = GenerationConfig(beam=beam, nbest=1, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b)
         model.prepare_for_inference_(SimpleNamespace(generation=generation))  # as fairseq-generate (eval mode, beamable mm)
@@ -83,7 +96,7 @@ class Translator:
         if parser is not None and needs_parse(set(getattr(task, "syntax_requests", set()))):
             built_parser = SourceParser(parser, parser_lang or src, batch_size)
         return cls(model, task, source, TargetText(tgt, detokenize), generation, built_parser, device, batch_size,
-                   binarize_trees, log)
+                   binarize_trees, log, syntax)
 
     @property
     def needs_parse(self) -> bool:
@@ -93,7 +106,11 @@ class Translator:
     def translate(self, lines: Sequence[str], first_line: int = 1, name: str = "input") -> List[str]:
         """Translations of raw lines (tokenized lines without tokenization), in order. Messages name ``name`` and the
         1-based line number counted from ``first_line``."""
-        out: List[str] = []
+        return [t.text for t in self.translate_syntax(lines, first_line, name)]
+
+    def translate_syntax(self, lines: Sequence[str], first_line: int = 1, name: str = "input") -> List[Translation]:
+        """:meth:`translate`, each line with the parses of the sides in ``syntax`` (:class:`Translation`)."""
+        out: List[Translation] = []
         for start in range(0, len(lines), self.batch_size):
             chunk = list(lines[start:start + self.batch_size])
             first = first_line + start
@@ -109,15 +126,22 @@ class Translator:
         """Translations of tokenized lines (no Moses tokenization, no parser) with their parses: per line a
         ParsedSentence, a list of them (several sentences on one line), or None (an empty line, or a model that needs
         no parse). The parses' words must be the lines' tokens (as syntrans-preprocess requires)."""
+        return [t.text for t in self.translate_parsed_syntax(token_lists, parsed_sentences, first_line, name)]
+
+    def translate_parsed_syntax(self, token_lists: Sequence[Sequence[str]],
+                                parsed_sentences: Optional[Sequence[LineParse]] = None, first_line: int = 1,
+                                name: str = "input") -> List[Translation]:
+        """:meth:`translate_parsed`, each line with the parses of the sides in ``syntax`` and, where the given parse
+        has dependency heads, those heads (line-level, ``Translation.gold``) to score the source parse against."""
         if parsed_sentences is None:
             parsed_sentences = [None] * len(token_lists)
         if len(parsed_sentences) != len(token_lists):
             raise ValueError(f"{name}: {len(token_lists)} token lists but {len(parsed_sentences)} parses")
-        out: List[str] = []
+        out: List[Translation] = []
         for start in range(0, len(token_lists), self.batch_size):
             stop = start + self.batch_size
             tokens = [[t.lower() for t in ts] if self.source.lowercase else list(ts) for ts in token_lists[start:stop]]
-            out.extend(self._translate(tokens, list(parsed_sentences[start:stop]), first_line + start, name))
+            out.extend(self._translate(tokens, list(parsed_sentences[start:stop]), first_line + start, name, gold=True))
         return out
 
     # ------------------------------------------------------------------------------------------------- internals
@@ -132,10 +156,11 @@ class Translator:
         self.parse_failures += len(failures)
         return [by_line.get(first + k) for k in range(len(tokens))]
 
-    def _translate(self, tokens: List[List[str]], parses: List[LineParse], first: int, name: str) -> List[str]:
+    def _translate(self, tokens: List[List[str]], parses: List[LineParse], first: int, name: str,
+                   gold: bool = False) -> List[Translation]:
         from fairseq import utils  # lazy: imports fairseq
 
-        results = [""] * len(tokens)
+        results = [Translation("")] * len(tokens)
         self.sentences += len(tokens)
         live = []
         for k, toks in enumerate(tokens):
@@ -146,13 +171,14 @@ class Translator:
                 self.log(f"{name}, line {first + k}: empty line, translated to an empty line")
         if not live:
             return results
-        items, wheres, src_tokens = [], [], []
+        items, wheres, src_tokens, src_pieces = [], [], [], []
         for k in live:
             where = f"{name}, line {first + k}"
             sentences = as_sentences(parses[k])
             if self.needs_parse and not sentences:
                 raise ValueError(f"{where}: the model needs a parse of this sentence, and none was given")
             pieces = self.source.pieces(tokens[k])
+            src_pieces.append(pieces)
             items.append(line_arrays(pieces, sentences, where, self.source.marker, self.binarize_trees))
             wheres.append(where)
             ids = encode_source(self.task, pieces)
@@ -165,8 +191,21 @@ class Translator:
         sample = utils.apply_to_sample(lambda t: t.to(self.device), sample)
         hypos = self.task.inference_step(self.generator, [self.model], sample)
         for i, sid in enumerate(sample["id"].tolist()):
-            results[live[sid]] = self._output(hypos[i][0])
+            hypo = hypos[i][0]
+            results[live[sid]] = Translation(self._output(hypo), *self._parses(hypo, src_pieces[sid], items[sid], wheres[sid]),
+                                             items[sid].get("head") if gold else None)
         return results
+
+    def _parses(self, hypo: Dict, pieces: List[str], item: Dict[str, List[int]], where: str):
+        """(source, target) :class:`~.predicted_syntax.PredictedParse` of one line (None for a side not asked for)."""
+        marker = self.source.marker
+        source = target = None
+        if "source" in self.parses:
+            source = source_parse(self.parses["source"], hypo["syntax"]["src"], pieces, item["word"], marker, where)
+        if "target" in self.parses:
+            tgt = [self.task.target_dictionary[int(t)] for t in hypo["tokens"][:-1]]  # the hypothesis without EOS
+            target = target_parse(self.parses["target"], hypo["syntax"]["tgt"], tgt, marker, where)
+        return source, target
 
     def _output(self, hypo: Dict) -> str:
         """The best hypothesis as fairseq-generate's H- line (BPE removed), then detokenized."""

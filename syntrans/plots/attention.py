@@ -15,6 +15,10 @@ post-softmax, before attention dropout (the model runs in eval mode), for the he
   chain convention is marked (decoder: only arcs to earlier tokens, the ones its loss scores);
 * a gated layer's syntax heads attend with G·A_syn + (1 − G)·A_raw (Hou et al.); G is in the panel's title.
 
+LISA and DBSA heads also carry the model's predicted parent per query row: the argmax of the LISA head's kept
+probabilities, and for DBSA the argmax of the mean of the layer's DBSA heads (the layer's parse, Deguchi et al. 2019),
+the same subword heads fairseq-generate --print-syntax prints.
+
 :func:`plot_attention` draws them, one row per layer with syntax heads, subword tokens as tick labels.
 """
 from __future__ import annotations
@@ -31,6 +35,7 @@ from fairseq import utils
 from ..checkpoints.loading import load_checkpoint
 from ..modules.attention_record import record_attention, syntax_layers
 from ..modules.dbsa import causal_parents
+from ..modules.parse_heads import ParseLayer, rows_to_heads
 from .gates import _figure
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -52,6 +57,7 @@ class HeadAttention:
     matrix: np.ndarray  # (T, S) float32: row i = query token i, column j = key token j; rows sum to 1
     parents: Optional[np.ndarray] = None  # (T,) float: the marked key per query (gold parent, PASCAL centre), NaN: none
     gate: Optional[float] = None  # G of a gated head
+    predicted: Optional[np.ndarray] = None  # (T,) float: the predicted parent per query (LISA, DBSA), NaN: none
 
 
 @dataclass
@@ -83,6 +89,18 @@ def _parents(side: str, kind: str, net_input) -> Optional[np.ndarray]:
         value = causal_parents(value.long())[0]
     p = value[0].double().cpu().numpy()  # (T,)
     return np.where(p >= 0, p, np.nan)
+
+
+def predicted_parents(side: str, layer: int, kind: str, kept: torch.Tensor, attn) -> Optional[np.ndarray]:
+    """The predicted parent of every query of sentence 0, as generation reads it
+    (:func:`~syntrans.modules.parse_heads.rows_to_heads`): argmax of the LISA head's probabilities, or of the mean of
+    the layer's DBSA heads (Deguchi et al. 2019: the layer's parse); None for other heads. kept (1, H, T, S) →
+    (T,) float, NaN on the row with no parent (the encoder's EOS query, the decoder's BOS query)."""
+    if kind not in ("LISA", "DBSA"):
+        return None
+    out = rows_to_heads(kept.float(), ParseLayer(side, layer, kind.lower(), attn))[0].double().cpu().numpy()  # (T,)
+    out[-1 if side == "encoder" else 0] = np.nan
+    return out
 
 
 def sentence_attention(model, task, split: str = "test", index: int = 0) -> SentenceAttention:
@@ -123,7 +141,21 @@ def sentence_attention(model, task, split: str = "test", index: int = 0) -> Sent
         for h, kind in enumerate(head_kinds(attn.plan)):
             out.heads.append(HeadAttention(side, layer, h, kind, kept[0, h].float().cpu().numpy(),
                                            _parents(side, kind, net_input),
-                                           float(gates[0, h]) if gates is not None else None))
+                                           float(gates[0, h]) if gates is not None else None,
+                                           predicted_parents(side, layer, kind, kept, attn)))
+    return out
+
+
+def predicted_agreement(attention: SentenceAttention) -> Dict[Tuple[str, int, str], Tuple[int, int]]:
+    """Per parse ``(side, layer, kind)`` (a LISA head; a layer's DBSA heads share one parse): (rows whose predicted
+    parent equals the marked gold parent, rows with both), in the order the heads come."""
+    out: Dict[Tuple[str, int, str], Tuple[int, int]] = {}
+    for h in attention.heads:
+        key = (h.side, h.layer, h.kind)
+        if h.predicted is None or h.parents is None or key in out:
+            continue
+        both = ~np.isnan(h.predicted) & ~np.isnan(h.parents)  # (T,)
+        out[key] = int(np.sum(h.predicted[both] == h.parents[both])), int(np.sum(both))
     return out
 
 
@@ -150,10 +182,12 @@ def _panel_title(h: HeadAttention) -> str:
 def plot_attention(attention: SentenceAttention, title: Optional[str] = None):
     """One heat map per syntax head, a row per (side, layer) with syntax heads (encoder first); rows are query
     tokens, columns key tokens, colour 0..1. Parents (where known) are marked per query row: ○ the gold parent
-    of a LISA or DBSA head, + the Gaussian centre p_i of a PASCAL head.
+    of a LISA or DBSA head, + the Gaussian centre p_i of a PASCAL head, then × the parent a LISA or DBSA head
+    predicts (argmax; for DBSA of the layer's mean over its DBSA heads).
 
     Returns ``(fig, {(side, layer, head): matrix})``; each head's Axes has the label ``"{side} {layer} {head}"``
-    and its image (``ax.images[0]``) holds exactly that matrix. Save with
+    and its image (``ax.images[0]``) holds exactly that matrix; its scatter collections carry the labels
+    ``"gold parent"``/``"p_i"`` (first) and ``"predicted parent"`` (drawn after). Save with
     :func:`syntrans.plots.sentence.save_figure`.
     """
     heads = attention.heads
@@ -195,11 +229,17 @@ def plot_attention(attention: SentenceAttention, title: Optional[str] = None):
                 else:
                     ax.scatter(h.parents[q], q, marker="o", s=30, linewidths=1.0, facecolors="none",
                                edgecolors="red", label="gold parent")
+            if h.predicted is not None:  # after the gold mark, so that × shows on top of ○ where they agree
+                q = np.flatnonzero(~np.isnan(h.predicted))
+                ax.scatter(h.predicted[q], q, marker="x", s=22, linewidths=1.0, color="orange", label="predicted parent")
+            if h.parents is not None or h.predicted is not None:
                 ax.set_xlim(-0.5, S - 0.5)
                 ax.set_ylim(T - 0.5, -0.5)
             ax.set_title(_panel_title(h), fontsize=9)
     fig.colorbar(image, ax=axes, shrink=0.5, label="attention probability")
     marks = "; ○ gold parent, + PASCAL centre p_i" if any(h.parents is not None for h in heads) else ""
+    if any(h.predicted is not None for h in heads):
+        marks += ", × predicted parent" if marks else "; × predicted parent"
     fig.suptitle(title if title is not None else
                  f"syntax heads on sentence {attention.index} of split {attention.split!r}{marks}", fontsize=11)
     return fig, attention.matrices()
@@ -207,7 +247,8 @@ def plot_attention(attention: SentenceAttention, title: Optional[str] = None):
 
 def attention_arrays(attention: SentenceAttention) -> Dict[str, np.ndarray]:
     """Every drawn matrix as ``{side}_l{layer}_h{head}`` (T, S), its marked parents as ``…_parents`` (T,), the
-    tokens as ``src_tokens``/``tgt_tokens`` and gates as ``…_gate``: the arrays ``--matrices`` writes."""
+    predicted parents as ``…_predicted`` (T,), the tokens as ``src_tokens``/``tgt_tokens`` and gates as ``…_gate``:
+    the arrays ``--matrices`` writes."""
     out: Dict[str, np.ndarray] = {"src_tokens": np.array(attention.src_tokens, dtype=str),
                                   "tgt_tokens": np.array(attention.tgt_tokens, dtype=str)}
     for h in attention.heads:
@@ -215,6 +256,8 @@ def attention_arrays(attention: SentenceAttention) -> Dict[str, np.ndarray]:
         out[key] = h.matrix
         if h.parents is not None:
             out[key + "_parents"] = h.parents
+        if h.predicted is not None:
+            out[key + "_predicted"] = h.predicted
         if h.gate is not None and not math.isnan(h.gate):
             out[key + "_gate"] = np.array(h.gate)
     return out
