@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 from ..modules.parse_heads import ParseLayer, parse_layers
+from ..syntax.align import bpe_words
 from ..syntax.heads import hypothesis_word_index, hypothesis_words, predicted_sentence, word_heads
 from ..syntax.parsed import ParsedSentence
 
@@ -68,7 +69,7 @@ def source_parse(layer: ParseLayer, record: Dict, pieces: Sequence[str], word_in
     """The source parse of ``layer`` from a hypothesis's ``hypo["syntax"]["src"]`` record (per source subword, EOS
     excluded), over the words the BPE ``pieces`` spell."""
     parents = _parents(record, layer, len(pieces), "source subwords", where)
-    return PredictedParse(layer.tag, hypothesis_words(pieces, marker), word_heads(parents, word_index, layer.mode))
+    return PredictedParse(layer.tag, bpe_words(pieces, marker), word_heads(parents, word_index, layer.mode))
 
 
 def target_parse(layer: ParseLayer, record: Dict, pieces: Sequence[str], marker: str, where: str) -> PredictedParse:

@@ -19,21 +19,25 @@ from .gaps import SENTENCE_BREAK
 from .parsed import ParsedSentence
 
 
-def bpe_word_index(pieces: Sequence[str], marker: str = "@@") -> List[int]:
-    """Index of the word each BPE piece belongs to; a piece ending in ``marker`` continues its word."""
+def bpe_word_index(pieces: Sequence[str], marker: str = "@@", open_end: bool = False) -> List[int]:
+    """Index of the word each BPE piece belongs to; a piece ending in ``marker`` continues its word.
+
+    A last piece ending in the marker is an error, unless ``open_end`` (a hypothesis may stop mid-word: the EOS
+    that follows closes its word)."""
     out: List[int] = []
     w = 0
     for k, p in enumerate(pieces):
         out.append(w)
         if not p.endswith(marker):
             w += 1
-        elif k == len(pieces) - 1:
+        elif k == len(pieces) - 1 and not open_end:
             raise ValueError(f"the last piece {p!r} ends in the continuation marker {marker!r}: the word never ends")
     return out
 
 
-def bpe_words(pieces: Sequence[str], marker: str = "@@") -> List[str]:
-    """The words a BPE line spells (continuation markers removed)."""
+def bpe_words(pieces: Sequence[str], marker: str = "@@", open_end: bool = False) -> List[str]:
+    """The words a BPE line spells (continuation markers removed); with ``open_end``, a last word left open by the
+    marker is closed and kept (see :func:`bpe_word_index`)."""
     words: List[str] = []
     cur = ""
     for p in pieces:
@@ -42,6 +46,8 @@ def bpe_words(pieces: Sequence[str], marker: str = "@@") -> List[str]:
         else:
             words.append(cur + p)
             cur = ""
+    if cur and open_end:
+        words.append(cur)
     return words
 
 

@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .align import pieces_per_word
+from .align import bpe_word_index, bpe_words, pieces_per_word
 from .parsed import ParsedSentence
 
 #: Word head: the read piece points at another piece of its own word (no valid head; never equals a gold head).
@@ -92,33 +92,14 @@ def attachment(pred: Sequence[int], gold: Sequence[int], scorable: Optional[Sequ
 
 
 def hypothesis_word_index(pieces: Sequence[str], marker: str = "@@") -> List[int]:
-    """0-based word of each BPE piece of a hypothesis; a piece ending in ``marker`` continues its word.
-
-    Lenient where :func:`.align.bpe_word_index` is strict: a hypothesis may stop mid-word, so a final piece
-    ending in the marker still closes its word (the EOS that follows ends it).
-    """
-    out: List[int] = []
-    w = 0
-    for p in pieces:
-        out.append(w)
-        if not p.endswith(marker):
-            w += 1
-    return out
+    """0-based word of each BPE piece of a hypothesis: :func:`.align.bpe_word_index`, lenient where that is strict
+    (a hypothesis may stop mid-word, so a final piece ending in the marker still closes its word)."""
+    return bpe_word_index(pieces, marker, open_end=True)
 
 
 def hypothesis_words(pieces: Sequence[str], marker: str = "@@") -> List[str]:
     """The words a hypothesis's BPE pieces spell (markers removed; an open final word is closed)."""
-    words: List[str] = []
-    cur = ""
-    for p in pieces:
-        if p.endswith(marker):
-            cur += p[: -len(marker)]
-        else:
-            words.append(cur + p)
-            cur = ""
-    if cur:
-        words.append(cur)
-    return words
+    return bpe_words(pieces, marker, open_end=True)
 
 
 def predicted_sentence(words: Sequence[str], heads: Sequence[int], line: Optional[int] = None) -> ParsedSentence:
