@@ -1,12 +1,14 @@
 """Distance-mask attention: the syntax heads compute softmax(QKᵀ/√d + log M) and every other head is
-bit-identical to fairseq's stock attention with the same weights."""
+bit-identical to fairseq's stock attention with the same weights; both kernels (fused SDPA with the bias, and the
+explicit reference path) give the same numbers."""
 import math
 
 import pytest
 import torch
 from fairseq.modules import MultiheadAttention
 
-from syntrans.modules.distance_bias import distance_head_bias
+from syntrans.mechanisms.distance import DistanceHeads, distance_log_mask
+from syntrans.modules.blocks import SideInputs
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
 pytestmark = pytest.mark.fast
@@ -28,14 +30,18 @@ def brute_log_mask(g, tau):
     return out
 
 
-def pair(embed=16, heads=4, seed=0):
+def pair(embed=16, heads=4, seed=0, k=2):
+    """fairseq's stock attention and ours with k distance-mask heads, the same weights."""
     torch.manual_seed(seed)
     stock = MultiheadAttention(embed, heads, self_attention=True).eval()
-    ours = MultiheadAttention(embed, heads, self_attention=True).eval()
-    ours.__class__ = SyntaxMultiheadAttention
-    ours.init_syntax()
+    ours = SyntaxMultiheadAttention(embed, heads, self_attention=True, blocks=[DistanceHeads(k)]).eval()
     ours.load_state_dict(stock.state_dict())
     return stock, ours
+
+
+def inputs(gaps, pad, tau, dtype=torch.float32, backend="auto"):
+    """The side's inputs of the distance-mask heads: log M of the batch."""
+    return SideInputs(pad_mask=pad, data={"distance": distance_log_mask(gaps, pad, tau, dtype)}, backend=backend)
 
 
 def batch(B=3, T=9, embed=16, seed=1):
@@ -48,14 +54,14 @@ def batch(B=3, T=9, embed=16, seed=1):
     return x, pad, gaps, lengths
 
 
+@pytest.mark.parametrize("backend", ["auto", "explicit"])
 @pytest.mark.parametrize("tau", [None, 10.0, 1.0])
-def test_syntax_heads_equal_hand_softmax(tau):
+def test_syntax_heads_equal_hand_softmax(tau, backend):
     H, k, C = 4, 2, 16
     stock, ours = pair(C, H)
     x, pad, gaps, lengths = batch(embed=C)
     B, T = pad.shape
-    ours.syntax_bias = distance_head_bias(gaps, pad, H, k, tau, x.dtype)
-    out, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False)
+    out, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs(gaps, pad, tau, backend=backend))
 
     d = C // H
     q = (x @ stock.q_proj.weight.T + stock.q_proj.bias) * d ** -0.5
@@ -84,37 +90,38 @@ def test_other_heads_bit_identical_to_stock():
         for m in (stock, ours):
             m.out_proj.weight[:, : k * (C // H)] = 0.0
     x, pad, gaps, _ = batch(embed=C)
-    ours.syntax_bias = distance_head_bias(gaps, pad, H, k, 10.0, x.dtype)
     a, _ = stock(x, x, x, key_padding_mask=pad, need_weights=False)
-    b, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False)
+    b, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs(gaps, pad, 10.0))
     assert torch.equal(a, b)
     # and the syntax heads did change something when their columns are read
     stock2, ours2 = pair(C, H)
-    ours2.syntax_bias = ours.syntax_bias
     assert not torch.allclose(stock2(x, x, x, key_padding_mask=pad, need_weights=False)[0],
-                              ours2(x, x, x, key_padding_mask=pad, need_weights=False)[0])
+                              ours2(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs(gaps, pad, 10.0))[0])
 
 
-def test_without_bias_is_stock_bitwise():
+def test_zero_bias_is_stock_bitwise():
+    """A log M of zeros leaves the distance heads stock: the whole layer equals fairseq's, bit for bit."""
     stock, ours = pair()
     x, pad, _, _ = batch()
+    zero = SideInputs(pad_mask=pad, data={"distance": torch.zeros(3, 9, 9)})
     assert torch.equal(stock(x, x, x, key_padding_mask=pad, need_weights=False)[0],
-                       ours(x, x, x, key_padding_mask=pad, need_weights=False)[0])
+                       ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=zero)[0])
 
 
 def test_padding_query_rows_get_no_bias_and_no_nan():
     x, pad, gaps, _ = batch()
-    bias = distance_head_bias(gaps, pad, 4, 4, None, torch.float32).view(3, 4, 9, 9)
-    assert torch.all(bias.permute(0, 2, 1, 3)[pad] == 0)  # rows of padding queries, every head
-    stock, ours = pair()
-    ours.syntax_bias = bias.view(12, 9, 9)
-    out, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False)
-    assert torch.isfinite(out).all()
+    log_m = distance_log_mask(gaps, pad, None, torch.float32)  # (B, T, T)
+    assert torch.all(log_m[pad] == 0)  # rows of padding queries
+    for backend in ("auto", "explicit"):
+        stock, ours = pair(k=4)
+        out, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs(gaps, pad, None, backend=backend))
+        assert torch.isfinite(out).all()
 
 
 def test_bias_dtype_and_shape_follow_request():
     x, pad, gaps, _ = batch()
-    b = distance_head_bias(gaps, pad, 4, 3, 10.0, torch.float16)
-    assert b.dtype == torch.float16 and b.shape == (12, 9, 9)
-    assert torch.all(b.view(3, 4, 9, 9)[:, 3] == 0)  # head 3 is not a syntax head
-    assert not torch.isnan(b).any()
+    log_m = distance_log_mask(gaps, pad, 10.0, torch.float16)
+    assert log_m.dtype == torch.float16 and log_m.shape == (3, 9, 9)
+    assert not torch.isnan(log_m).any()
+    bias = DistanceHeads(3).bias(SideInputs(pad_mask=pad, data={"distance": log_m}), torch.float32)
+    assert bias.dtype == torch.float32 and bias.shape == (3, 1, 9, 9)  # one bias shared by the block's heads

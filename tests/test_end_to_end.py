@@ -1,6 +1,7 @@
 """synth → preprocess → fairseq-train (a few updates) → resume → fairseq-generate → BLEU, with stock fairseq tools."""
 import re
 
+import pytest
 import torch
 from helpers import SMALL, USER_DIR, run
 
@@ -37,18 +38,23 @@ def test_train_resume_generate(tiny_data, tmp_path):
     # the checkpoint loads with torch's safe loader (syntrans imported; no unsafe switch)
     state = torch.load(save / "checkpoint_last.pt", weights_only=True, map_location="cpu")
     assert state["extra_state"]["train_iterator"]["epoch"] >= 1
-    assert state["cfg"]["model"].distance_heads == 2
+    model_cfg = state["cfg"]["model"]  # the typed config, nested per mechanism, its layer lists lists of ints
+    assert model_cfg["distance"]["heads"] == 2 and model_cfg["distance"]["layers"] == [0]
+    assert model_cfg["encoder"]["embed_dim"] == 32 and model_cfg["preset"] == "distance_transformer_iwslt_de_en"
 
 
-def test_hydra_yaml_config(tiny_data, tmp_path):
-    """The model options are dataclass fields: fairseq-hydra-train takes them from YAML, and the model it trains
-    has the syntax heads they ask for (not only the saved configuration: a LISA head adds its parameters U)."""
+@pytest.mark.parametrize("name", ["distance_transformer_iwslt_de_en", "syntax_transformer"])
+def test_hydra_yaml_config(tiny_data, tmp_path, name):
+    """The model config is typed (fairseq's TransformerConfig plus one group per mechanism): fairseq-hydra-train
+    takes it from YAML in its nested form, and the model it trains has the syntax heads it asks for (not only the
+    saved configuration: a LISA head adds its parameters U). Under a preset's name the preset fills what the YAML
+    leaves at its defaults (distance layer 0, dropout 0.3); under the model's name nothing is filled."""
     (tmp_path / "cfg.yaml").write_text(f"""# @package _group_
 common: {{user_dir: {USER_DIR}, log_format: simple, seed: 2}}
 task: {{_name: syntax_translation, data: {tiny_data}, source_lang: src, target_lang: tgt}}
-model: {{_name: distance_transformer_iwslt_de_en, encoder_layers: 1, decoder_layers: 1, encoder_embed_dim: 32,
-        decoder_embed_dim: 32, encoder_ffn_embed_dim: 64, decoder_ffn_embed_dim: 64, distance_heads: 3,
-        distance_tau: 5.0, lisa_layers: "0"}}
+model: {{_name: {name}, encoder: {{layers: 1, embed_dim: 32, ffn_embed_dim: 64}},
+        decoder: {{layers: 1, embed_dim: 32, ffn_embed_dim: 64}}, distance: {{heads: 3, tau: 5.0, layers: [0]}},
+        lisa: {{layers: [0]}}}}
 criterion: {{_name: syntax_label_smoothed_cross_entropy, label_smoothing: 0.1}}
 optimizer: {{_name: adam}}
 lr_scheduler: {{_name: fixed}}
@@ -60,7 +66,8 @@ hydra: {{run: {{dir: {tmp_path / 'hydra'}}}}}
     run("fairseq-hydra-train", "--config-dir", tmp_path, "--config-name", "cfg")
     state = torch.load(tmp_path / "ck" / "checkpoint_last.pt", weights_only=True, map_location="cpu")
     model_cfg = state["cfg"]["model"]
-    assert model_cfg["distance_heads"] == 3 and model_cfg["distance_tau"] == 5.0
-    assert state["cfg"]["model"]["_name"] == "distance_transformer_iwslt_de_en"
+    assert model_cfg["distance"]["heads"] == 3 and model_cfg["distance"]["tau"] == 5.0
+    assert model_cfg["_name"] == name
+    assert model_cfg["dropout"] == (0.3 if name != "syntax_transformer" else 0.1)  # the preset's, or the schema's
     assert state["optimizer_history"][-1]["num_updates"] == 2
     assert "encoder.layers.0.self_attn.lisa.U" in state["model"]  # the options reached the model

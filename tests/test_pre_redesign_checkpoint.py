@@ -45,7 +45,7 @@ def regenerated_old_spe(tiny_data, tmp_path_factory):
     from fairseq import options
     from fairseq_cli.generate import main
 
-    from syntrans.modules import nsd_layers
+    from syntrans.mechanisms import nsd as nsd_layers
 
     check_fixture_dictionary(tiny_data)
     results = tmp_path_factory.mktemp("old_spe")

@@ -33,6 +33,7 @@ class Feature:
     build: Callable[[Dict[str, np.ndarray]], np.ndarray]  # word-level arrays → (tokens incl. EOS,)
     finish: Callable[[torch.Tensor], torch.Tensor] = lambda t: t  # (B, T) padded → what the model gets
     positions: bool = False  # values ≥ 0 are token positions in the sentence: shifted by the left padding
+    fillers: Tuple[int, ...] = ()  # values that stand for no value (besides ``pad``), e.g. at EOS or BOS
 
 
 def _gaps_per_token(arrays: Dict[str, np.ndarray]) -> np.ndarray:
@@ -81,28 +82,30 @@ def _nsd_features() -> Dict[str, Feature]:
         needs = ("word", "head" if kind == "dD" else "dist")
         for name, side, where in ((f"src_nsd_{kind}", "source", "end"), (f"tgt_nsd_in_{kind}", "target", "start"),
                                   (f"tgt_nsd_out_{kind}", "target", "end")):
-            out[name] = Feature(name, side, needs, NO_NSD, _nsd_per_token(kind, where))
+            out[name] = Feature(name, side, needs, NO_NSD, _nsd_per_token(kind, where), fillers=(NO_NSD, BOS_NSD))
     return out
 
 
 FEATURES: Dict[str, Feature] = {
     # gaps between consecutive source tokens, (B, T−1) after padding like src_tokens
     "src_gaps": Feature("src_gaps", "source", ("word", "dist"), EOS_GAP, _gaps_per_token, lambda t: t[:, :-1]),
-    # PASCAL: mean position of the head word's subwords (x.5 between two), (B, T) float64 in padded coordinates:
+    # "middle" parents: mean position of the head word's subwords (x.5 between two), (B, T) float64 in padded
+    # coordinates:
     # fairseq's --fp16/--bf16 cast every float32 tensor of a batch to half precision (Trainer._fp_convert_sample),
     # where bf16 rounds 129.5 to 130 and 513 to 512; a float64 feature is left alone and stays exact
     "src_parent_middle": Feature("src_parent_middle", "source", ("word", "head"), NO_PARENT,
                                  _parents_per_token("middle", np.float64), positions=True),
-    # LISA: first subword of the head word, (B, T) int64 in padded coordinates
+    # "first" parents: first subword of the head word, (B, T) int64 in padded coordinates
     "src_parent_first": Feature("src_parent_first", "source", ("word", "head"), NO_PARENT,
                                 _parents_per_token("first", np.int64), positions=True),
-    # DBSA encoder: Deguchi et al.'s chain convention, (B, T) int64 in padded coordinates
+    # "chain" parents (a word's pieces chained, its last piece to its head word's first), (B, T) int64 in padded
+    # coordinates
     "src_parent_chain": Feature("src_parent_chain", "source", ("word", "head"), NO_PARENT,
                                 _parents_per_token("chain", np.int64), positions=True),
-    # DBSA decoder: chain parents of the decoder input tokens, (B, T) int64 padded like prev_output_tokens
+    # chain parents of the decoder input tokens, (B, T) int64 padded like prev_output_tokens
     "tgt_parent_chain": Feature("tgt_parent_chain", "target", ("word", "head"), NO_PARENT,
                                 _decoder_input_parents, positions=True),
-    # NSD (Ma et al. 2019): src_nsd_K per source token; tgt_nsd_in_K per decoder input token (BOS first),
-    # tgt_nsd_out_K per target token (the classifier's labels), K in dS, dG, dR, dD
+    # syntactic distances of kind K (dS, dG, dR, dD; syntax.nsd): src_nsd_K per source token; tgt_nsd_in_K per
+    # decoder input token (BOS first), tgt_nsd_out_K per target token (as labels)
     **_nsd_features(),
 }

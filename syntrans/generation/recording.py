@@ -2,12 +2,13 @@
 (:mod:`syntrans.modules.parse_heads`): ``hypo["syntax"]``.
 
 * :class:`ParseRecordingGenerator`, fairseq's beam search (``SequenceGenerator``): the source parse from the
-  encoder's single forward; the hypothesis parse from the decoder's DBSA heads *while decoding*: at every step the
+  encoder's single forward; the hypothesis parse from the decoder's parse heads *while decoding*: at every step the
   current query row's argmax is appended to a per-beam-row history (:class:`HeadRecordingEnsemble`), which follows
-  the beams when fairseq reorders them, and a finished hypothesis takes its row's history. No attention is
-  recomputed, and the tokens and scores are the stock generator's.
+  the beams when fairseq reorders them, and a finished hypothesis takes its row's history. The parses are asked of
+  the encoder and decoder as an argument of their forward (``keep=("parse",)``) and read from their outputs; no
+  attention is recomputed, and the tokens and scores are the stock generator's.
 * :class:`ParseRecordingScorer`, fairseq's ``--score-reference`` (``SequenceScorer``): both parses from the one
-  teacher-forced forward of the reference.
+  teacher-forced forward of the reference (asked by a hook on the model's forward).
 
 The record of one hypothesis::
 
@@ -26,7 +27,9 @@ import torch
 from fairseq.sequence_generator import EnsembleModel, SequenceGenerator
 from fairseq.sequence_scorer import SequenceScorer
 
-from ..modules.parse_heads import ParseLayer, keep_parse_probs, parse_layers, rows_to_heads, sentence_heads
+from ..modules.attention_record import side_reports
+from ..modules.blocks import KEEP_PARSE
+from ..modules.parse_heads import ParseLayer, parse_layers, sentence_heads
 
 Heads = Dict[str, torch.Tensor]  # parse tag (e.g. "dbsa@0") → (n,) long subword parents
 
@@ -51,12 +54,13 @@ def real_positions(tokens: torch.Tensor, pad: int, boundary: int) -> List[torch.
     return [row.nonzero().squeeze(-1) for row in keep]
 
 
-def side_heads(probs: Dict[ParseLayer, torch.Tensor], positions: List[torch.Tensor]) -> List[Heads]:
-    """Per sentence the parents predicted by each parse: probs of full-sequence self-attention (B, H, T, T) by
-    layer; positions per sentence (:func:`real_positions`) → B dicts tag → (n_b,) long."""
+def side_heads(reports: Dict[int, Dict], parses: List[ParseLayer], positions: List[torch.Tensor]) -> List[Heads]:
+    """Per sentence the parents predicted by each parse of one side, read from that side's layer reports
+    ({layer: report}, each report's ``parse``: {block key: (B, T) argmax keys}); positions per sentence
+    (:func:`real_positions`) → B dicts tag → (n_b,) long."""
     out: List[Heads] = [{} for _ in positions]
-    for layer, p in probs.items():
-        heads = rows_to_heads(p, layer)  # (B, T)
+    for layer in parses:
+        heads = reports[layer.layer][KEEP_PARSE][layer.kind]  # (B, T)
         for b, pos in enumerate(positions):
             out[b][layer.tag] = sentence_heads(heads[b], pos).cpu()
     return out
@@ -66,9 +70,10 @@ class HeadRecordingEnsemble(EnsembleModel):
     """fairseq's ensemble wrapper around one model that records the parse heads while the generator decodes.
 
     After the encoder's forward: the source parents of every sentence (``src_heads``). After every incremental
-    decoder step: the argmax key of each decoder DBSA layer's current query row, appended to ``history``
+    decoder step: the argmax key of each decoder parse layer's current query row, appended to ``history``
     (tag → (bsz·beam, steps) long, keys in decoder-input positions, 0 = BOS), whose rows are reordered with the
-    beams (``reorder_incremental_state``, which also drops the rows of finished sentences)."""
+    beams (``reorder_incremental_state``, which also drops the rows of finished sentences). Both forwards are asked
+    for the parses (``keep``) and read from the outputs."""
 
     def __init__(self, models):
         parses = model_parses(models)
@@ -80,20 +85,30 @@ class HeadRecordingEnsemble(EnsembleModel):
         self.history: Dict[str, torch.Tensor] = {}
 
     def forward_encoder(self, net_input):
-        out = super().forward_encoder(net_input)
-        enc = {x: x.attn.probs for x in self.parses if x.side == "encoder"}
-        self.src_heads = side_heads(enc, real_positions(net_input["src_tokens"], self.pad, self.eos))
+        out = [m.encoder.forward_torchscript({**net_input, "keep": (KEEP_PARSE,)}) for m in self.models]
+        mine = [x for x in self.parses if x.side == "encoder"]
+        self.src_heads = side_heads(side_reports("encoder", out[0]), mine,
+                                    real_positions(net_input["src_tokens"], self.pad, self.eos))
         self.history = {}
         return out
 
     def forward_decoder(self, tokens, encoder_outs, incremental_states, temperature: float = 1.0):
-        out = super().forward_decoder(tokens, encoder_outs, incremental_states, temperature)
+        """One step of the single model, as fairseq's ensemble takes it (the last position's log-probabilities and
+        its encoder-decoder attention), with the decoder asked for its parses."""
+        model = self.models[0]
+        decoder_out = model.decoder.forward(tokens, encoder_out=encoder_outs[0] if self.has_encoder() else None,
+                                            incremental_state=incremental_states[0], keep=(KEEP_PARSE,))
+        reports = side_reports("decoder", decoder_out)
         for x in self.parses:
             if x.side == "decoder":
-                step = rows_to_heads(x.attn.probs, x)[:, -1:]  # (bsz·beam, 1): probs (bsz·beam, H, 1, step + 1)
+                step = reports[x.layer][KEEP_PARSE][x.kind][:, -1:]  # (bsz·beam, 1)
                 seen = self.history.get(x.tag)
                 self.history[x.tag] = step if seen is None else torch.cat([seen, step], dim=1)
-        return out
+        attn = decoder_out[1]["attn"][0] if len(decoder_out) > 1 and decoder_out[1] is not None else None
+        if attn is not None:
+            attn = attn[:, -1, :]
+        last = (decoder_out[0][:, -1:, :].div_(temperature), decoder_out[1] if len(decoder_out) > 1 else None)
+        return model.get_normalized_probs(last, log_probs=True, sample=None)[:, -1, :], attn
 
     def reorder_incremental_state(self, incremental_states, new_order):
         super().reorder_incremental_state(incremental_states, new_order)
@@ -109,8 +124,7 @@ class ParseRecordingGenerator(SequenceGenerator):
 
     @torch.no_grad()
     def generate(self, models, sample, **kwargs):
-        with keep_parse_probs(self.model.parses):
-            finalized = super().generate(models, sample, **kwargs)
+        finalized = super().generate(models, sample, **kwargs)
         for sent, hypos in enumerate(finalized):
             for hypo in hypos:
                 hypo.setdefault("syntax", {"src": {}, "tgt": {}})["src"] = self.model.src_heads[sent]
@@ -148,15 +162,30 @@ class ParseRecordingScorer(SequenceScorer):
     @torch.no_grad()
     def generate(self, models, sample, **kwargs):
         parses = model_parses(models)
-        encoder = models[0].encoder
-        with keep_parse_probs(parses):
+        model = models[0]
+        encoder = model.encoder
+        seen: List[Dict] = []
+
+        def ask(module, args, kwargs):  # the model's forward keeps the parses in its output
+            kwargs["keep"] = tuple(kwargs.get("keep", ())) + (KEEP_PARSE,)
+            return args, kwargs
+
+        def read(module, args, kwargs, output):
+            seen.append(output[1]["syntax"])
+
+        handles = [model.register_forward_pre_hook(ask, with_kwargs=True),
+                   model.register_forward_hook(read, with_kwargs=True)]
+        try:
             hypos = super().generate(models, sample, **kwargs)
-            probs = {x: x.attn.probs for x in parses}
+        finally:
+            for h in handles:
+                h.remove()
+        reports = seen[-1]
         net = sample["net_input"]
-        src = side_heads({x: p for x, p in probs.items() if x.side == "encoder"},
+        src = side_heads(reports["encoder"], [x for x in parses if x.side == "encoder"],
                          real_positions(net["src_tokens"], encoder.padding_idx, encoder.dictionary.eos()))
         # decoder input = BOS (fairseq's EOS symbol) + the reference, padded like the target
-        tgt = side_heads({x: p for x, p in probs.items() if x.side == "decoder"},
+        tgt = side_heads(reports["decoder"], [x for x in parses if x.side == "decoder"],
                          real_positions(net["prev_output_tokens"], self.pad, self.eos))
         for b, per_sentence in enumerate(hypos):
             for hypo in per_sentence:

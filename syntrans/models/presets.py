@@ -1,21 +1,76 @@
 """The paper settings of ``syntax_transformer`` as fairseq architecture presets (``--arch NAME``).
 
-A preset sets fields of the model's options (:func:`~syntrans.models.options.set_fields`): a flag given on the
-command line wins, and every option no preset sets keeps the default declared in :mod:`syntrans.models.options`.
-Per-dataset settings of each paper's tables live in ``configs/``.
+A preset sets fields of the model's config in their flat form (``distance_layers``: the group ``distance``, field
+``layers``) unless they are set already (:func:`set_fields`): a flag given on the command line wins, and every field no
+preset sets keeps the default its mechanism's config declares. ``--arch syntax_transformer`` is Transformer base with
+no mechanism on. Per-dataset settings of each paper's tables live in ``configs/``.
+
+fairseq calls a preset on the flat Namespace of the command line, before it turns the Namespace into the model's typed
+config; the preset then hands fairseq the typed groups (:func:`~syntrans.models.config.hand_to_fairseq`). fairseq also
+calls it on the config a model is built from: a typed one that holds the preset already (its ``preset`` field names
+it: a checkpoint, a config made from the command line) is left alone; one from fairseq-hydra-train YAML that names
+the preset as ``_name`` takes the preset's values for the fields it leaves at their defaults
+(:func:`~syntrans.models.config.apply_to_typed`).
 """
-from fairseq.models import register_model_architecture
+from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
 from fairseq.models.transformer.transformer_legacy import base_architecture, transformer_iwslt_de_en
 
-from . import syntax_transformer  # noqa: F401  (the model is registered before its architectures)
-from .options import fill_syntax_defaults, set_fields
+from ..mechanisms.registry import MECHANISMS
+from .config import apply_to_typed, hand_to_fairseq, is_nested
+from .syntax_transformer import MODEL
 
 
-@register_model_architecture("syntax_transformer", "syntax_transformer")
+def apply_preset(fn, name: str, cfg) -> None:
+    """Run preset ``fn`` (registered as ``name``) on a config of any form (module docstring)."""
+    if is_nested(cfg):
+        apply_to_typed(fn, name, cfg)
+    else:
+        fn(cfg)
+        hand_to_fairseq(cfg, name)
+
+
+def preset(name: str):
+    """Register the decorated preset as architecture ``name`` of ``syntax_transformer`` (:func:`apply_preset`); the
+    function itself is returned unchanged, so presets can build on each other."""
+
+    def register(fn):
+        register_model_architecture(MODEL, name)(lambda cfg: apply_preset(fn, name, cfg))
+        return fn
+
+    return register
+
+
+def _given(args, name: str) -> bool:
+    """Whether ``args`` sets ``name``: flat, or in its mechanism group's nested form (``distance: {layers: …}``)."""
+    if getattr(args, name, None) is not None:
+        return True
+    for M in MECHANISMS:
+        if name.startswith(M.key + "_"):
+            group = getattr(args, M.key, None)
+            field = name[len(M.key) + 1:]
+            if isinstance(group, dict) or hasattr(group, "keys"):
+                return group.get(field) is not None
+            return getattr(group, field, None) is not None
+    return False
+
+
+def set_fields(args, **values) -> None:
+    """A preset's settings: each becomes the value of ``args.<name>`` unless that is already set (by a flag, a config
+    or an earlier preset), as fairseq's architecture functions do."""
+    for name, value in values.items():
+        if not _given(args, name):
+            setattr(args, name, value)
+
+
 def syntax_base_architecture(args):
-    """Transformer base with no syntax mechanism switched on (every syntax option at its declared default)."""
-    fill_syntax_defaults(args)
+    """Transformer base (fairseq's defaults for every Transformer field not set); the mechanisms' fields keep their
+    declared defaults where no preset or flag sets them."""
     base_architecture(args)
+
+
+# fairseq registers the model's own name as an architecture that does nothing; the command line's
+# --arch syntax_transformer needs the same hand-over of the typed groups as every preset
+ARCH_CONFIG_REGISTRY[MODEL] = lambda cfg: apply_preset(syntax_base_architecture, MODEL, cfg)
 
 
 def _iwslt_size(args):
@@ -26,7 +81,7 @@ def _iwslt_size(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "distance_transformer_iwslt_de_en")
+@preset("distance_transformer_iwslt_de_en")
 def distance_transformer_iwslt_de_en(args):
     """Hou et al. 2022 (App. A), IWSLT14 de-en: 6+6 layers, 512, 4 heads, FFN 1024, dropout 0.3,
     attention dropout 0.2, soft mask τ = 10 in heads 0-3 of encoder layer 0."""
@@ -34,7 +89,7 @@ def distance_transformer_iwslt_de_en(args):
     _iwslt_size(args)
 
 
-@register_model_architecture("syntax_transformer", "distance_transformer_wmt_en_de")
+@preset("distance_transformer_wmt_en_de")
 def distance_transformer_wmt_en_de(args):
     """Hou et al. 2022 (App. A), WMT14 en-de: 6+6 layers, 512, 8 heads, FFN 1024 ("2048 in ASPEC and 1024 in other
     datasets"; the stated 50M parameters fit it), dropout and attention dropout 0.1, soft mask τ = 10 in heads 0-1
@@ -44,7 +99,7 @@ def distance_transformer_wmt_en_de(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "pascal_transformer_wmt_en_de")
+@preset("pascal_transformer_wmt_en_de")
 def pascal_transformer_wmt_en_de(args):
     """Bugliarello & Okazaki 2020, WMT16 en-de: Transformer base, 5 PASCAL heads of 8 in encoder layer 0,
     σ = 1, no parent ignoring (other datasets' heads/q: configs/pascal/)."""
@@ -52,7 +107,7 @@ def pascal_transformer_wmt_en_de(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "pascal_transformer_iwslt_de_en")
+@preset("pascal_transformer_iwslt_de_en")
 def pascal_transformer_iwslt_de_en(args):
     """PASCAL at IWSLT size (no published IWSLT setting: 2 PASCAL heads of 4 in encoder layer 0, σ = 1,
     q = 0; dropout 0.3, attention dropout 0.2 as Hou et al.'s IWSLT comparison)."""
@@ -60,7 +115,7 @@ def pascal_transformer_iwslt_de_en(args):
     _iwslt_size(args)
 
 
-@register_model_architecture("syntax_transformer", "lisa_transformer_wmt_en_de")
+@preset("lisa_transformer_wmt_en_de")
 def lisa_transformer_wmt_en_de(args):
     """LISA as in Bugliarello & Okazaki 2020: Transformer base, head 0 of encoder layer 0 bi-affine and
     trained on first-subword parents with weight 1.0."""
@@ -68,14 +123,14 @@ def lisa_transformer_wmt_en_de(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "lisa_transformer_iwslt_de_en")
+@preset("lisa_transformer_iwslt_de_en")
 def lisa_transformer_iwslt_de_en(args):
     """LISA at IWSLT size: head 0 of encoder layer 0, weight 1.0; dropout 0.3, attention dropout 0.2."""
     set_fields(args, lisa_layers="0")
     _iwslt_size(args)
 
 
-@register_model_architecture("syntax_transformer", "gated_distance_transformer_iwslt_de_en")
+@preset("gated_distance_transformer_iwslt_de_en")
 def gated_distance_transformer_iwslt_de_en(args):
     """Hou et al., gated self-attention, IWSLT14 de-en: 6+6 layers, 512, FFN 1024, 4 heads, shared embeddings,
     dropout 0.3, attention dropout 0.2; every head of every encoder layer gated between the soft distance mask
@@ -85,7 +140,7 @@ def gated_distance_transformer_iwslt_de_en(args):
     _iwslt_size(args)
 
 
-@register_model_architecture("syntax_transformer", "dbsa_transformer_wmt_en_de")
+@preset("dbsa_transformer_wmt_en_de")
 def dbsa_transformer_wmt_en_de(args):
     """Deguchi et al. 2019, WMT14 en-de: Transformer base; one DBSA head in the first encoder layer and one
     (causal) in the first decoder layer, λ_dep = 0.5."""
@@ -93,7 +148,7 @@ def dbsa_transformer_wmt_en_de(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "syncattn_transformer_wmt_en_de")
+@preset("syncattn_transformer_wmt_en_de")
 def syncattn_transformer_wmt_en_de(args):
     """Deguchi et al. 2021, WMT14 en-de: the DBSA model plus L_sync with λ_sync = 0.5, C from the penultimate
     decoder layer (other datasets' λ_sync: configs/syncattn/)."""
@@ -101,7 +156,7 @@ def syncattn_transformer_wmt_en_de(args):
     dbsa_transformer_wmt_en_de(args)
 
 
-@register_model_architecture("syntax_transformer", "nsd_transformer")
+@preset("nsd_transformer")
 def nsd_transformer(args):
     """NSD (Ma et al. 2019) with nothing switched on yet: Transformer base plus the NSD options' defaults
     (dD, λ_SPE 40, the unweighted loss of Eq. 17); choose per side with --nsd-{src,tgt}-{input,spe,output}
@@ -109,7 +164,7 @@ def nsd_transformer(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "nsd_src_transformer_base")
+@preset("nsd_src_transformer_base")
 def nsd_src_transformer_base(args):
     """Ma et al. 2019, Table 1, En→Ja and En→Zh: only English is parsed (§4.1), so NSD goes on the source. dD as
     input W(x‖e)+b (Eq. 10) with the syntactic PE (Eq. 15–16, λ_SPE 40) and predicted from the encoder output
@@ -118,7 +173,7 @@ def nsd_src_transformer_base(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "nsd_tgt_transformer_base")
+@preset("nsd_tgt_transformer_base")
 def nsd_tgt_transformer_base(args):
     """Ma et al. 2019, Table 1, Ja→En and Zh→En: only English is parsed (§4.1), so NSD goes on the target. dD as
     input W(x‖e)+b (Eq. 10) with the syntactic PE (Eq. 15–16, λ_SPE 40) and predicted from the decoder output
@@ -128,7 +183,7 @@ def nsd_tgt_transformer_base(args):
     syntax_base_architecture(args)
 
 
-@register_model_architecture("syntax_transformer", "nsd_transformer_base")
+@preset("nsd_transformer_base")
 def nsd_transformer_base(args):
     """Ma et al. 2019's best Table 1 setting on both sides at once: :func:`nsd_src_transformer_base` plus
     :func:`nsd_tgt_transformer_base` (dD input W(x‖e)+b, syntactic PE λ_SPE 40, output with L_entdist + L_dist,

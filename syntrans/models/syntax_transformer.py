@@ -1,181 +1,163 @@
 """``syntax_transformer``: fairseq's Transformer whose attention takes syntax mechanisms.
 
-Every mechanism is switched on per layer/head by the options of :mod:`syntrans.models.options`; with none on,
-the model is exactly the stock Transformer. The encoder and decoder are in :mod:`~syntrans.models.encoder` and
-:mod:`~syntrans.models.decoder`; this file holds the registered model, which also computes SyncAttn's loss
-(Deguchi et al. 2021) from both. The paper settings are architecture presets (:mod:`syntrans.models.presets`).
+The model's config is :data:`~syntrans.models.config.SyntaxTransformerConfig` (fairseq's TransformerConfig plus one
+group per mechanism); building it builds the model's :class:`~syntrans.mechanisms.plan.SyntaxPlan` once (every
+option checked there), from which the encoder and decoder build their layers and side modules. With no mechanism on,
+the model is exactly the stock Transformer. The paper settings are architecture presets (:mod:`syntrans.models.presets`).
+
+Per forward, each side returns its layers' reports and its losses and metrics; the model adds the losses that need
+both sides (the plan's ``model_report``) and hands the criterion every loss and metric in ``extra["aux_losses"]`` and
+``extra["aux_metrics"]``, the layers' reports in ``extra["syntax"]`` ({"encoder": {layer: report}, "decoder": …}).
 """
 from __future__ import annotations
 
 import argparse
-from typing import List, Optional, Set
+import contextlib
+import copy
+from typing import Dict, List, Optional, Set
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass
-from fairseq.models import register_model
-from fairseq.models.transformer import TransformerConfig, TransformerModel
-from omegaconf import DictConfig, OmegaConf
+from fairseq.models import ARCH_CONFIG_REGISTRY, register_model
+from fairseq.models.transformer import TransformerConfig, TransformerModelBase
+from omegaconf import DictConfig, open_dict
 
-from ..modules.aux_losses import merge_aux, report_aux_loss
-from ..modules.aux_reports import report_nsd
-from ..modules.sync_attn import sync_loss
+from ..mechanisms.base import ModelShape
+from ..mechanisms.layer_lists import parse_layer_spec
+from ..mechanisms.plan import SyntaxPlan
+from ..mechanisms.registry import MECHANISMS
+from ..modules.aux_losses import merge_aux
+from ..modules.blocks import SyntaxPart
+from .config import LAYER_FIELDS, SyntaxTransformerConfig, flat_items, set_field, syntax_config
 from .decoder import SyntaxTransformerDecoder
 from .encoder import SyntaxTransformerEncoder
-from .net_input import required_feature
-from .options import OPTION_GROUPS, SyntaxOptions, fill_syntax_defaults
+
+MODEL = "syntax_transformer"
 
 
-@register_model("syntax_transformer")
-class SyntaxTransformerModel(TransformerModel):
-    """Transformer with syntax-guided encoder attention (see the options of :mod:`syntrans.models.options`)."""
+def model_shape(cfg) -> ModelShape:
+    return ModelShape(int(cfg.encoder.layers), int(cfg.decoder.layers), int(cfg.encoder.attention_heads),
+                      int(cfg.decoder.attention_heads), int(cfg.encoder.embed_dim), int(cfg.decoder.embed_dim))
+
+
+@register_model(MODEL, dataclass=SyntaxTransformerConfig)
+class SyntaxTransformerModel(TransformerModelBase):
+    """Transformer with syntax mechanisms (see the module docstring)."""
 
     @classmethod
     def add_args(cls, parser):
-        super().add_args(parser)
-        for group in OPTION_GROUPS:  # no defaults on the parser: presets fill what the flags leave unset
-            gen_parser_from_dataclass(parser, group(), delete_default=True)
+        """fairseq's Transformer flags and each mechanism group's, prefixed by its key (``--distance-layers``); no
+        defaults on the parser: presets fill what the flags leave unset, the schema the rest."""
+        gen_parser_from_dataclass(parser, TransformerConfig(), delete_default=True, with_prefix="")
+        for M in MECHANISMS:
+            gen_parser_from_dataclass(parser, M.Config(), delete_default=True, with_prefix=f"--{M.key}")
+        for (group, name) in LAYER_FIELDS:  # layer lists also take 'all' (resolved when the model is built)
+            action = parser._option_string_actions.get(f"--{group}-{name.replace('_', '-')}")
+            if action is not None:
+                action.type = parse_layer_spec
 
-    def __init__(self, args, encoder, decoder):
-        super().__init__(args, encoder, decoder)
-        syntax: SyntaxOptions = encoder.syntax
-        self.sync_attn = bool(syntax.sync_attn)
-        self.sync_weight = float(syntax.sync_weight)
-        self.sync_layer = None
-        if self.sync_attn:
-            n = len(decoder.layers)
-            layer = int(syntax.sync_layer)
-            if not -n <= layer < n:
-                raise ValueError(f"--sync-layer must name one of the {n} decoder layers (0..{n - 1}, or -{n}..-1), found {layer}")
-            self.sync_layer = layer % n
-            if len(encoder.dbsa_layers) != 1 or len(decoder.dbsa_layers) != 1:
-                raise ValueError("--sync-attn compares one DBSA attention per side: give exactly one layer in each of "
-                                 f"--dbsa-encoder-layers and --dbsa-decoder-layers (found {encoder.dbsa_layers} and "
-                                 f"{decoder.dbsa_layers})")
+    def __init__(self, cfg, encoder, decoder):
+        super().__init__(cfg, encoder, decoder)
+        self.plan: SyntaxPlan = cfg.syntax_plan
 
     @classmethod
-    def build_model(cls, args, task):
-        if isinstance(args, DictConfig):
-            # fairseq-hydra-train hands the model config as a DictConfig, whose extra keys fairseq's
-            # TransformerConfig.from_namespace cannot see (vars() of a DictConfig has none): a flat Namespace keeps
-            # every syntax option
-            args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
-        fill_syntax_defaults(args)
-        fill_nsd_ranges(args, task)
-        return super().build_model(args, task)
+    def build_model(cls, cfg, task):
+        """Any form of the config (:func:`~syntrans.models.config.syntax_config`) → the model and its plan."""
+        cfg = syntax_config(cfg)
+        plan = SyntaxPlan(cfg, model_shape(cfg))
+        cfg.syntax_plan = plan  # read by build_encoder/build_decoder while fairseq's build_model runs
+        try:
+            model = super().build_model(cfg, task)
+        finally:
+            del cfg.syntax_plan
+        return model
 
     @classmethod
-    def build_encoder(cls, args, src_dict, embed_tokens):
-        return SyntaxTransformerEncoder(TransformerConfig.from_namespace(args), SyntaxOptions.from_args(args), src_dict,
-                                        embed_tokens)
+    def build_encoder(cls, cfg, src_dict, embed_tokens):
+        return SyntaxTransformerEncoder(cfg, cfg.syntax_plan, src_dict, embed_tokens)
 
     @classmethod
-    def build_decoder(cls, args, tgt_dict, embed_tokens):
-        return SyntaxTransformerDecoder(TransformerConfig.from_namespace(args), SyntaxOptions.from_args(args), tgt_dict,
-                                        embed_tokens, no_encoder_attn=args.no_cross_attention)
+    def build_decoder(cls, cfg, tgt_dict, embed_tokens):
+        return SyntaxTransformerDecoder(cfg, cfg.syntax_plan, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
 
-    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
-        """fairseq's loading, after checking that the checkpoint's NSD embeddings have the sizes this model built."""
-        check_nsd_embedding_sizes(self, state_dict)
-        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+    @classmethod
+    def fill_from_data(cls, cfg, task) -> None:
+        """Complete a model config in place before the model is built: the fields that come from the training data
+        (e.g. an NSD side's value range, asked of the task's ``value_range``) and, for a flat config, every mechanism
+        field at its resolved value, so that a checkpoint holds the whole configuration."""
+        view = copy.deepcopy(cfg)
+        arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
+        if arch in ARCH_CONFIG_REGISTRY and arch != MODEL:  # the preset fairseq applies when it builds the model
+            with open_dict(view) if isinstance(view, DictConfig) else contextlib.nullcontext():
+                ARCH_CONFIG_REGISTRY[arch](view)
+        typed = syntax_config(view)
+        value_range = getattr(task, "value_range", None)
+        for M in MECHANISMS:
+            if value_range is None:
+                break
+            for name, value in M.data_fields(getattr(typed, M.key), value_range).items():
+                setattr(getattr(typed, M.key), name, value)
+                set_field(cfg, M.key, name, value)
+        if isinstance(cfg, argparse.Namespace):
+            for name, value in flat_items(typed).items():
+                if getattr(cfg, name, None) is None:
+                    setattr(cfg, name, value)
 
+    # ------------------------------------------------------------------------------------------------ data
     def syntax_features(self) -> Set[str]:
         """Names of the batch features (``net_input`` keys) this model needs from the task."""
-        return self.encoder.syntax_features()
+        return set(self.plan.features().required)
 
     def optional_syntax_features(self) -> Set[str]:
-        """Features the model uses when the data has them (LISA's and DBSA's parents at evaluation)."""
-        nsd = self.decoder.nsd
-        return (self.encoder.optional_syntax_features() | ({"tgt_parent_chain"} if self.decoder.dbsa_layers else set())
-                | ({nsd.label_feature} if nsd.output else set()) | ({nsd.input_feature} if nsd.embeds else set()))
+        """Features the model uses when the data has them (e.g. the parents of a parse head's loss)."""
+        return set(self.plan.features().optional)
 
     def training_syntax_features(self) -> Set[str]:
-        """Optional features the training split must have: the parents of the LISA and DBSA losses."""
-        return self.optional_syntax_features()
+        """Optional features the training split must have: those of the auxiliary losses."""
+        return set(self.plan.features().training)
 
+    def set_epoch(self, epoch: int) -> None:
+        """fairseq's epoch (1-based) for every syntax part (a gate's pre-warm-up)."""
+        for module in self.modules():
+            if isinstance(module, SyntaxPart):
+                module.set_epoch(epoch)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Checkpoints of earlier versions: their keys renamed to today's modules (the plan's legacy prefixes)."""
+        prefix = f"{name}." if name else ""
+        for old, new in self.plan.legacy_keys().items():
+            for key in [k for k in state_dict if k.startswith(prefix + old)]:
+                state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)
+        super().upgrade_state_dict_named(state_dict, name)
+
+    # ------------------------------------------------------------------------------------------------ forward
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer: Optional[int] = None,
-                alignment_heads: Optional[int] = None, **syntax):
+                alignment_heads: Optional[int] = None, keep=(), syntax_backend: str = "auto", **features):
         """Teacher-forced forward (training, validation); generation uses forward_encoder/forward_decoder.
 
-        With SyncAttn, C is the encoder-decoder attention that fairseq's decoder already returns for its
-        alignment layer (the mean over heads of layer ``--sync-layer``), and E, D are the DBSA heads' mean
-        attention kept from this forward only: no attention is computed twice."""
-        enc_attn = self.encoder._attn(self.encoder.dbsa_layers[0]) if self.sync_attn else None
-        if self.sync_attn:
-            if alignment_layer is not None and alignment_layer % len(self.decoder.layers) != self.sync_layer:
-                raise ValueError(f"SyncAttn takes C from decoder layer {self.sync_layer}; alignment_layer "
-                                 f"{alignment_layer} was asked for")
-            alignment_layer = self.sync_layer
-            enc_attn.keep_dbsa_probs = True
-        try:
-            encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens,
-                                       **syntax)
-            self.decoder.set_syntax_batch(prev_output_tokens, syntax.get("tgt_parent_chain"))
-            nsd = self.decoder.nsd
-            if nsd.embeds:
-                self.decoder.nsd_gold_in = syntax.get(nsd.input_feature)
-            if self.sync_attn:
-                self.decoder._attn(self.decoder.dbsa_layers[0]).keep_dbsa_probs = True
-            x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
-                                    alignment_layer=alignment_layer, alignment_heads=alignment_heads,
-                                    src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
-            merge_aux(extra, encoder_out.get("syntax_aux") or {})
-            merge_aux(extra, self.decoder.aux_outputs())
-            if self.sync_attn:
-                D = self.decoder._attn(self.decoder.dbsa_layers[0]).dbsa_probs  # (B, J, J)
-                loss, count = sync_loss(enc_attn.dbsa_probs, D, extra["attn"][0], prev_output_tokens.eq(self.decoder.padding_idx))
-                report_aux_loss(extra, "sync", loss, count, self.sync_weight)
-            if nsd.output:
-                labels = syntax.get(nsd.label_feature)
-                if labels is None and self.training:
-                    labels = required_feature(syntax, nsd.label_feature, tuple(prev_output_tokens.shape),
-                                              "the target NSD output")
-                if labels is not None:
-                    report_nsd(extra, "tgt", self.decoder.nsd_logits, labels, nsd.v_min, nsd.v_max,
-                               self.decoder.syntax.nsd_loss_weights)
-        finally:
-            self.decoder.nsd_gold_in = self.decoder.nsd_logits = None
-            self.decoder.clear_syntax_batch()
-            if enc_attn is not None:
-                enc_attn.keep_dbsa_probs, enc_attn.dbsa_probs = False, None
+        ``features``: the batch's syntax features; ``keep``: what the layers keep in their reports (e.g. ``probs``);
+        a mechanism that reads an encoder-decoder attention (SyncAttn's C) takes the decoder's alignment layer."""
+        reads = self.plan.alignment_layer()
+        if reads is not None:
+            n = len(self.decoder.layers)
+            if alignment_layer is not None and alignment_layer % n != reads:
+                raise ValueError(f"this model reads the encoder-decoder attention of decoder layer {reads}; "
+                                 f"alignment_layer {alignment_layer} was asked for")
+            alignment_layer = reads
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens,
+                                   keep=keep, syntax_backend=syntax_backend, **features)
+        x, extra = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
+                                alignment_layer=alignment_layer, alignment_heads=alignment_heads,
+                                src_lengths=src_lengths, return_all_hiddens=return_all_hiddens, keep=keep,
+                                syntax_backend=syntax_backend, **features)
+        aux: Dict = {}
+        merge_aux(aux, encoder_out["syntax"])
+        merge_aux(aux, extra["syntax"])
+        self.plan.model_report(encoder_out, extra, prev_output_tokens, self.decoder.padding_idx, aux)
+        extra.update(aux)
+        extra["syntax"] = {"encoder": encoder_out["syntax"]["layers"], "decoder": extra["syntax"]["layers"]}
         return x, extra
 
 
 
-def check_nsd_embedding_sizes(model: SyntaxTransformerModel, state_dict) -> None:
-    """A checkpoint whose NSD embedding size k differs from the model's was trained with another --nsd-embed-dim:
-    most likely with 0 before it meant the model dimension (Ma et al. 2019, Eq. 10), when it meant a quarter of it.
-    Say so, and how to load it, instead of torch's size mismatch."""
-    layers = (("encoder.nsd_input.embed.weight", getattr(model.encoder, "nsd_input", None), "source"),
-              ("decoder.project_in_dim.embed.weight", model.decoder.project_in_dim, "target"))
-    for key, layer, side in layers:
-        embed = getattr(layer, "embed", None)
-        if embed is None or key not in state_dict:
-            continue
-        saved, built = int(state_dict[key].shape[-1]), int(embed.weight.shape[-1])
-        if saved != built:
-            raise ValueError(f"the checkpoint's {side} NSD embedding has size {saved}, but --nsd-embed-dim "
-                             f"{model.encoder.syntax.nsd_embed_dim} builds {built} ({layer.mode} input): a checkpoint "
-                             "trained with --nsd-embed-dim 0 when 0 meant a quarter of the model dimension loads with "
-                             f"--model-overrides \"{{'nsd_embed_dim': {saved}}}\"")
-
-
-def fill_nsd_ranges(args, task) -> None:
-    """An NSD side's value range (its embedding and classifier sizes) is that of the training split, asked of the
-    task (``syntax_translation``) and written into ``args`` so that the checkpoint keeps it; unless given
-    (``--nsd-src-min`` …) or already in a checkpoint's config."""
-    syntax = SyntaxOptions.from_args(args)
-    for side in ("src", "tgt"):
-        used = (getattr(syntax, f"nsd_{side}_input") != "none" or getattr(syntax, f"nsd_{side}_spe")
-                or getattr(syntax, f"nsd_{side}_output"))
-        if not used or (getattr(syntax, f"nsd_{side}_min") is not None and getattr(syntax, f"nsd_{side}_max") is not None):
-            continue
-        value_range = getattr(task, "nsd_value_range", None)
-        if value_range is None:
-            raise ValueError(f"the {side} NSD value range is unknown: build the model with --task syntax_translation "
-                             f"(it reads the range from the training split) or pass --nsd-{side}-min and --nsd-{side}-max")
-        lo, hi = value_range(side, syntax.nsd_kind)
-        setattr(args, f"nsd_{side}_min", lo)
-        setattr(args, f"nsd_{side}_max", hi)
-
-
-__all__: List[str] = ["SyntaxTransformerModel"]
+__all__: List[str] = ["SyntaxTransformerModel", "model_shape"]

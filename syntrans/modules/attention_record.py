@@ -1,15 +1,14 @@
-"""Recording the attention probabilities a model's syntax layers compute (for figures: ``syntrans-plot attention``).
+"""Recording what a model's syntax layers compute (for figures: ``syntrans-plot attention``).
 
-:func:`record_attention` switches ``keep_probs`` on in every self-attention layer that has syntax heads
-(:class:`~syntrans.modules.syntax_attention.SyntaxMultiheadAttention` with an active
-:class:`~syntrans.modules.head_plan.HeadPlan`), lets the caller run its forward, and hands back what those
-layers computed: no attention is recomputed here, the layers keep their own post-softmax probabilities::
+:func:`record_attention` asks the encoder and decoder of a model to keep every syntax layer's probabilities in their
+reports for the forwards run inside the block (an argument of their ``forward``, added by a hook) and hands back what
+those layers computed: no attention is recomputed, the layers keep their own post-softmax probabilities::
 
     with record_attention(model) as probs:
         model(**sample["net_input"])
     probs[("encoder", 0)]  # (B, H, T, S) float32: every head of encoder layer 0, before attention dropout
 
-Which heads are syntax heads, and of which kind, is the layer's ``plan`` (:func:`syntax_layers`).
+Which heads are syntax heads, and of which mechanism, is the layer's ``block_keys`` (:func:`syntax_layers`).
 """
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from typing import Dict, Iterator, Tuple
 
 import torch
 
+from .blocks import KEEP_PROBS
 from .syntax_attention import SyntaxMultiheadAttention
 
 LayerKey = Tuple[str, int]  # ("encoder" | "decoder", 0-based layer)
@@ -34,28 +34,46 @@ def syntax_layers(model) -> Dict[LayerKey, SyntaxMultiheadAttention]:
         part = getattr(model, side, None)
         for i, layer in enumerate(getattr(part, "layers", None) or []):
             attn = getattr(layer, "self_attn", None)
-            if isinstance(attn, SyntaxMultiheadAttention) and attn.plan.active:
+            if isinstance(attn, SyntaxMultiheadAttention) and attn.block_keys:
                 out[side, i] = attn
     return out
+
+
+def side_reports(side: str, output) -> Dict[int, Dict]:
+    """The layers' reports in the output of a side's forward: the encoder's dict, or the decoder's (x, extra)."""
+    syntax = output.get("syntax") if isinstance(output, dict) else output[1].get("syntax")
+    return (syntax or {}).get("layers", {})
 
 
 @contextmanager
 def record_attention(model) -> Iterator[Dict[LayerKey, torch.Tensor]]:
     """Keep the attention probabilities of every syntax layer during the ``with`` block.
 
-    Yields a dict that is filled when the block ends: (side, layer) → probs (B, H, T, S) float32, detached,
-    every head of that layer (its syntax heads are 0 … ``plan.syntax_heads`` − 1), post-softmax and before
-    attention dropout, from the last forward inside the block (layers that ran no forward are left out).
-    ``keep_probs`` is switched off and the kept tensors dropped from the layers again on exit, also on errors.
+    Yields a dict that is filled as the encoder and decoder run (called as modules, as the model's forward calls
+    them): (side, layer) → probs (B, H, T, S) float32, detached, every head of that layer (its syntax heads first,
+    in the order of ``block_keys``), post-softmax and before attention dropout, from the last forward inside the
+    block. The hooks are removed on exit, also on errors.
     """
-    layers = syntax_layers(model)
     kept: Dict[LayerKey, torch.Tensor] = {}
-    for attn in layers.values():
-        attn.keep_probs, attn.probs = True, None
+    handles = []
+    for side in ("encoder", "decoder"):
+        part = getattr(model, side, None)
+        if part is None:
+            continue
+
+        def ask(module, args, kwargs):
+            kwargs["keep"] = tuple(kwargs.get("keep", ())) + (KEEP_PROBS,)
+            return args, kwargs
+
+        def read(module, args, kwargs, output, side=side):
+            for i, report in side_reports(side, output).items():
+                if KEEP_PROBS in report:
+                    kept[side, i] = report[KEEP_PROBS]
+
+        handles.append(part.register_forward_pre_hook(ask, with_kwargs=True))
+        handles.append(part.register_forward_hook(read, with_kwargs=True))
     try:
         yield kept
     finally:
-        for key, attn in layers.items():
-            if attn.probs is not None:
-                kept[key] = attn.probs
-            attn.keep_probs, attn.probs = False, None
+        for h in handles:
+            h.remove()

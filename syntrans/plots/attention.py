@@ -3,9 +3,9 @@
 :func:`sentence_attention` runs the model on sentence ``index`` of a binarized split (the ``syntax_translation``
 task's sidecars give its syntax features): the encoder, and for decoder-side DBSA heads the whole model
 teacher-forced on the sentence's target. The matrices are the probabilities the model's layers compute in
-that forward, kept by the layers themselves (:func:`syntrans.modules.attention_record.record_attention`):
+that forward, kept by the layers themselves (the forward is asked to keep them, ``keep=("probs",)``):
 post-softmax, before attention dropout (the model runs in eval mode), for the heads the layer's
-:class:`~syntrans.modules.head_plan.HeadPlan` makes syntax heads:
+blocks make syntax heads (``attn.blocks``, in head order):
 
 * distance-mask (Hou et al. 2022, Eq. 7): softmax(QKᵀ/√d + log M);
 * PASCAL (Bugliarello & Okazaki 2020): softmax(QKᵀ/√d ⊙ N(j; p_i, σ²)); the Gaussian centre p_i is marked;
@@ -33,8 +33,9 @@ import torch
 from fairseq import utils
 
 from ..checkpoints.loading import load_checkpoint
-from ..modules.attention_record import record_attention, syntax_layers
-from ..modules.dbsa import causal_parents
+from ..mechanisms.dbsa import causal_parents
+from ..modules.attention_record import side_reports, syntax_layers
+from ..modules.blocks import KEEP_PROBS
 from ..modules.parse_heads import ParseLayer, rows_to_heads
 from .gates import _figure
 
@@ -52,7 +53,7 @@ class HeadAttention:
 
     side: str  # "encoder" or "decoder"
     layer: int  # 0-based
-    head: int  # 0-based, < the layer's plan.syntax_heads
+    head: int  # 0-based, < the layer's syntax_heads
     kind: str  # "distance", "PASCAL", "LISA" or "DBSA"
     matrix: np.ndarray  # (T, S) float32: row i = query token i, column j = key token j; rows sum to 1
     parents: Optional[np.ndarray] = None  # (T,) float: the marked key per query (gold parent, PASCAL centre), NaN: none
@@ -74,9 +75,13 @@ class SentenceAttention:
         return {(h.side, h.layer, h.head): h.matrix for h in self.heads}
 
 
-def head_kinds(plan) -> List[str]:
-    """The mechanism of each syntax head 0 … plan.syntax_heads − 1 (:class:`~syntrans.modules.head_plan.HeadPlan`)."""
-    return ["distance"] * plan.distance + ["PASCAL"] * plan.pascal + ["LISA"] * plan.lisa + ["DBSA"] * plan.dbsa
+#: how the figures name each mechanism's heads, by block key
+KIND_NAMES = {"distance": "distance", "pascal": "PASCAL", "lisa": "LISA", "dbsa": "DBSA"}
+
+
+def head_kinds(attn) -> List[str]:
+    """The mechanism of each syntax head 0 … ``attn.syntax_heads`` − 1 of a layer, in head order (its blocks)."""
+    return [KIND_NAMES.get(b.key, b.key) for b in attn.blocks for _ in range(b.num_heads)]
 
 
 def _parents(side: str, kind: str, net_input) -> Optional[np.ndarray]:
@@ -96,9 +101,11 @@ def predicted_parents(side: str, layer: int, kind: str, kept: torch.Tensor, attn
     (:func:`~syntrans.modules.parse_heads.rows_to_heads`): argmax of the LISA head's probabilities, or of the mean of
     the layer's DBSA heads (Deguchi et al. 2019: the layer's parse); None for other heads. kept (1, H, T, S) →
     (T,) float, NaN on the row with no parent (the encoder's EOS query, the decoder's BOS query)."""
-    if kind not in ("LISA", "DBSA"):
+    key = next((k for k, name in KIND_NAMES.items() if name == kind), kind)
+    block = getattr(attn, key, None)
+    if block is None or not block.parse:
         return None
-    out = rows_to_heads(kept.float(), ParseLayer(side, layer, kind.lower(), attn))[0].double().cpu().numpy()  # (T,)
+    out = rows_to_heads(kept.float(), ParseLayer(side, layer, key, attn))[0].double().cpu().numpy()  # (T,)
     out[-1 if side == "encoder" else 0] = np.nan
     return out
 
@@ -123,22 +130,24 @@ def sentence_attention(model, task, split: str = "test", index: int = 0) -> Sent
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad(), record_attention(model) as probs:
+        with torch.no_grad():
             if any(side == "decoder" for side, _ in layers):
-                model(**net_input)
+                reports = model(**net_input, keep=(KEEP_PROBS,))[1]["syntax"]
             else:
-                model.encoder.forward_torchscript(net_input)
+                reports = {"encoder": side_reports("encoder", model.encoder.forward_torchscript(
+                    {**net_input, "keep": (KEEP_PROBS,)}))}
     finally:
         model.train(was_training)
 
     out = SentenceAttention(split, index, [task.source_dictionary[int(t)] for t in net_input["src_tokens"][0]],
                             [task.target_dictionary[int(t)] for t in net_input["prev_output_tokens"][0]])
     for (side, layer), attn in layers.items():
-        kept = probs.get((side, layer))
+        report = reports.get(side, {}).get(layer, {})
+        kept = report.get(KEEP_PROBS)
         if kept is None:
             raise RuntimeError(f"{side} layer {layer} has syntax heads but kept no attention in this forward")
-        gates = attn.gate_values if attn.plan.gated else None  # (1, H)
-        for h, kind in enumerate(head_kinds(attn.plan)):
+        gates = report[attn.mixer_key]["values"] if attn.mixer_key else None  # (1, n) the syntax heads' G
+        for h, kind in enumerate(head_kinds(attn)):
             out.heads.append(HeadAttention(side, layer, h, kind, kept[0, h].float().cpu().numpy(),
                                            _parents(side, kind, net_input),
                                            float(gates[0, h]) if gates is not None else None,

@@ -1,9 +1,9 @@
 """The syntax gates of a gated model (Hou et al., gated self-attention) as a layer × head heat map.
 
 A gated encoder layer mixes, per sentence and syntax head, A = G·A_syn + (1 − G)·A_raw
-(:mod:`syntrans.modules.gate`). The matrices here hold one number per encoder layer × head: the gate G
+(:mod:`syntrans.mechanisms.gate`). The matrices here hold one number per encoder layer × head: the gate G
 averaged over the sentences of a data split, NaN where a layer is not gated or a head is not one of its
-syntax heads (heads ``plan.syntax_heads`` and up).
+syntax heads (heads ``syntax_heads`` and up of its self-attention).
 
 Two sources:
 
@@ -41,23 +41,25 @@ def gate_matrix_from_model(model, task, split: str, max_sentences: Optional[int]
                            max_tokens: Optional[int] = None) -> np.ndarray:
     """Mean gate per encoder layer × head over all sentences of ``split``: an (n_layers, n_heads) float array.
 
-    ``model`` is a ``syntax_transformer`` with gated layers (``model.encoder.gate_layers``), ``task`` its
+    ``model`` is a ``syntax_transformer`` with gated encoder layers (a mixer over their syntax heads), ``task`` its
     ``syntax_translation`` task (the split is loaded when it is not yet). ``max_sentences``/``max_tokens`` set
     the batch size only (every sentence is run; per sentence the gate does not depend on the batching).
     Deterministic: the model runs in eval mode (its mode is restored afterwards), batches in dataset order.
-    NaN for layers that are not gated and for heads beyond the layer's ``plan.syntax_heads``.
+    NaN for layers that are not gated and for heads beyond the layer's syntax heads.
     """
     import torch  # lazy: reading a training log needs neither torch nor fairseq
     from fairseq import utils  # lazy: imports fairseq
 
+    from ..modules.attention_record import side_reports, syntax_layers  # lazy: imports fairseq
+
     encoder = getattr(model, "encoder", None)
-    gate_layers = sorted(getattr(encoder, "gate_layers", None) or [])
-    if not gate_layers:
-        raise ValueError("the model has no syntax gates (no encoder.gate_layers): train it with --gate-layers, "
+    attns = {i: attn for (side, i), attn in syntax_layers(model).items() if side == "encoder" and attn.mixer_key}
+    if not attns:
+        raise ValueError("the model has no syntax gates (no gated encoder layer): train it with --gate-layers, "
                          "e.g. --arch gated_distance_transformer_iwslt_de_en")
-    attns = {i: encoder.layers[i].self_attn for i in gate_layers}
+    gate_layers = sorted(attns)
     n_layers, n_heads = len(encoder.layers), int(attns[gate_layers[0]].num_heads)
-    heads = {i: int(attn.plan.syntax_heads) for i, attn in attns.items()}
+    heads = {i: int(attn.syntax_heads) for i, attn in attns.items()}
 
     if split not in getattr(task, "datasets", {}):
         task.load_dataset(split)
@@ -84,11 +86,9 @@ def gate_matrix_from_model(model, task, split: str, max_sentences: Optional[int]
                 sample = utils.apply_to_sample(lambda t: t.to(device), sample)
                 net_input = sample["net_input"]
                 batch = int(net_input["src_tokens"].size(0))
-                for attn in attns.values():
-                    attn.gate_values = None
-                encoder.forward_torchscript(net_input)
+                reports = side_reports("encoder", encoder.forward_torchscript(net_input))
                 for i, attn in attns.items():
-                    g = attn.gate_values
+                    g = reports.get(i, {}).get(attn.mixer_key, {}).get("values")  # (B, n)
                     if g is None or g.dim() != 2 or g.size(0) != batch:
                         raise RuntimeError(f"encoder layer {i} is gated but its forward left no gate values for this "
                                            f"batch of {batch} sentences")

@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-from ..modules.pascal import pascal_weights
+from ..mechanisms.pascal import pascal_weights
 from ..parsing.stanza_parser import StanzaParser
 from ..parsing.trivial import KINDS, trivial_parse
 from ..syntax.masks import local_range_mask

@@ -6,16 +6,17 @@ from dataclasses import dataclass, field
 from typing import Optional, Set, Tuple
 
 from fairseq import utils
+from fairseq.models import ARCH_MODEL_REGISTRY
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from omegaconf import II
 
 from ..data import sidecars
-from ..data.nsd_range import nsd_value_range
+from ..data.feature_range import feature_range
 from ..data.syntax_dataset import SyntaxPairDataset
 from ..generation.end_of_split import EndOfSplit
 from ..generation.printing import gen_subset_of, syntax_generator
-from .frozen_params import drop_frozen_grads, frozen_gate_params, needs_zero_tie, with_zero_tie
+from .frozen_params import drop_frozen_grads, frozen_params, needs_zero_tie, with_zero_tie
 from .shard_checks import check_shares
 
 logger = logging.getLogger("syntrans.task")
@@ -27,8 +28,8 @@ class SyntaxTranslationConfig(TranslationConfig):
 
     print_syntax: bool = field(
         default=False,
-        metadata={"help": "fairseq-generate: print the parse every DBSA/LISA layer predicts, per source subword "
-                          "(SH- lines) and hypothesis subword (TH- lines, decoder DBSA), as 0-based subword positions "
+        metadata={"help": "fairseq-generate: print the parse every parse-predicting layer predicts, per source subword "
+                          "(SH- lines) and hypothesis subword (TH- lines, decoder layers), as 0-based subword positions "
                           "(-1: EOS/BOS), and after the split the word-level UAS against the split's gold parses "
                           "(the target's with --score-reference); with --results-path into syntax-<subset>.txt"},
     )
@@ -86,21 +87,29 @@ class SyntaxTranslationTask(TranslationTask):
                     f"(expected {ds.sidecar_path(name)}); write it with syntrans-preprocess from parsed corpora"
                 )
 
-    def nsd_value_range(self, side: str, kind: str) -> Tuple[int, int]:
-        """(smallest, largest) word-level NSD ``kind`` (Ma et al. 2019) of one side (``src``/``tgt``) of the
-        training split: what an NSD model's embedding and classifier cover (asked by the model when it is built)."""
+    def value_range(self, side: str, feature: str) -> Tuple[int, int]:
+        """(smallest, largest) value of batch feature ``feature`` over one side (``encoder``: the source, ``decoder``:
+        the target) of the training split: what a model whose sizes depend on the values covers (asked by the model
+        when it is built; a checkpoint keeps the range in its config)."""
         data_path = utils.split_paths(self.cfg.data)[0]
         split, src, tgt = self.cfg.train_subset, self.cfg.source_lang, self.cfg.target_lang
-        lang = src if side == "src" else tgt
+        lang = src if side == "encoder" else tgt
         a, b = (src, tgt) if os.path.exists(os.path.join(data_path, f"{split}.{src}-{tgt}.{src}.idx")) else (tgt, src)
         try:
-            lo, hi = nsd_value_range(sidecars.load_side(data_path, split, a, b, lang), kind)
+            lo, hi = feature_range(sidecars.load_side(data_path, split, a, b, lang), feature)
         except FileNotFoundError as e:
             raise FileNotFoundError(f"split {split} of {data_path}, {lang} side: {e}") from None
-        logger.info(f"NSD {kind} of the {side} side ({lang}) in {split}: values {lo}..{hi} (fixed into the model)")
+        logger.info(f"{feature} of the {lang} side in {split}: values {lo}..{hi} (fixed into the model)")
         return lo, hi
 
     def build_model(self, cfg, from_checkpoint=False):
+        """fairseq's model building, after the model class completes its config from the training data where it
+        asks to (``fill_from_data``: e.g. a value range, kept in the checkpoint); then the features it reads are
+        requested of every split."""
+        fill = getattr(ARCH_MODEL_REGISTRY.get(getattr(cfg, "_name", None) or getattr(cfg, "arch", None)),
+                       "fill_from_data", None)
+        if fill is not None:
+            fill(cfg, self)
         model = super().build_model(cfg, from_checkpoint=from_checkpoint)
         wanted = getattr(model, "syntax_features", None)
         if wanted is not None:
@@ -116,22 +125,22 @@ class SyntaxTranslationTask(TranslationTask):
         return model
 
     def begin_epoch(self, epoch, model):
-        """Tell the model fairseq's epoch (1-based) at every epoch start, a resumed one included (gate pre-warm-up)."""
+        """Tell the model fairseq's epoch (1-based) at every epoch start, a resumed one included (warm-ups)."""
         super().begin_epoch(epoch, model)
         if hasattr(model, "set_epoch"):
             model.set_epoch(epoch)
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
-        """fairseq's step; under torch DDP without ``--find-unused-parameters`` frozen gates (pre-warm-up) get a
-        zero gradient through the loss, since DDP waits for one from every parameter (see ``frozen_params``)."""
-        tied = frozen_gate_params(model) if needs_zero_tie(model) else []
+        """fairseq's step; under torch DDP without ``--find-unused-parameters`` frozen parts (a warm-up) get a zero
+        gradient through the loss, since DDP waits for one from every parameter (see ``frozen_params``)."""
+        tied = frozen_params(model) if needs_zero_tie(model) else []
         if tied:
             criterion = with_zero_tie(criterion, tied)
         return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad=ignore_grad)
 
     def optimizer_step(self, optimizer, model, update_num):
-        """fairseq's step, without the gradients frozen gates got from data-parallel training (legacy_ddp fills
-        missing gradients with zeros before its all-reduce): Adam would apply weight decay to those gates and count
+        """fairseq's step, without the gradients frozen parts got from data-parallel training (legacy_ddp fills
+        missing gradients with zeros before its all-reduce): Adam would apply weight decay to those parts and count
         steps for them. One process leaves them without gradient anyway, so this changes nothing there."""
         drop_frozen_grads(model)
         super().optimizer_step(optimizer, model, update_num)

@@ -1,0 +1,179 @@
+"""The interface every syntax mechanism implements.
+
+A **mechanism** (:class:`Mechanism`) is one method of a ``syntax_transformer``, built once from its config group
+(a dataclass nested in the model config under the mechanism's ``key``, :mod:`syntrans.models.config`). It says
+
+* which heads of which layer it takes (:meth:`Mechanism.heads`) and builds a
+  :class:`~syntrans.modules.blocks.HeadBlock` for them, or a :class:`~syntrans.modules.blocks.LayerMixer` over a
+  layer's syntax heads (a gate), or a module of a whole side (:meth:`Mechanism.side_module`);
+* which batch features it reads (:meth:`Mechanism.features`), turned into its per-batch input once per forward
+  (:meth:`Mechanism.prepare`) and shared by all layers of that side;
+* what it does to the embeddings (:meth:`Mechanism.embed`) and with the final states (:meth:`Mechanism.outputs`),
+  and what it reports to the criterion from the layers' reports (:meth:`Mechanism.report`,
+  :meth:`Mechanism.model_report`).
+
+Every hook has a neutral default, so a mechanism implements only what it does. Data flows as arguments: a side's
+prepared inputs (:class:`~syntrans.modules.blocks.SideInputs`) go down every layer's ``forward``, each layer returns
+its report beside its hidden states, and the side returns the reports in its outputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Dict, Mapping, Optional, Set, Tuple, Type
+
+import torch
+import torch.nn as nn
+
+from ..modules.blocks import HeadBlock, LayerMixer, SideInputs, SyntaxPart
+
+SIDES = ("encoder", "decoder")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The sizes of the model a mechanism is built into (read from the Transformer part of the config)."""
+
+    encoder_layers: int
+    decoder_layers: int
+    encoder_heads: int
+    decoder_heads: int
+    encoder_dim: int
+    decoder_dim: int
+
+    def layers(self, side: str) -> int:
+        return self.encoder_layers if side == "encoder" else self.decoder_layers
+
+    def heads(self, side: str) -> int:
+        return self.encoder_heads if side == "encoder" else self.decoder_heads
+
+    def dim(self, side: str) -> int:
+        return self.encoder_dim if side == "encoder" else self.decoder_dim
+
+
+@dataclass
+class FeatureNeeds:
+    """Batch features (``net_input`` keys) by when they are needed: always (``required``), where the data has them
+    (``optional``), and the optional ones the training split must have (``training``: the auxiliary losses)."""
+
+    required: Set[str] = field(default_factory=set)
+    optional: Set[str] = field(default_factory=set)
+    training: Set[str] = field(default_factory=set)
+
+    def __or__(self, other: "FeatureNeeds") -> "FeatureNeeds":
+        return FeatureNeeds(self.required | other.required, self.optional | other.optional,
+                            self.training | other.training)
+
+
+def required_feature(features: Mapping[str, Optional[torch.Tensor]], name: str, shape, why: str) -> torch.Tensor:
+    """The batch feature ``name`` of the expected shape, or a ValueError saying who needs it and how to get it."""
+    value = features.get(name)
+    if value is None:
+        raise ValueError(f"{why} needs {name} in net_input: use --task syntax_translation on data whose sidecars "
+                         "include the parses of that side (syntrans-preprocess --trainparse/--validparse/--testparse)")
+    if tuple(value.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(value.shape)}, expected {tuple(shape)}")
+    return value
+
+
+class Mechanism:
+    """One syntax method of a model, built from its config group ``cfg`` (an instance of ``Config``) and the model's
+    sizes; the constructor checks the group (the one place options are validated)."""
+
+    key: ClassVar[str] = ""  # its config group, its input and report key, the attribute name of its modules
+    Config: ClassVar[Type] = type(None)  # its config dataclass (a FairseqDataclass)
+    title: ClassVar[str] = ""  # the method and its paper, for messages
+
+    def __init__(self, cfg, shape: ModelShape):
+        self.cfg, self.shape = cfg, shape
+
+    # ---------------------------------------------------------------------------------------- where it acts
+    @property
+    def active(self) -> bool:
+        """Whether the mechanism is switched on in this model (an inactive one is not built in)."""
+        return False
+
+    def heads(self, side: str, layer: int) -> int:
+        """How many heads of this layer's self-attention it takes: they follow those of the mechanisms before it in
+        the registry (:data:`syntrans.mechanisms.MECHANISMS`)."""
+        return 0
+
+    def block(self, side: str, layer: int, num_heads: int, head_dim: int) -> HeadBlock:
+        raise NotImplementedError(f"{type(self).__name__} takes no heads")
+
+    def mixes(self, side: str, layer: int) -> bool:
+        """Whether it mixes this layer's syntax heads after their softmax (:meth:`mixer` builds the module)."""
+        return False
+
+    def mixer(self, side: str, layer: int, embed_dim: int, num_heads: int) -> Optional[LayerMixer]:
+        """The module mixing this layer's syntax heads after their softmax, or None."""
+        return None
+
+    def embeds(self, side: str) -> bool:
+        """Whether it changes the side's token embeddings (:meth:`embed`)."""
+        return False
+
+    def side_module(self, side: str, embed_dim: int) -> Optional[SyntaxPart]:
+        """A module of the whole side (the encoder or decoder keeps it under ``key``), or None."""
+        return None
+
+    def check(self, plans: Dict[Tuple[str, int], Tuple[str, ...]], gated: Dict[Tuple[str, int], bool]) -> None:
+        """Checks that need the others' placement: ``plans`` maps (side, layer) to the keys of that layer's blocks in
+        head order, ``gated`` says which layers have a mixer."""
+
+    @classmethod
+    def data_fields(cls, cfg, value_range) -> Dict[str, Any]:
+        """Fields of the config group ``cfg`` that come from the training data when not given, {field: value};
+        ``value_range(side, feature) → (min, max)`` reads a feature's range over the training split (the task's)."""
+        return {}
+
+    def legacy_keys(self, side: str) -> Dict[str, str]:
+        """Checkpoint key prefixes of earlier versions (relative to the side) → today's, for old checkpoints."""
+        return {}
+
+    # ----------------------------------------------------------------------------------------------- data
+    def features(self, side: str) -> FeatureNeeds:
+        return FeatureNeeds()
+
+    def prepare(self, side: str, features: Mapping[str, Optional[torch.Tensor]], tokens: torch.Tensor,
+                pad_mask: torch.Tensor, dtype: torch.dtype, training: bool) -> Any:
+        """This batch's input of the mechanism on ``side`` (tokens (B, T), pad_mask (B, T)), or None."""
+        return None
+
+    def keeps(self, side: str) -> Set[str]:
+        """What the side's layers must keep in their reports for this mechanism (e.g. another mechanism's key)."""
+        return set()
+
+    def alignment_layer(self) -> Optional[int]:
+        """A decoder layer whose encoder-decoder attention this mechanism reads (0-based), or None."""
+        return None
+
+    # ------------------------------------------------------------------------------------ hidden states
+    def embed(self, side: str, owner: nn.Module, x: torch.Tensor, inputs: SideInputs,
+              incremental_state=None) -> torch.Tensor:
+        """x (B, T, C) the side's scaled token embeddings → (B, T, C), before the positions are added; ``owner`` is the
+        encoder or decoder (its modules, its incremental state)."""
+        return x
+
+    def outputs(self, side: str, owner: nn.Module, states: torch.Tensor, inputs: SideInputs, extra: Dict,
+                incremental_state=None) -> None:
+        """Read the side's final states (B, T, C) (the decoder's features before the output projection)."""
+
+    def reorder(self, owner: nn.Module, incremental_state, new_order: torch.Tensor) -> None:
+        """Follow the beams in incremental decoding (state kept in ``incremental_state``)."""
+
+    # ---------------------------------------------------------------------------------------------- reports
+    def report(self, side: str, layers: Dict[int, Dict], extra: Dict, training: bool) -> None:
+        """Add this mechanism's losses and metrics of one side to ``extra`` from its layers' reports."""
+
+    def model_report(self, encoder_out: Dict, decoder_extra: Dict, prev_output_tokens: torch.Tensor, pad: int,
+                     extra: Dict) -> None:
+        """Losses that need both sides (the encoder's outputs and the decoder's extra)."""
+
+
+def reports_of(layers: Dict[int, Dict], key: str) -> Dict[int, Any]:
+    """{layer: the report of mechanism ``key``} over the layers whose report has one."""
+    return {i: r[key] for i, r in layers.items() if r.get(key) is not None}
+
+
+__all__ = ["FeatureNeeds", "HeadBlock", "LayerMixer", "Mechanism", "ModelShape", "SIDES", "SideInputs", "SyntaxPart",
+           "reports_of", "required_feature"]

@@ -1,0 +1,98 @@
+"""Distance-mask heads (Hou et al. 2022, "Syntax-guided Localized Self-attention by Constituency Syntactic
+Distance"): in chosen heads of chosen encoder layers, attention = softmax(QKᵀ/√d + log M) with M the syntactic local
+range mask of the source's constituency distances (Eq. 6–7 / Algorithm 2, :mod:`syntrans.syntax.masks`).
+
+An additive mechanism: its heads run in the fused SDPA kernel with log M as the bias (no per-head (B, H, T, S)
+tensor; log M is formed once per batch, (B, T, T), and shared by every layer).
+"""
+# no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional
+
+import torch
+from fairseq.dataclass import FairseqDataclass
+
+from ..modules.blocks import HeadBlock, SideInputs
+from ..syntax.masks import local_range_log_mask
+from .base import FeatureNeeds, Mechanism, required_feature
+from .layer_lists import resolve_layers
+
+
+@dataclass
+class DistanceMaskConfig(FairseqDataclass):
+    """Distance-mask heads (Hou et al. 2022): attention = softmax(QKᵀ/√d + log M) in chosen heads."""
+
+    layers: List[int] = field(
+        default_factory=list,
+        metadata={"help": "0-based encoder layers with distance-mask heads (comma-separated, or 'all'); empty: none"},
+    )
+    heads: int = field(default=0, metadata={"help": "number of distance-mask heads per chosen layer: heads 0..k-1"})
+    tau: float = field(default=10.0, metadata={"help": "temperature τ of the soft mask (Eq. 6-7)"})
+    hard: bool = field(default=False, metadata={"help": "use the hard 0/1 mask of Algorithm 2 instead of the soft one"})
+
+
+def distance_log_mask(gaps: torch.Tensor, pad_mask: torch.Tensor, tau: Optional[float], dtype: torch.dtype) -> torch.Tensor:
+    """log M (Hou et al. 2022, Eq. 6–7 / Alg. 2) of a padded batch, (B, T, T) in ``dtype``.
+
+    gaps: (B, T−1) token gaps padded like the tokens; pad_mask: (B, T) True at padding. Rows of padding queries are
+    0, so no row is ever fully masked.
+    """
+    log_m = local_range_log_mask(gaps, tau)  # (B, T, T) float32
+    return log_m.masked_fill(pad_mask.unsqueeze(-1), 0.0).to(dtype)
+
+
+class DistanceHeads(HeadBlock):
+    """softmax(QKᵀ/√d + log M) (Hou et al. 2022, Eq. 7) in each of the block's heads."""
+
+    key = "distance"
+    additive = True
+
+    def bias(self, inputs: SideInputs, dtype: torch.dtype) -> torch.Tensor:
+        log_m = inputs.get(self.key)
+        if log_m is None:
+            raise ValueError("this layer's distance-mask heads need the batch's log M (the encoder prepares it from "
+                             "src_gaps); pass the side's inputs to the attention")
+        return log_m.unsqueeze(1).to(dtype)  # (B, 1, T, T)
+
+    def score_mod(self, inputs: SideInputs) -> Optional[Callable]:
+        log_m = inputs.get(self.key)  # (B, T, T)
+
+        def add_log_mask(score, b, h, q_idx, kv_idx):
+            return score + log_m[b, q_idx, kv_idx].to(score.dtype)
+
+        return add_log_mask
+
+
+class DistanceMask(Mechanism):
+    """The distance-mask mechanism: heads 0…k−1 of the chosen encoder layers, the source's gaps as its feature."""
+
+    key = "distance"
+    Config = DistanceMaskConfig
+    title = "distance-mask (Hou et al. 2022)"
+
+    def __init__(self, cfg: DistanceMaskConfig, shape):
+        super().__init__(cfg, shape)
+        self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--distance-layers")
+        if self.layers and not 1 <= int(cfg.heads) <= shape.encoder_heads:
+            raise ValueError(f"--distance-heads must lie in 1..{shape.encoder_heads} (attention heads), found {cfg.heads}")
+        self.tau = None if cfg.hard else float(cfg.tau)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.layers)
+
+    def heads(self, side: str, layer: int) -> int:
+        return int(self.cfg.heads) if side == "encoder" and layer in self.layers else 0
+
+    def block(self, side: str, layer: int, num_heads: int, head_dim: int) -> HeadBlock:
+        return DistanceHeads(num_heads)
+
+    def features(self, side: str) -> FeatureNeeds:
+        return FeatureNeeds(required={"src_gaps"}) if side == "encoder" and self.active else FeatureNeeds()
+
+    def prepare(self, side, features, tokens, pad_mask, dtype, training):
+        if side != "encoder" or not self.active:
+            return None
+        B, T = tokens.shape
+        gaps = required_feature(features, "src_gaps", (B, T - 1), "the distance-mask heads")
+        return distance_log_mask(gaps, pad_mask, self.tau, dtype)  # (B, T, T)

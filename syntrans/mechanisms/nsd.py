@@ -1,0 +1,481 @@
+"""NSD (Ma et al. 2019, "Improving Neural Machine Translation with Neural Syntactic Distance"): the syntactic distance
+of every word (dS, dG, dR from the constituency tree, dD from the dependency heads; :mod:`syntrans.syntax.nsd`) as an
+input embedding with a syntactic positional encoding, and as an output predicted from the hidden states with the
+losses L_entdist and L_dist; on the source side, the target side or both.
+
+One :class:`NsdSide` module per side owns everything NSD does there: its input layer (:class:`NsdInput`: the NSD
+embedding combined with the word embedding, plus the syntactic PE), its classifier (:class:`NsdClassifier`) and its
+losses. On the target side, decoding feeds each step the NSD predicted at the previous one (§3.2), kept in fairseq's
+incremental state and reordered with the beams.
+
+NSD values v are integers; a model knows the range [v_min, v_max] of its training split (fixed into its embedding and
+classifier sizes and saved in its config). Class k ↔ value v_min + k; values outside the range are clipped (and
+counted). Tokens without a value (EOS, padding) carry ``NO_NSD``, the decoder's BOS carries ``BOS_NSD``.
+Logged per side as ``nsd_{src,tgt}_ce`` (L_entdist), ``nsd_{src,tgt}_dist`` (L_dist) and ``nsd_{src,tgt}_clipped``.
+"""
+# no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.dataclass import FairseqDataclass
+
+from ..modules.aux_losses import report_aux_loss, report_aux_metric
+from ..modules.blocks import SyntaxPart
+from ..modules.precision import named_precision
+from ..syntax.nsd import BOS_NSD, NO_NSD, NSD_KINDS
+from .base import FeatureNeeds, Mechanism, required_feature
+
+logger = logging.getLogger("syntrans.nsd")
+
+NSD_INPUT_MODES = ("none", "concat", "add", "linear")
+SHORT = {"encoder": "src", "decoder": "tgt"}
+
+
+@dataclass
+class NsdConfig(FairseqDataclass):
+    """NSD (Ma et al. 2019): syntactic distances as input embeddings, syntactic PE and predicted outputs, per side."""
+
+    kind: str = field(default="dD", metadata={"help": "which NSD: dS, dG, dR (constituency) or dD (dependency)"})
+    src_input: str = field(default="none", metadata={"help": "source NSD input: none, concat, add or linear (W(x‖e)+b)"})
+    tgt_input: str = field(default="none", metadata={"help": "target NSD input (decoding feeds the predicted NSD)"})
+    embed_dim: int = field(
+        default=0,
+        metadata={"help": "NSD embedding size k for concat/linear; 0: linear uses the model dim (the paper's e ∈ R^d, "
+                          "Eq. 10), concat uses model dim / 2 (it replaces the last k dims of the word embedding); "
+                          "add always uses the model dim"},
+    )
+    src_spe: bool = field(default=False, metadata={"help": "add the syntactic positional encoding of the source NSD"})
+    tgt_spe: bool = field(default=False, metadata={"help": "add the syntactic positional encoding of the target NSD"})
+    spe_lambda: float = field(default=40.0, metadata={"help": "λ_SPE of the syntactic PE (paper: 1e4, 1e2, 40)"})
+    src_output: bool = field(default=False, metadata={"help": "predict the source NSD from the encoder output"})
+    tgt_output: bool = field(default=False, metadata={"help": "predict the target NSD from the decoder output"})
+    ce_weight: float = field(
+        default=1.0,
+        metadata={"help": "weight of L_entdist (Eq. 20, cross-entropy over NSD values); 1 is the paper's unweighted "
+                          "Eq. 17, 0 with --nsd-dist-weight 0 leaves the classifier untrained (Eq. 18: L_NMT only)"},
+    )
+    dist_weight: float = field(
+        default=1.0,
+        metadata={"help": "weight of L_dist (Eq. 19: squared error / variance of the sentence's values + each token's "
+                          "pairwise order hinge averaged over its pairs, both O(1) per token); 1 is the paper's "
+                          "unweighted Eq. 17"},
+    )
+    src_min: Optional[int] = field(default=None, metadata={"help": "smallest source NSD value (default: from train)"})
+    src_max: Optional[int] = field(default=None, metadata={"help": "largest source NSD value (default: from train)"})
+    tgt_min: Optional[int] = field(default=None, metadata={"help": "smallest target NSD value (default: from train)"})
+    tgt_max: Optional[int] = field(default=None, metadata={"help": "largest target NSD value (default: from train)"})
+
+
+# ------------------------------------------------------------------------------------------------ the pieces
+
+def nsd_classes(values: torch.Tensor, v_min: int, v_max: int) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(class index in 0..V−1 after clipping to [v_min, v_max], mask of tokens with a value, number clipped).
+    values (B, T) int → ((B, T) long, (B, T) bool, () long)."""
+    real = values > NO_NSD
+    clipped = (real & ((values < v_min) | (values > v_max))).sum()
+    return (values.clamp(v_min, v_max) - v_min).long().masked_fill(~real, 0), real, clipped
+
+
+def nsd_embed_size(mode: str, embed_dim: int, nsd_dim: int = 0) -> int:
+    """The size k of the NSD embedding E_d of input ``mode`` in a model of dimension C = ``embed_dim``; ``nsd_dim``
+    is --nsd-embed-dim, 0 for the default:
+
+    * ``linear``: k = C by default (Ma et al. 2019, Eq. 10: e ∈ ℝ^d and W_f ∈ ℝ^{d×2d});
+    * ``concat``: k = C/2 by default: [x_{1..C−k} ; e] stays C wide, and its two parts keep the 1:1 proportion of the
+      paper's [x; e] (Eq. 8);
+    * ``add``: always C (x + e); ``none``: no embedding (0)."""
+    if nsd_dim < 0:
+        raise ValueError(f"--nsd-embed-dim must be >= 0 (0: the default size), found {nsd_dim}")
+    if mode == "add":
+        return embed_dim
+    if mode == "linear":
+        return nsd_dim or embed_dim
+    if mode == "concat":
+        return nsd_dim or embed_dim // 2
+    return 0
+
+
+class NsdInput(nn.Module):
+    """x (the scaled word embeddings) combined with E_d[d] (Ma et al. 2019, §3.1, NSD as input), plus the syntactic
+    positional encoding SPE(d) when ``spe`` (§3.3).
+
+    * ``concat``: [x_{1..C−k} ; E_d[d]]: the first C − k dimensions of the word embedding, then the k-dim
+      NSD embedding (k = ``nsd_dim``), so the two split the model dimension (the paper's [x; e] of Eq. 8 would
+      be 2C wide; with k = C/2, the default of :func:`nsd_embed_size`, both halves keep its 1:1 proportion);
+    * ``add``: x + E_d[d] (E_d is C-dim);
+    * ``linear``: W(x ‖ E_d[d]) + b, W ∈ ℝ^{C×(C+k)} (Ma et al. 2019, Eq. 10: e ∈ ℝ^d, W_f ∈ ℝ^{d×2d}, so k = C
+      by default);
+    * ``none``: x (SPE only).
+
+    E_d has a row per value of the range, a row for BOS and a zero row for tokens without a value.
+    The syntactic PE (Eq. 15–16) is :meth:`spe_table`, added on top of the conventional PE (§4.2); 0 for BOS, EOS,
+    padding.
+    """
+
+    def __init__(self, mode: str, embed_dim: int, nsd_dim: int, v_min: int, v_max: int, spe: bool = False,
+                 spe_lambda: float = 40.0):
+        super().__init__()
+        if mode not in NSD_INPUT_MODES:
+            raise ValueError(f"unknown NSD input mode {mode!r}, expected one of {', '.join(NSD_INPUT_MODES)}")
+        if v_max < v_min:
+            raise ValueError(f"empty NSD value range [{v_min}, {v_max}]")
+        self.mode, self.v_min, self.v_max, self.spe, self.spe_lambda = mode, int(v_min), int(v_max), bool(spe), float(spe_lambda)
+        dim = nsd_embed_size(mode, embed_dim, nsd_dim)  # k; 0 in nsd_dim: the default size of the mode
+        if mode == "concat" and not 0 < dim < embed_dim:
+            raise ValueError(f"concat NSD input needs 0 < --nsd-embed-dim < {embed_dim} (the model dimension), found {dim}")
+        if mode != "none":
+            self.embed = nn.Embedding(self.v_max - self.v_min + 3, dim, padding_idx=0)  # 0: none, 1: BOS, 2+k: class k
+            nn.init.normal_(self.embed.weight, mean=0.0, std=dim ** -0.5)
+            nn.init.constant_(self.embed.weight[0], 0.0)
+        if mode == "linear":
+            self.proj = nn.Linear(embed_dim + dim, embed_dim)
+        self.embed_dim = embed_dim
+
+    def index(self, values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Embedding rows (B, T) and the shifted values d' (B, T) float (0 where no value)."""
+        cls, real, _ = nsd_classes(values, self.v_min, self.v_max)
+        rows = torch.where(real, cls + 2, torch.where(values == BOS_NSD, 1, 0))
+        return rows, torch.where(real, cls + 1, 0).to(torch.float32)
+
+    def spe_table(self, shifted: torch.Tensor) -> torch.Tensor:
+        """The syntactic positional encoding: (B, T) d' → (B, T, C) float32.
+
+        SPE(d)_{2k} = sin(2π d' / λ_SPE^{2k/C}), SPE(d)_{2k+1} = cos(2π d' / λ_SPE^{2k/C}) (Ma et al. 2019,
+        Eq. 15–16): pair k has period exactly λ_SPE^{2k/C} in d', from 1 (k = 0) towards λ_SPE ("the periods of
+        these two functions vary from 1 to λ_SPE"). d' = d − v_min + 1 ≥ 1 is the value shifted positive by the
+        model's own range (the paper shifts by the corpus' range, d + max − min + 1; a constant shift only
+        rotates each pair by a fixed angle). Rows with d' = 0 (no value) are 0. The angle is computed in float64
+        so that the periods stay exact for large d'."""
+        C = self.embed_dim
+        two_k = torch.arange(0, C, 2, device=shifted.device, dtype=torch.float64)  # (C/2,) 2k
+        period = self.spe_lambda ** (two_k / C)  # (C/2,) λ^{2k/C}
+        angle = 2 * math.pi * shifted.to(torch.float64).unsqueeze(-1) / period  # (B, T, C/2)
+        pe = torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(-2)[..., :C]  # (B, T, C)
+        return (pe * (shifted > 0).unsqueeze(-1)).to(torch.float32)
+
+    def forward(self, x: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """x (B, T, C) scaled word embeddings, values (B, T) raw NSD values → (B, T, C) in x's dtype (under autocast
+        the ``linear`` projection runs in half precision: its output is cast back, so the residual stream that starts
+        here keeps the precision of a stock model's, float32)."""
+        if values.shape != x.shape[:2]:
+            raise ValueError(f"NSD input needs one NSD value per token: tokens {tuple(x.shape[:2])}, values "
+                             f"{tuple(values.shape)}")
+        rows, shifted = self.index(values.to(x.device))
+        with named_precision(f"the NSD input ({self.mode}, Ma et al. 2019)", x):
+            if self.mode == "concat":
+                e = self.embed(rows).to(x.dtype)
+                out = torch.cat([x[..., : self.embed_dim - e.size(-1)], e], dim=-1)
+            elif self.mode == "add":
+                out = x + self.embed(rows).to(x.dtype)
+            elif self.mode == "linear":
+                out = self.proj(torch.cat([x, self.embed(rows).to(x.dtype)], dim=-1)).to(x.dtype)
+            else:
+                out = x
+            if self.spe:
+                out = out + self.spe_table(shifted).to(x.dtype)
+        return out
+
+
+class NsdClassifier(nn.Module):
+    """A softmax classifier over the NSD values of the range from each hidden state (Ma et al. 2019, §3.2, Eq. 11)."""
+
+    def __init__(self, embed_dim: int, v_min: int, v_max: int):
+        super().__init__()
+        self.v_min, self.v_max = int(v_min), int(v_max)
+        self.out = nn.Linear(embed_dim, self.v_max - self.v_min + 1)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        """h (…, C) → logits (…, V) (in half precision under autocast; the losses take them to float32)."""
+        with named_precision("the NSD classifier (Ma et al. 2019)", h):
+            return self.out(h)
+
+    def predict(self, logits: torch.Tensor) -> torch.Tensor:
+        """The most probable NSD value (…,) long."""
+        return logits.argmax(-1) + self.v_min
+
+
+def nsd_losses(logits: torch.Tensor, values: torch.Tensor, v_min: int, v_max: int):
+    """L_entdist and L_dist (Ma et al. 2019, Eq. 20 and Eq. 19) of one side, summed over the sentences of the batch,
+    with the number of tokens with a value and the number of gold values clipped to the range.
+
+    L_entdist = −Σ_i log p(d_i | h_i) (Ma et al. 2019, Eq. 20: the cross-entropy of the NSD classifier of Eq. 11).
+
+    L_dist = Σ_i (d_i − d̂_i)² + Σ_{i, j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊ per sentence (Ma et al. 2019, Eq. 19),
+    with d the gold value clipped to the range and d̂ the classifier's expected value Σ_k p_k (v_min + k) (our
+    choice: differentiable, unlike the argmax). Summed as written its two terms are far larger per token than
+    L_NMT and L_entdist (the squared error is of the order of the values' variance, the hinge sums O(n) pairs
+    per token), and the unweighted total of Eq. 17 stalls translation. So each term is normalised to O(1) per
+    token (our normalisation):
+
+        L_dist = Σ_i (d_i − d̂_i)² / σ² + 2/(n − 1) · Σ_{i, j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊
+
+    * σ² is the variance of the sentence's gold values (at least 1), so the squared term is the share of the
+      values' variance left unexplained (1 per token for a constant prediction at their mean); per sentence, so a
+      sentence's loss does not depend on the batch it is in (nor on the number of workers);
+    * 2/(n − 1), n the sentence's tokens with a value, averages each token's hinge over its n − 1 pairs
+      (Σ_i 1/(n − 1) Σ_{j≠i} h_ij = 2/(n − 1) Σ_{i<j} h_ij); a pair with equal gold values counts 1, as written.
+
+    logits (B, T, V), values (B, T) → (ce, dist, count, clipped) scalars."""
+    cls, real, clipped = nsd_classes(values, v_min, v_max)  # (B, T)
+    logp = F.log_softmax(logits.float(), dim=-1)  # (B, T, V)
+    ce = -(logp.gather(-1, cls.unsqueeze(-1)).squeeze(-1) * real).sum()
+    grid = torch.arange(v_min, v_max + 1, device=logits.device, dtype=torch.float32)  # (V,)
+    d_hat = (logp.exp() * grid).sum(-1)  # (B, T)
+    d = (cls + v_min).float()  # (B, T)
+    count = real.sum()
+    n = real.sum(1).float()  # (B,) tokens with a value per sentence
+    mean = (d * real).sum(1) / n.clamp(min=1)  # (B,)
+    variance = (((d - mean.unsqueeze(1)) ** 2) * real).sum(1).div(n.clamp(min=1)).clamp(min=1.0)  # (B,) σ², constant
+    square = (((d - d_hat) ** 2 * real).sum(1) / variance).sum()
+    T = values.size(1)
+    later = torch.ones(T, T, dtype=torch.bool, device=values.device).triu(1)  # (T, T) j > i
+    pairs = later & real.unsqueeze(2) & real.unsqueeze(1)  # (B, T, T)
+    hinge = F.relu(1 - torch.sign(d.unsqueeze(2) - d.unsqueeze(1)) * (d_hat.unsqueeze(2) - d_hat.unsqueeze(1)))
+    per_sentence = (hinge * pairs).sum((1, 2)) * 2 / (n - 1).clamp(min=1)  # (B,)
+    return ce, square + per_sentence.sum(), count, clipped
+
+
+# -------------------------------------------------------------------------------------------------- one side
+
+@dataclass(frozen=True)
+class NsdSettings:
+    """What NSD does on one side: input embedding mode, syntactic PE, predicted output, and the value range."""
+
+    side: str  # "encoder" or "decoder"
+    kind: str = "dD"
+    input: str = "none"
+    spe: bool = False
+    output: bool = False
+    v_min: Optional[int] = None
+    v_max: Optional[int] = None
+
+    @property
+    def short(self) -> str:
+        return SHORT[self.side]
+
+    @property
+    def embeds(self) -> bool:
+        """Whether the side's input gets NSD (embedding or syntactic PE)."""
+        return self.input != "none" or self.spe
+
+    @property
+    def active(self) -> bool:
+        return self.embeds or self.output
+
+    @property
+    def input_feature(self) -> str:
+        return f"src_nsd_{self.kind}" if self.side == "encoder" else f"tgt_nsd_in_{self.kind}"
+
+    @property
+    def label_feature(self) -> str:
+        return f"src_nsd_{self.kind}" if self.side == "encoder" else f"tgt_nsd_out_{self.kind}"
+
+    def check(self) -> None:
+        flag = f"--nsd-{self.short}"
+        if self.input not in NSD_INPUT_MODES:
+            raise ValueError(f"{flag}-input must be one of {', '.join(NSD_INPUT_MODES)}, found {self.input!r}")
+        if self.side == "decoder" and self.embeds and not self.output:
+            raise ValueError("target NSD input (--nsd-tgt-input/--nsd-tgt-spe) needs --nsd-tgt-output: in decoding the "
+                             "predicted NSD of the previous token is the next step's input")
+        if self.active and (self.v_min is None or self.v_max is None):
+            raise ValueError(f"the {self.short} NSD value range is unknown: build the model with --task syntax_translation "
+                             f"(it reads the range from the training split) or pass {flag}-min and {flag}-max")
+        if self.active and self.v_max < self.v_min:
+            raise ValueError(f"{flag}-max ({self.v_max}) is below {flag}-min ({self.v_min})")
+
+
+class NsdSide(SyntaxPart):
+    """NSD on one side of a model (kept as ``encoder.nsd`` / ``decoder.nsd``): its input layer (``input``, when the side
+    embeds NSD) and its classifier (``classifier``, when the side predicts it)."""
+
+    key = "nsd"
+
+    def __init__(self, settings: NsdSettings, embed_dim: int, nsd_dim: int, spe_lambda: float):
+        super().__init__()
+        self.settings = settings
+        s = settings
+        if s.embeds:
+            self.input = NsdInput(s.input, embed_dim, nsd_dim, s.v_min, s.v_max, s.spe, spe_lambda)
+        if s.output:
+            self.classifier = NsdClassifier(embed_dim, s.v_min, s.v_max)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        """A checkpoint whose NSD embedding size k differs from the model's was trained with another --nsd-embed-dim:
+        most likely with 0 when it meant a quarter of the model dimension. Say so, and how to load it, instead of
+        torch's size mismatch."""
+        key = prefix + "input.embed.weight"
+        embed = getattr(getattr(self, "input", None), "embed", None)
+        if embed is not None and key in state_dict:
+            saved, built = int(state_dict[key].shape[-1]), int(embed.weight.shape[-1])
+            if saved != built:
+                raise ValueError(f"the checkpoint's {self.settings.short} NSD embedding has size {saved}, but the model "
+                                 f"builds {built} ({self.input.mode} input): a checkpoint trained with --nsd-embed-dim 0 "
+                                 "when 0 meant a quarter of the model dimension loads with "
+                                 f"--model-overrides \"{{'nsd_embed_dim': {saved}}}\"")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def warn_clipped(values: torch.Tensor, settings: NsdSettings) -> None:
+    """NSD values outside the training range are clipped to it: say how many (at evaluation and generation)."""
+    clipped = int(nsd_classes(values, settings.v_min, settings.v_max)[2])
+    if clipped:
+        logger.warning(f"{clipped} {settings.short} NSD value(s) outside the training range "
+                       f"[{settings.v_min}, {settings.v_max}] clipped to it")
+
+
+class Nsd(Mechanism):
+    """The NSD mechanism: one :class:`NsdSide` per side that uses it."""
+
+    key = "nsd"
+    Config = NsdConfig
+    title = "NSD (Ma et al. 2019)"
+
+    def __init__(self, cfg: NsdConfig, shape):
+        super().__init__(cfg, shape)
+        if cfg.kind not in NSD_KINDS:
+            raise ValueError(f"--nsd-kind must be one of {', '.join(NSD_KINDS)}, found {cfg.kind!r}")
+        self.sides: Dict[str, NsdSettings] = {}
+        for side, short in SHORT.items():
+            get = lambda name: getattr(cfg, f"{short}_{name}")  # noqa: E731
+            s = NsdSettings(side, str(cfg.kind), str(get("input") or "none"), bool(get("spe")), bool(get("output")),
+                            get("min"), get("max"))
+            s.check()
+            if s.output:
+                self._check_loss_weights(s)
+            self.sides[side] = s
+        if int(cfg.embed_dim or 0) < 0:
+            raise ValueError(f"--nsd-embed-dim must be >= 0 (0: the default size), found {cfg.embed_dim}")
+
+    def _check_loss_weights(self, s: NsdSettings) -> None:
+        """The weights of L_entdist and L_dist (Ma et al. 2019, Eq. 17) of a side with an output: not negative; both 0
+        is Table 1's "O" row trained with L_NMT only (Eq. 18): accepted, and logged, since the classifier then
+        stays untrained."""
+        ce, dist = float(self.cfg.ce_weight), float(self.cfg.dist_weight)
+        for flag, weight in (("--nsd-ce-weight", ce), ("--nsd-dist-weight", dist)):
+            if weight < 0:
+                raise ValueError(f"{flag} is the weight of an NSD loss and must be >= 0, found {weight}")
+        if ce == 0 and dist == 0:
+            message = (f"the {s.short} NSD classifier (--nsd-{s.short}-output) is not trained: --nsd-ce-weight and "
+                       "--nsd-dist-weight are both 0 (L_NMT only, Ma et al. 2019 Eq. 18)")
+            if s.side == "decoder" and s.embeds:
+                logger.warning(message + "; decoding feeds its untrained predictions to the target NSD input")
+            else:
+                logger.info(message)
+
+    @classmethod
+    def data_fields(cls, cfg: NsdConfig, value_range) -> Dict[str, int]:
+        """The value range of every side that uses NSD and has none given, from the training split:
+        ``value_range(side, feature) → (min, max)`` (the task's); {field: value}."""
+        out = {}
+        for side, short in SHORT.items():
+            used = (getattr(cfg, f"{short}_input") or "none") != "none" or getattr(cfg, f"{short}_spe") \
+                or getattr(cfg, f"{short}_output")
+            if not used or (getattr(cfg, f"{short}_min") is not None and getattr(cfg, f"{short}_max") is not None):
+                continue
+            feature = f"src_nsd_{cfg.kind}" if side == "encoder" else f"tgt_nsd_out_{cfg.kind}"
+            out[f"{short}_min"], out[f"{short}_max"] = value_range(side, feature)
+        return out
+
+    @property
+    def active(self) -> bool:
+        return any(s.active for s in self.sides.values())
+
+    def embeds(self, side):
+        return self.sides[side].embeds
+
+    def side_module(self, side, embed_dim):
+        s = self.sides[side]
+        if not s.active:
+            return None
+        if side == "decoder" and s.embeds and embed_dim != self.shape.decoder_dim:
+            raise ValueError("target NSD input needs --decoder-input-dim equal to --decoder-embed-dim")
+        return NsdSide(s, embed_dim, int(self.cfg.embed_dim or 0), float(self.cfg.spe_lambda))
+
+    def legacy_keys(self, side):
+        """Before one module per side: the source's ``nsd_input``/``nsd_classifier``, the target's input in fairseq's
+        ``project_in_dim`` hook."""
+        s = self.sides[side]
+        if not s.active:
+            return {}
+        return {"nsd_input.": "nsd.input.", "nsd_classifier.": "nsd.classifier.",
+                **({"project_in_dim.": "nsd.input."} if side == "decoder" and s.embeds else {})}
+
+    def features(self, side):
+        s = self.sides[side]
+        need = FeatureNeeds()
+        if s.embeds and side == "encoder":
+            need.required.add(s.input_feature)  # generation reads the source's values too
+        elif s.embeds:  # teacher forcing reads the target's; decoding predicts them
+            need.optional.add(s.input_feature)
+            need.training.add(s.input_feature)
+        if s.output:
+            need.optional.add(s.label_feature)
+            need.training.add(s.label_feature)
+        return need
+
+    def prepare(self, side, features, tokens, pad_mask, dtype, training):
+        s = self.sides[side]
+        if not s.active:
+            return None
+        shape = tuple(tokens.shape)
+        labels = None
+        if s.output:
+            labels = features.get(s.label_feature)
+            if labels is None and training:
+                labels = required_feature(features, s.label_feature, shape, f"the {s.short} NSD output")
+        values = features.get(s.input_feature) if s.embeds else None
+        if values is not None and tuple(values.shape) != shape:
+            raise ValueError(f"{s.input_feature} has shape {tuple(values.shape)}, expected {shape}")
+        return {"values": values, "labels": labels}
+
+    def embed(self, side, owner, x, inputs, incremental_state=None):
+        s = self.sides[side]
+        return x if not s.embeds else self._embed(owner, s, x, inputs, incremental_state)
+
+    def _embed(self, owner, s: NsdSettings, x, inputs, incremental_state):
+        given = (inputs.get(self.key) or {}).get("values")
+        if s.side == "encoder" or incremental_state is None:
+            if given is None:
+                why = ("this model's source NSD input" if s.side == "encoder" else
+                       "a teacher-forced forward with target NSD input (incremental decoding predicts it instead)")
+                given = required_feature({}, s.input_feature, tuple(x.shape[:2]), why)
+            values = given
+        else:  # incremental decoding: the previous step's prediction, BOS first
+            saved = owner.get_incremental_state(incremental_state, self.key)
+            if saved is None or saved.get("prev") is None:
+                values = torch.full(x.shape[:2], BOS_NSD, dtype=torch.long, device=x.device)
+            else:
+                values = saved["prev"].unsqueeze(1)  # (B, 1)
+        if not owner.training:
+            warn_clipped(values, s)
+        return owner.nsd.input(x, values)
+
+    def outputs(self, side, owner, states, inputs, extra, incremental_state=None):
+        s = self.sides[side]
+        if not s.output:
+            return
+        logits = owner.nsd.classifier(states)  # (B, T, V)
+        labels = (inputs.get(self.key) or {}).get("labels")
+        if labels is not None:
+            ce, dist, count, clipped = nsd_losses(logits, labels, s.v_min, s.v_max)
+            report_aux_loss(extra, f"nsd_{s.short}_ce", ce, count, float(self.cfg.ce_weight))
+            report_aux_loss(extra, f"nsd_{s.short}_dist", dist, count, float(self.cfg.dist_weight))
+            report_aux_metric(extra, f"nsd_{s.short}_clipped", 100.0 * clipped.float(), count)
+        if incremental_state is not None and s.embeds:
+            predicted = owner.nsd.classifier.predict(logits[:, -1])  # (B,) the next input's NSD
+            owner.set_incremental_state(incremental_state, self.key, {"prev": predicted})
+
+    def reorder(self, owner, incremental_state, new_order):
+        """The predicted NSD of each hypothesis follows it when the beams are reordered."""
+        saved = owner.get_incremental_state(incremental_state, self.key)
+        if saved is not None and saved.get("prev") is not None:
+            owner.set_incremental_state(incremental_state, self.key, {"prev": saved["prev"].index_select(0, new_order)})
+
+
+__all__ = ["NSD_INPUT_MODES", "Nsd", "NsdClassifier", "NsdConfig", "NsdInput", "NsdSettings", "NsdSide",
+           "nsd_classes", "nsd_embed_size", "nsd_losses"]

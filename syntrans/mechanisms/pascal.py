@@ -1,0 +1,161 @@
+"""PASCAL heads (Bugliarello & Okazaki 2020, "Enhancing Machine Translation with Dependency-Aware Self-Attention",
+§3): in chosen heads of chosen encoder layers the scaled scores are multiplied by a Gaussian around each token's
+dependency parent, S ⊙ W with W[i, j] = N(j; p_i, σ²), before the padding mask and the softmax; in training each
+query row of W becomes ones with probability q (parent ignoring).
+
+The parent positions p_i ("middle" subword convention, :func:`syntrans.syntax.parents.subword_parents_array`: the
+mean position of the head word's subwords, x.5 allowed) come from the batch (``src_parent_middle``, float64 so that
+half-precision batch casts leave them exact). W is formed once per batch and shared by the layers (explicit path);
+under flex attention it is computed per score from the positions (no (B, T, S) tensor).
+"""
+# no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
+import math
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional
+
+import torch
+from fairseq.dataclass import FairseqDataclass
+
+from ..modules.blocks import HeadBlock, SideInputs
+from .base import FeatureNeeds, Mechanism, required_feature
+from .layer_lists import resolve_layers
+
+
+@dataclass
+class PascalConfig(FairseqDataclass):
+    """PASCAL heads (Bugliarello & Okazaki 2020): scaled scores ⊙ N(j; parent_i, σ²) in chosen heads."""
+
+    layers: List[int] = field(
+        default_factory=list,
+        metadata={"help": "0-based encoder layers with PASCAL heads (comma-separated, or 'all'); empty: none"},
+    )
+    heads: int = field(default=0, metadata={"help": "number of PASCAL heads per chosen layer (after any distance-mask heads)"})
+    sigma: float = field(default=1.0, metadata={"help": "standard deviation σ of the parent Gaussian"})
+    ignore: float = field(
+        default=0.0, metadata={"help": "parent ignoring: probability q that a query row's weights are ones in training"}
+    )
+
+
+def pascal_weights(parents: torch.Tensor, src_len: int, sigma: float) -> torch.Tensor:
+    """W[b, i, j] = N(j; p_bi, σ²), the Gaussian density (Bugliarello & Okazaki 2020, §3, PASCAL weights).
+
+    parents: (B, T) parent positions in padded coordinates, negative where a query has no parent (EOS, padding):
+    those rows are all ones, so their scores pass unchanged. Returns (B, T, src_len) float32 in every precision
+    (the attention casts W to its scores' dtype): the positions, x.5 for a head word of an even number of subwords,
+    are taken to float32 here, exact below 2²², while a half-precision tensor would already have rounded them
+    (bf16: 129.5 → 130); the batch carries them as float64 (``src_parent_middle``), which fairseq's --fp16/--bf16
+    leave as they are.
+    """
+    if parents.dtype in (torch.float16, torch.bfloat16):
+        raise TypeError(f"PASCAL parent positions arrived as {parents.dtype}, which rounds them (bf16: 129.5 → 130): "
+                        "pass them as float32/float64 or integers (the batch's src_parent_middle is float64)")
+    j = torch.arange(src_len, device=parents.device, dtype=torch.float32)  # (S,)
+    p = parents.to(torch.float32).unsqueeze(-1)  # (B, T, 1)
+    z = (j - p) / sigma  # (B, T, S); exact for integer and x.5 positions, so left padding shifts nothing
+    w = torch.exp(-0.5 * z * z) / (sigma * math.sqrt(2.0 * math.pi))
+    return torch.where(p < 0, torch.ones_like(w), w)
+
+
+def ignore_rows(shape, q: float, training: bool, device) -> Optional[torch.Tensor]:
+    """Parent ignoring (Bugliarello & Okazaki 2020, §3): the (sentence, query) rows whose weights become ones in this
+    training forward, each with probability q; None when none can (evaluation, q = 0). shape (B, T) → (B, T) bool."""
+    if not training or q <= 0.0:
+        return None
+    if q >= 1.0:
+        return torch.ones(shape, dtype=torch.bool, device=device)
+    return torch.rand(shape, device=device) < q
+
+
+def ignore_parents(weights: torch.Tensor, q: float, training: bool) -> torch.Tensor:
+    """W with parent ignoring applied (:func:`ignore_rows`): weights (B, T, S) → (B, T, S)."""
+    drop = ignore_rows(weights.shape[:2], q, training, weights.device)
+    if drop is None:
+        return weights
+    return torch.where(drop.unsqueeze(-1), torch.ones_like(weights), weights)
+
+
+class PascalInputs:
+    """A batch's parent positions (B, T) float64 and, formed on first use and shared by the layers, W (B, T, S)."""
+
+    def __init__(self, positions: torch.Tensor, sigma: float):
+        self.positions, self.sigma = positions, float(sigma)
+        self._weights: Optional[torch.Tensor] = None
+
+    def weights(self) -> torch.Tensor:
+        if self._weights is None:
+            self._weights = pascal_weights(self.positions, self.positions.size(1), self.sigma)
+        return self._weights
+
+
+class PascalHeads(HeadBlock):
+    """S ⊙ W (Bugliarello & Okazaki 2020, §3, Eq. 3) in each of the block's heads, W with parent ignoring q."""
+
+    key = "pascal"
+
+    def __init__(self, num_heads: int, ignore: float):
+        super().__init__(num_heads)
+        self.ignore = float(ignore)
+
+    def _inputs(self, inputs: SideInputs) -> PascalInputs:
+        given = inputs.get(self.key)
+        if given is None:
+            raise ValueError("this layer's PASCAL heads need the batch's parent positions (the encoder prepares them "
+                             "from src_parent_middle); pass the side's inputs to the attention")
+        return given
+
+    def scores(self, scores, q, k, inputs):
+        w = ignore_parents(self._inputs(inputs).weights(), self.ignore, self.training).to(scores.dtype)  # (B, T, S)
+        return scores * w.unsqueeze(1)
+
+    def score_mod(self, inputs: SideInputs) -> Optional[Callable]:
+        given = self._inputs(inputs)
+        p = given.positions.to(torch.float32)  # (B, T)
+        drop = ignore_rows(p.shape, self.ignore, self.training, p.device)
+        keep = p >= 0 if drop is None else (p >= 0) & ~drop  # rows that take a Gaussian
+        sigma, norm = given.sigma, 1.0 / (given.sigma * math.sqrt(2.0 * math.pi))
+
+        def times_gaussian(score, b, h, q_idx, kv_idx):
+            z = (kv_idx.to(torch.float32) - p[b, q_idx]) / sigma
+            w = torch.where(keep[b, q_idx], torch.exp(-0.5 * z * z) * norm, torch.ones_like(z))
+            return score * w.to(score.dtype)
+
+        return times_gaussian
+
+
+class Pascal(Mechanism):
+    """The PASCAL mechanism: its heads follow the distance-mask heads in the chosen encoder layers."""
+
+    key = "pascal"
+    Config = PascalConfig
+    title = "PASCAL (Bugliarello & Okazaki 2020)"
+
+    def __init__(self, cfg: PascalConfig, shape):
+        super().__init__(cfg, shape)
+        self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--pascal-layers")
+        if self.layers and not 1 <= int(cfg.heads) <= shape.encoder_heads:
+            raise ValueError(f"--pascal-heads must lie in 1..{shape.encoder_heads} (attention heads), found {cfg.heads}")
+        if not 0.0 <= float(cfg.ignore) <= 1.0:
+            raise ValueError(f"--pascal-ignore is a probability in [0, 1], found {cfg.ignore}")
+        if self.layers and not float(cfg.sigma) > 0:
+            raise ValueError(f"--pascal-sigma must be > 0, found {cfg.sigma}")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.layers)
+
+    def heads(self, side: str, layer: int) -> int:
+        return int(self.cfg.heads) if side == "encoder" and layer in self.layers else 0
+
+    def block(self, side: str, layer: int, num_heads: int, head_dim: int) -> HeadBlock:
+        return PascalHeads(num_heads, float(self.cfg.ignore))
+
+    def features(self, side: str) -> FeatureNeeds:
+        return FeatureNeeds(required={"src_parent_middle"}) if side == "encoder" and self.active else FeatureNeeds()
+
+    def prepare(self, side, features, tokens, pad_mask, dtype, training):
+        if side != "encoder" or not self.active:
+            return None
+        positions = required_feature(features, "src_parent_middle", tuple(tokens.shape), "the PASCAL heads")
+        if positions.dtype in (torch.float16, torch.bfloat16):
+            pascal_weights(positions, 1, 1.0)  # raises the rounding error, naming it
+        return PascalInputs(positions, float(self.cfg.sigma))

@@ -1,0 +1,112 @@
+"""The kernels a block of attention heads can run on, as plain functions on (B, n, T, d) tensors.
+
+* :func:`sdpa`: torch's ``scaled_dot_product_attention`` (the fused kernel fairseq's stock layer reaches through
+  ``F.multi_head_attention_forward``: flash or memory-efficient on CUDA, the flash kernel on CPU), with an optional
+  additive bias broadcast over the block's heads: no (B, n, T, S) tensor is formed.
+* :func:`flex`: torch's ``flex_attention`` with a score modification (e.g. PASCAL's S ⊙ W) and the padding as a
+  block mask, optionally returning the log-sum-exp of every row; no (B, n, T, S) tensor either. Its backward needs
+  CUDA, and it has no attention dropout.
+* :func:`masked_scores` and :func:`softmax_probs`: the explicit path's pieces (scores formed, masked, softmax in
+  float32 as fairseq's ``utils.softmax``), the reference every fused kernel is tested against.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+
+
+def additive_mask(pad: Optional[torch.Tensor], attn_mask: Optional[torch.Tensor], bias: Optional[torch.Tensor],
+                  dtype: torch.dtype, B: int, S: int) -> Optional[torch.Tensor]:
+    """One float mask for SDPA, broadcast over heads: padding keys at −inf (pad (B, S) True at padding), the caller's
+    ``attn_mask`` (T, S) (the decoder's causal mask) and a block's ``bias`` (B, 1, T, S); None when there is none.
+    Returns (B, 1, 1|T, S) or (1, 1, T, S) in ``dtype``."""
+    mask = None
+    if pad is not None:
+        mask = torch.zeros(B, 1, 1, S, dtype=dtype, device=pad.device).masked_fill(pad.view(B, 1, 1, S), float("-inf"))
+    for extra in (attn_mask, bias):
+        if extra is None:
+            continue
+        extra = extra.to(dtype)
+        if extra.dim() == 2:
+            extra = extra.view(1, 1, *extra.shape)
+        mask = extra if mask is None else mask + extra
+    return mask
+
+
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], dropout_p: float,
+         scale: Optional[float] = None) -> torch.Tensor:
+    """softmax(q kᵀ · scale + mask) v with attention dropout, fused: q (B, n, T, d), k, v (B, n, S, d) → (B, n, T, d).
+    ``scale`` defaults to 1/√d."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
+
+
+def flex_available(device: torch.device) -> bool:
+    """Whether :func:`flex` runs fused here: on CUDA, compiled (torch >= 2.5). Elsewhere torch runs flex attention as
+    a reference that forms the scores anyway (and has no backward on CPU): the explicit path is as good there."""
+    if device.type != "cuda":
+        return False
+    try:
+        from torch.nn.attention import flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+_COMPILED = {}
+
+
+def _flex_attention(compiled: bool):
+    """torch's flex attention, compiled once (dynamic shapes: every batch has its own length) when ``compiled``."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    if not compiled:
+        return flex_attention
+    if "flex" not in _COMPILED:
+        _COMPILED["flex"] = torch.compile(flex_attention, dynamic=True)
+    return _COMPILED["flex"]
+
+
+def flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod: Optional[Callable], pad: Optional[torch.Tensor],
+         causal: bool = False, scale: Optional[float] = None, return_lse: bool = False,
+         compiled: Optional[bool] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """flex attention over (B, n, T, d) with ``score_mod(score, b, h, q_idx, kv_idx)`` applied to the scaled scores
+    and the padding keys (pad (B, S)) and, when ``causal``, later keys masked → (out (B, n, T, d), lse (B, n, T) or
+    None). ``h`` counts the block's heads from 0. ``compiled`` (default: on CUDA) runs torch's compiled kernel; the
+    eager one is torch's reference (the tests compare it with the explicit path on CPU)."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    B, _, T, _ = q.shape
+    S = k.size(2)
+    block_mask = None
+    if pad is not None or causal:
+        def mask_mod(b, h, q_idx, kv_idx):
+            keep = kv_idx >= 0
+            if pad is not None:
+                keep = keep & ~pad[b, kv_idx]
+            if causal:
+                keep = keep & (kv_idx <= q_idx)
+            return keep
+
+        block_mask = create_block_mask(mask_mod, B, None, T, S, device=q.device)
+    run = _flex_attention(q.device.type == "cuda" if compiled is None else compiled)
+    out = run(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, return_lse=return_lse)
+    if return_lse:
+        return out[0], out[1]
+    return out, None
+
+
+def masked_scores(scores: torch.Tensor, attn_mask: Optional[torch.Tensor], pad: Optional[torch.Tensor]) -> torch.Tensor:
+    """scores (B, n, T, S) + the caller's attn_mask (T, S), padding keys (pad (B, S)) at −inf."""
+    if attn_mask is not None:
+        scores = scores + attn_mask.to(scores.dtype)
+    if pad is not None:
+        B, _, _, S = scores.shape
+        scores = scores.masked_fill(pad.view(B, 1, 1, S), float("-inf"))
+    return scores
+
+
+def softmax_probs(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over keys in float32 whatever the scores' dtype, as fairseq's unfused attention takes it."""
+    return F.softmax(scores.float(), dim=-1)

@@ -1,0 +1,131 @@
+"""The pieces a syntax mechanism puts into an attention layer, and the per-batch inputs they read.
+
+* :class:`SideInputs`: one side's syntax inputs for one forward (what each mechanism prepared from the batch, and
+  what the layers should keep in their reports), handed down every layer's ``forward`` as an argument.
+* :class:`HeadBlock`: what one mechanism does to a block of consecutive heads of one self-attention layer.
+* :class:`LayerMixer`: what one mechanism does to all syntax heads of a layer after their softmax (a gate).
+* :class:`SyntaxPart`: what they share with the modules of a whole side (warm-up, freezing).
+
+:class:`~syntrans.modules.syntax_attention.SyntaxMultiheadAttention` runs an ordered list of blocks; the mechanisms
+(:mod:`syntrans.mechanisms`) build them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, Optional, Tuple
+
+import torch
+import torch.nn as nn
+
+#: what a forward can ask its layers to keep in their reports (besides a mechanism's key: its blocks' attention)
+KEEP_PROBS = "probs"  # every head's probabilities of every layer with syntax heads, (B, H, T, S) float32
+KEEP_PARSE = "parse"  # the predicted parent of every query row of every parse-predicting block, (B, T) long
+
+
+@dataclass
+class SideInputs:
+    """One side's syntax inputs for one forward, handed to every layer of that side.
+
+    ``data``: each mechanism's prepared input by its key; ``keep``: what the layers return in their reports besides
+    losses (:data:`KEEP_PROBS`, :data:`KEEP_PARSE`, or a mechanism key: that mechanism's blocks return their mean
+    attention, with its gradient).
+    """
+
+    pad_mask: torch.Tensor  # (B, T) True at padding
+    data: Dict[str, Any] = field(default_factory=dict)
+    keep: FrozenSet[str] = frozenset()
+    backend: str = "auto"  # "explicit": every head on the explicit (reference) path
+
+    def get(self, key: str) -> Any:
+        return self.data.get(key)
+
+
+class SyntaxPart(nn.Module):
+    """A module a mechanism puts into the model. ``frozen``: its parameters take no gradient now (a warm-up);
+    :meth:`set_epoch` hears fairseq's epoch (1-based) at every epoch start, a resumed one included."""
+
+    key: ClassVar[str] = ""  # the mechanism's key: its input, its report and the attribute it is kept under
+
+    @property
+    def frozen(self) -> bool:
+        return False
+
+    def set_epoch(self, epoch: int) -> None:
+        pass
+
+
+class HeadBlock(SyntaxPart):
+    """What one mechanism does to ``num_heads`` consecutive heads of one self-attention layer.
+
+    The attention forms the block's scaled stock scores S = QKᵀ/√d (B, n, T, S) and calls :meth:`scores` (add to,
+    multiply or replace S), masks them (padding, causal), takes the softmax and calls :meth:`probs` (read or change
+    the block's probabilities: a loss, an oracle, kept attention). A block can also run in a fused kernel: an
+    ``additive`` one with its :meth:`bias`, or one with a :meth:`score_mod` under flex attention, when this forward
+    needs none of its probabilities (:meth:`needs_probs`).
+    """
+
+    additive: ClassVar[bool] = False  # its whole effect is scores + bias(inputs)
+    gateable: ClassVar[bool] = True  # a gate may mix its probabilities with the stock ones
+    incremental: ClassVar[bool] = False  # it runs in incremental decoding (fairseq's own cached path)
+    parse: ClassVar[Optional[str]] = None  # it predicts parents, under this subword convention ("first", "chain")
+
+    def __init__(self, num_heads: int):
+        super().__init__()
+        self.num_heads = int(num_heads)  # n, the heads of this block
+        self.heads = slice(0, self.num_heads)  # where they sit in the layer: set by the attention (attach)
+
+    def attach(self, attention: nn.Module, heads: slice) -> None:
+        """Called once when the attention places the block on ``heads``."""
+        self.heads = heads
+
+    def needs_probs(self, inputs: SideInputs) -> bool:
+        """Whether this forward must form the block's probabilities (a loss, an oracle, kept attention)."""
+        return self.key in inputs.keep
+
+    def bias(self, inputs: SideInputs, dtype: torch.dtype) -> torch.Tensor:
+        """Additive blocks: the bias (B, 1, T, S) added to the scaled scores of each of the block's heads."""
+        raise NotImplementedError(f"{type(self).__name__} is not additive")
+
+    def scores(self, scores: torch.Tensor, q: torch.Tensor, k: torch.Tensor, inputs: SideInputs) -> torch.Tensor:
+        """scores (B, n, T, S) = QKᵀ/√d of the block's heads; q, k (B, n, T|S, d) their unscaled projections."""
+        if self.additive:
+            return scores + self.bias(inputs, scores.dtype)
+        return scores
+
+    def probs(self, scores: torch.Tensor, probs: torch.Tensor, inputs: SideInputs) -> Tuple[torch.Tensor, Dict]:
+        """scores (B, n, T, S) masked, probs (B, n, T, S) float32 their softmax → (the probabilities the heads
+        attend with, the block's report: here its mean attention (B, T, S) when its key is kept)."""
+        report: Dict[str, Any] = {}
+        if self.key in inputs.keep:
+            report["attention"] = self.rows(probs)
+        return probs, report
+
+    def fused_qk(self, q: torch.Tensor, k: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tensor, Optional[float]]]:
+        """The block as a dot-product attention a fused kernel can run: (q', k', scale) with scores q'k'ᵀ·scale
+        (+ :meth:`bias` for an additive block; scale None: 1/√d), or None. q, k (B, n, T|S, d)."""
+        return (q, k, None) if self.additive else None
+
+    def score_mod(self, inputs: SideInputs) -> Optional[Callable]:
+        """flex attention's score modification equal to :meth:`scores`, or None (no fused kernel beyond SDPA)."""
+        return None
+
+    def rows(self, probs: torch.Tensor) -> torch.Tensor:
+        """The block's attention as one distribution per query (B, n, T, S) → (B, T, S): the heads' mean; a parse
+        block's predicted parent is its argmax."""
+        return probs.mean(dim=1)
+
+
+class LayerMixer(SyntaxPart):
+    """What a mechanism does to all syntax heads of a layer after their softmax (a gate)."""
+
+    def mix(self, p_syn: torch.Tensor, p_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,
+            inputs: SideInputs) -> Tuple[torch.Tensor, Dict]:
+        """p_syn (B, n, T, S) the syntax heads' probabilities, p_raw (B, n, T, S) their stock ones, x (T, B, C) the
+        layer input, pad (B, T) → (probabilities the heads attend with, report)."""
+        raise NotImplementedError
+
+    def mix_outputs(self, o_syn: torch.Tensor, o_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,
+                    inputs: SideInputs) -> Tuple[torch.Tensor, Dict]:
+        """The same mix applied to the heads' outputs, where it is linear (evaluation): o_syn = A_syn·V and
+        o_raw = A_raw·V (B, n, T, d) → (outputs, report)."""
+        raise NotImplementedError
