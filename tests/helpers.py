@@ -126,3 +126,22 @@ def generate(data, ckpt, *extra):
     """fairseq-generate on the test split of ``data`` with ``ckpt`` (beam 3, BPE removed); returns its output."""
     return run("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", ckpt,
                "--gen-subset", "test", "--beam", "3", "--batch-size", "16", "--remove-bpe", "--num-workers", "0", *extra)
+
+
+def syntax_attention(embed, heads, blocks=(), mixer=None, dropout=0.0, seed=0, train=False):
+    """A :class:`SyntaxMultiheadAttention` (self-attention) with these head blocks (in head order) and mixer, its
+    weights drawn from ``seed``, in eval mode unless ``train``."""
+    import torch
+
+    from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
+
+    torch.manual_seed(seed)
+    attn = SyntaxMultiheadAttention(embed, heads, dropout=dropout, self_attention=True, blocks=list(blocks), mixer=mixer)
+    return attn.train(train)
+
+
+def side_inputs(pad, keep=(), backend="auto", **data):
+    """One side's syntax inputs: ``data`` by mechanism key (e.g. ``lisa=parents``), ``keep``, ``backend``."""
+    from syntrans.modules.blocks import SideInputs
+
+    return SideInputs(pad_mask=pad, data=data, keep=frozenset(keep), backend=backend)

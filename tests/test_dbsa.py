@@ -8,11 +8,11 @@ import pytest
 import torch
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 from fairseq.modules import MultiheadAttention
-from helpers import build_task_and_model
+from helpers import build_task_and_model, side_inputs, syntax_attention
 
 from syntrans.criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
-from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
-from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
+from syntrans.mechanisms.dbsa import DbsaHeads
+from syntrans.mechanisms.distance import DistanceHeads
 from syntrans.syntax.align import pieces_per_word
 from syntrans.syntax.parents import subword_parents
 
@@ -22,9 +22,8 @@ D = C // H
 
 def dbsa_module(heads=1, start=0, causal=False, seed=0, noise=0.5):
     """DBSA on heads start..start+heads−1 (after ``start`` distance heads), with a random U."""
-    torch.manual_seed(seed)
-    attn = SyntaxMultiheadAttention(C, H, self_attention=True)
-    attn.configure(HeadPlan(H, distance=start, dbsa=heads), causal=causal)
+    blocks = ([DistanceHeads(start)] if start else []) + [DbsaHeads(heads, causal=causal, gold_parents=False)]
+    attn = syntax_attention(C, H, blocks=blocks, seed=seed)
     with torch.no_grad():
         attn.q_proj.U.add_(noise * torch.randn_like(attn.q_proj.U))
     return attn.eval()
@@ -63,8 +62,8 @@ def test_dbsa_head_is_the_biaffine_softmax_and_other_heads_are_stock():
     attn = dbsa_module(heads=1, start=1)  # head 0 distance (zero mask), head 1 DBSA
     lengths, T = [6, 3], 6
     x, pad = left_padded(lengths, T)
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad, distance_log_mask=torch.zeros(2, T, T))
-    _, w = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)  # (H, B, T, S)
+    _, w, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
+                   syntax=side_inputs(pad, distance=torch.zeros(2, T, T)))  # (H, B, T, S)
     _, w_stock = stock_copy(attn)(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
     for b, n in enumerate(lengths):
         p = T - n
@@ -75,14 +74,15 @@ def test_dbsa_head_is_the_biaffine_softmax_and_other_heads_are_stock():
 
 @pytest.mark.fast
 def test_identity_U_gives_the_stock_attention_on_every_path():
-    """U = I: the explicit path, fairseq's unfused path (no batch) and the stock module agree."""
+    """U = I: the explicit path, the fused path (no inputs, or inputs without parents) and the stock module agree."""
     attn = dbsa_module(heads=2, noise=0.0)
     x, pad = left_padded([5, 2], 5)
     want, _ = stock_copy(attn)(x, x, x, key_padding_mask=pad, need_weights=False)
-    plain, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad)
-    explicit, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
-    for got in (plain, explicit):
+    plain, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
+    fused, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad))
+    explicit, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False,
+                          syntax=side_inputs(pad, backend="explicit"))
+    for got in (plain, fused, explicit):
         torch.testing.assert_close(got[-2:, 1], want[-2:, 1], atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(got[:, 0], want[:, 0], atol=1e-6, rtol=1e-5)
 
@@ -100,10 +100,9 @@ def test_parent_loss_uses_the_mean_of_the_heads_and_real_tokens_only(causal):
         off = T - lengths[b]
         parents[b, off:] = torch.tensor([p + off if p >= 0 else -1 for p in r])
     mask = torch.ones(T, T).triu(1).bool() if causal else None
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_chain=parents)
-    attn(x, x, x, key_padding_mask=pad, need_weights=False,
-         attn_mask=None if mask is None else torch.zeros(T, T).masked_fill(mask, float("-inf")))
-    loss, count, hits, dropped = attn.dbsa_stats
+    _, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, dbsa=parents),
+                        attn_mask=None if mask is None else torch.zeros(T, T).masked_fill(mask, float("-inf")))
+    loss, count, hits, dropped = report["dbsa"]["stats"]
     want, n_arcs, n_hits, n_later = 0.0, 0, 0, 0
     for b, n in enumerate(lengths):
         p = T - n
@@ -124,8 +123,7 @@ def test_parent_loss_uses_the_mean_of_the_heads_and_real_tokens_only(causal):
 
 def forced_module(parents_rel, T, causal, scale):
     """One DBSA head whose score of key j for query i is U[i, j] on one-hot inputs: U = scale·one-hot(parent)."""
-    attn = SyntaxMultiheadAttention(C, H, self_attention=True)
-    attn.configure(HeadPlan(H, dbsa=1), causal=causal)
+    attn = syntax_attention(C, H, blocks=[DbsaHeads(1, causal=causal, gold_parents=False)])
     with torch.no_grad():
         for proj in (attn.q_proj, attn.k_proj):
             proj.weight.copy_(torch.eye(C))
@@ -148,14 +146,13 @@ def test_uas_is_one_for_a_head_forced_to_gold_and_chance_for_a_uniform_head(caus
     parents = torch.tensor([rel])
     mask = torch.zeros(T, T).masked_fill(torch.ones(T, T).triu(1).bool(), float("-inf")) if causal else None
     forced = forced_module(rel, T, causal, scale=30.0)
-    forced.syntax_batch = SyntaxBatch(pad_mask=torch.zeros(1, T, dtype=torch.bool), parents_chain=parents)
-    forced(x, x, x, need_weights=False, attn_mask=mask)
-    loss, count, hits, _ = forced.dbsa_stats
+    inputs = side_inputs(torch.zeros(1, T, dtype=torch.bool), dbsa=parents)
+    _, _, report = forced(x, x, x, need_weights=False, attn_mask=mask, syntax=inputs)
+    loss, count, hits, _ = report["dbsa"]["stats"]
     assert int(hits) == int(count) == T and float(loss) < 1e-6
     uniform = forced_module(rel, T, causal, scale=0.0)  # every score 0: uniform over the allowed keys
-    uniform.syntax_batch = forced.syntax_batch
-    uniform(x, x, x, need_weights=False, attn_mask=mask)
-    loss, count, hits, _ = uniform.dbsa_stats
+    _, _, report = uniform(x, x, x, need_weights=False, attn_mask=mask, syntax=inputs)
+    loss, count, hits, _ = report["dbsa"]["stats"]
     want = sum(math.log(i + 1) for i in range(T)) if causal else T * math.log(T)
     assert float(loss) == pytest.approx(want, rel=1e-5)
 
@@ -171,9 +168,8 @@ def test_random_near_uniform_head_scores_chance():
         attn.q_proj.bias.zero_()
     x = torch.randn(Tn, B, C, generator=g)
     parents = torch.randint(0, Tn, (B, Tn), generator=g)
-    attn.syntax_batch = SyntaxBatch(pad_mask=torch.zeros(B, Tn, dtype=torch.bool), parents_chain=parents)
-    attn(x, x, x, need_weights=False)
-    loss, count, hits, _ = attn.dbsa_stats
+    _, _, report = attn(x, x, x, need_weights=False, syntax=side_inputs(torch.zeros(B, Tn, dtype=torch.bool), dbsa=parents))
+    loss, count, hits, _ = report["dbsa"]["stats"]
     assert abs(float(hits) / float(count) - 1 / Tn) < 0.03
     assert float(loss) / float(count) == pytest.approx(math.log(Tn), rel=1e-3)
 
@@ -227,7 +223,7 @@ def test_dbsa_and_sync_losses_equal_a_per_sentence_hand_computation(tiny_data, l
     task, model, ds, sample = model_and_batch(tiny_data, left_pad_target=left_pad_target)
     enc_attn = model.encoder.layers[0].self_attn
     dec_attn = model.decoder.layers[0].self_attn
-    cross = model.decoder.layers[model.sync_layer].encoder_attn
+    cross = model.decoder.layers[model.plan.alignment_layer()].encoder_attn
     seen = {}
     hooks = [capture(enc_attn, seen, "enc"), capture(dec_attn, seen, "dec"), capture(cross, seen, "cross")]
     with torch.no_grad():
@@ -291,18 +287,23 @@ def test_incremental_decoding_equals_the_teacher_forced_forward(tiny_data):
     _, model, _, sample = model_and_batch(tiny_data)
     net = sample["net_input"]
     prev = net["prev_output_tokens"]
+    seen = []  # the syntax inputs the decoder's DBSA layer is given at each incremental step
     with torch.no_grad():
         full = model.get_normalized_probs(model(**net), log_probs=True)  # (B, J, V)
         enc = model.encoder.forward_torchscript(net)
+        hook = model.decoder.layers[0].self_attn.register_forward_pre_hook(
+            lambda mod, args, kwargs: seen.append(kwargs.get("syntax")), with_kwargs=True)
         state = {}
         steps = []
         for t in range(prev.size(1)):
             out = model.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)
             steps.append(model.get_normalized_probs(out, log_probs=True)[:, -1])
+        hook.remove()
     inc = torch.stack(steps, dim=1)
     real = prev.ne(1)
     torch.testing.assert_close(inc[real], full[real], atol=1e-5, rtol=1e-5)
-    assert model.decoder.layers[0].self_attn.syntax_batch is None  # generation never sees a training batch
+    assert len(seen) == prev.size(1)
+    assert all(s is not None and s.get("dbsa") is None for s in seen)  # generation never sees a training batch
 
 
 def test_training_without_parents_is_a_clear_error(tiny_data):
@@ -322,7 +323,7 @@ def test_training_without_parents_is_a_clear_error(tiny_data):
     (("--dbsa-encoder-layers", "0,1"), "exactly one layer"),
     (("--sync-layer", "2"), "--sync-layer"),
     (("--dbsa-heads", "5"), "--dbsa-heads"),
-    (("--gate-layers", "0", "--distance-layers", "0", "--distance-heads", "1"), "cannot be gated"),
+    (("--gate-layers", "0", "--distance-layers", "0", "--distance-heads", "1"), "dbsa heads cannot be mixed by a gate"),
 ])
 def test_bad_dbsa_settings_are_refused(tiny_data, extra, message):
     with pytest.raises(ValueError, match=message):
@@ -332,8 +333,8 @@ def test_bad_dbsa_settings_are_refused(tiny_data, extra, message):
 @pytest.mark.fast
 def test_several_dbsa_heads_average_and_keep_finite_gradients():
     """With 2 DBSA heads the parse distribution is log((softmax(s_1) + softmax(s_2)) / 2); keys masked in every head
-    (padding, the causal future) stay −inf and give no NaN gradient (logsumexp's backward at an all −inf slice)."""
-    from syntrans.modules.dbsa import dbsa_log_probs
+    (padding, the causal future) take no part and give no NaN gradient (logsumexp's backward at an all −inf slice)."""
+    from syntrans.mechanisms.dbsa import dbsa_parent_loss
 
     g = torch.Generator().manual_seed(3)
     scores = torch.randn(2, 2, 3, 4, generator=g, dtype=torch.float64)
@@ -341,12 +342,19 @@ def test_several_dbsa_heads_average_and_keep_finite_gradients():
     scores = scores.masked_fill(future, float("-inf"))
     scores[1, :, :, 0] = float("-inf")  # a padded key of the second sentence
     scores.requires_grad_(True)
-    got = dbsa_log_probs(scores)  # (2, 3, 4)
     by_hand = torch.log((torch.softmax(scores.detach(), -1)[:, 0] + torch.softmax(scores.detach(), -1)[:, 1]) / 2)
     masked = future.unsqueeze(0).expand(2, 3, 4).clone()
     masked[1, :, 0] = True
-    assert torch.isneginf(got[masked]).all() and torch.isfinite(got[~masked]).all()
-    assert torch.allclose(got[~masked].double(), by_hand[~masked], atol=1e-6)
-    got[~masked].sum().backward()
+    total = 0.0
+    for key in range(4):  # every query whose key `key` is not masked takes it as its parent: each unmasked cell once
+        parents = torch.where(masked[:, :, key], -1, key)  # (B, T)
+        loss, count, hits = dbsa_parent_loss(scores, parents)
+        has = parents >= 0
+        assert int(count) == int(has.sum()) > 0
+        assert float(loss) == pytest.approx(-float(by_hand[:, :, key][has].sum()), rel=1e-6)
+        assert int(hits) == int((by_hand.argmax(-1) == key)[has].sum())
+        total = total + loss
+    assert torch.isfinite(by_hand[~masked]).all() and torch.isneginf(by_hand[masked]).all()
+    total.backward()
     assert torch.isfinite(scores.grad).all()
     assert (scores.grad[masked.unsqueeze(1).expand_as(scores)] == 0).all()

@@ -1,5 +1,5 @@
 """PASCAL and LISA end to end with stock fairseq tools: fairseq-train → fairseq-generate, and the LISA oracle
-(``--model-overrides "{'lisa_gold_parents': True}"``) through fairseq-validate."""
+(``--model-overrides "{'lisa': {'gold_parents': True}}"``) through fairseq-validate."""
 import math
 import re
 import subprocess
@@ -9,32 +9,43 @@ import torch
 from fairseq import checkpoint_utils
 from helpers import BIN, N_TEST, UPDATES, USER_DIR, generate, metric, metric_lines, run, short_runs
 
-from syntrans.modules.head_plan import HeadPlan
+from fairseq.modules import MultiheadAttention
+
+from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
 WMT_HEADS = ["--encoder-attention-heads", "8"]  # 32 / 8 = 4 per head; the WMT PASCAL preset asks for 5 heads
 
-# name: (argv after SMALL, expected model cfg fields, expected head plan per encoder layer (None: stock), has LISA)
+
+
+def layer(num_heads, *blocks):
+    """An encoder layer's expected self-attention: ``num_heads`` heads, ``blocks`` its head blocks in head order as
+    (mechanism key, number of heads), consecutive from head 0; no blocks: fairseq's stock attention."""
+    return num_heads, tuple(blocks)
+
+
+# name: (argv after SMALL, expected nested model cfg fields {group: {field: value}}, expected self-attention per
+# encoder layer, has LISA)
 CASES = {
     "pascal_wmt": (["--arch", "pascal_transformer_wmt_en_de", *WMT_HEADS],
-                   {"pascal_layers": "0", "pascal_heads": 5, "lisa_layers": ""},
-                   [HeadPlan(8, pascal=5), None], False),
+                   {"pascal": {"layers": [0], "heads": 5}, "lisa": {"layers": []}},
+                   [layer(8, ("pascal", 5)), layer(8)], False),
     "pascal_iwslt": (["--arch", "pascal_transformer_iwslt_de_en"],
-                     {"pascal_layers": "0", "pascal_heads": 2, "lisa_layers": ""},
-                     [HeadPlan(4, pascal=2), None], False),
+                     {"pascal": {"layers": [0], "heads": 2}, "lisa": {"layers": []}},
+                     [layer(4, ("pascal", 2)), layer(4)], False),
     "lisa_wmt": (["--arch", "lisa_transformer_wmt_en_de", *WMT_HEADS],
-                 {"lisa_layers": "0", "pascal_heads": 0, "lisa_gold_parents": False},
-                 [HeadPlan(8, lisa=1), None], True),
+                 {"lisa": {"layers": [0], "gold_parents": False}, "pascal": {"heads": 0}},
+                 [layer(8, ("lisa", 1)), layer(8)], True),
     "lisa_iwslt": (["--arch", "lisa_transformer_iwslt_de_en"],
-                   {"lisa_layers": "0", "pascal_heads": 0, "lisa_weight": 1.0},
-                   [HeadPlan(4, lisa=1), None], True),
+                   {"lisa": {"layers": [0], "weight": 1.0}, "pascal": {"heads": 0}},
+                   [layer(4, ("lisa", 1)), layer(4)], True),
     "distance2_pascal2": (["--arch", "distance_transformer_iwslt_de_en", "--distance-heads", "2",
                            "--pascal-layers", "0", "--pascal-heads", "2"],
-                          {"distance_layers": "0", "distance_heads": 2, "pascal_layers": "0", "pascal_heads": 2,
-                           "lisa_layers": ""},
-                          [HeadPlan(4, distance=2, pascal=2), None], False),
+                          {"distance": {"layers": [0], "heads": 2}, "pascal": {"layers": [0], "heads": 2},
+                           "lisa": {"layers": []}},
+                          [layer(4, ("distance", 2), ("pascal", 2)), layer(4)], False),
     "pascal0_lisa1": (["--arch", "pascal_transformer_iwslt_de_en", "--lisa-layers", "1"],
-                      {"pascal_layers": "0", "pascal_heads": 2, "lisa_layers": "1"},
-                      [HeadPlan(4, pascal=2), HeadPlan(4, lisa=1)], True),
+                      {"pascal": {"layers": [0], "heads": 2}, "lisa": {"layers": [1]}},
+                      [layer(4, ("pascal", 2)), layer(4, ("lisa", 1))], True),
 }
 
 @pytest.fixture(scope="module")
@@ -90,17 +101,18 @@ def test_train_generate(name, tiny_data, trained, generated):
     m = re.search(r"Generate test with beam=3: BLEU4 = ([0-9.]+)", out)
     assert m and 0.0 <= float(m.group(1)) <= 100.0, out[-2000:]
 
-    # the checkpoint loads with torch's safe loader (syntrans imported) and holds the syntax options
+    # the checkpoint loads with torch's safe loader (syntrans imported) and holds the syntax options, nested by group
     state = torch.load(ckpt, weights_only=True, map_location="cpu")
     model_cfg = state["cfg"]["model"]
-    for key, value in expected_cfg.items():
-        assert getattr(model_cfg, key) == value, (key, getattr(model_cfg, key), value)
+    for group, fields in expected_cfg.items():
+        for key, value in fields.items():
+            assert model_cfg[group][key] == value, (group, key, model_cfg[group][key], value)
     # LISA's bi-affine U exists exactly in the LISA layers, with head_dim + 1 rows
     u_keys = sorted(k for k in state["model"] if k.endswith("self_attn.lisa.U"))
-    lisa_layers = [i for i, plan in enumerate(expected_plans) if plan is not None and plan.lisa]
+    lisa_layers = [i for i, (_, blocks) in enumerate(expected_plans) if "lisa" in dict(blocks)]
     assert u_keys == [f"encoder.layers.{i}.self_attn.lisa.U" for i in lisa_layers]
     for i, key in zip(lisa_layers, u_keys):
-        head_dim = 32 // expected_plans[i].num_heads
+        head_dim = 32 // expected_plans[i][0]
         assert tuple(state["model"][key].shape) == (head_dim + 1, head_dim)
     if not has_lisa:
         assert not u_keys
@@ -109,8 +121,23 @@ def test_train_generate(name, tiny_data, trained, generated):
     models, _ = checkpoint_utils.load_model_ensemble([str(ckpt)], arg_overrides={"data": str(tiny_data)})
     layers = models[0].encoder.layers
     assert len(layers) == len(expected_plans)
-    for layer, plan in zip(layers, expected_plans):
-        assert layer.self_attn.plan == (plan or HeadPlan(layer.self_attn.num_heads))
+    for i, (enc_layer, (num_heads, blocks)) in enumerate(zip(layers, expected_plans)):
+        attn = enc_layer.self_attn
+        assert attn.num_heads == num_heads, (i, attn.num_heads)
+        if not blocks:  # no syntax heads: fairseq's stock attention
+            assert type(attn) is MultiheadAttention, (i, type(attn))
+            continue
+        assert isinstance(attn, SyntaxMultiheadAttention), (i, type(attn))
+        assert attn.block_keys == tuple(key for key, _ in blocks), (i, attn.block_keys)
+        start, slices = 0, []
+        for _, n in blocks:
+            slices.append(slice(start, start + n))
+            start += n
+        assert [b.heads for b in attn.blocks] == slices, (i, [b.heads for b in attn.blocks])
+        assert [b.num_heads for b in attn.blocks] == [n for _, n in blocks]
+        assert attn.syntax_heads == start and attn.mixer is None
+        for key, _ in blocks:
+            assert getattr(attn, key) is attn.blocks[attn.block_keys.index(key)]
 
 
 def test_lisa_gold_parents_oracle(tiny_data, trained, generated):
@@ -118,7 +145,7 @@ def test_lisa_gold_parents_oracle(tiny_data, trained, generated):
     loss and attachment score (measured on the head's own learned distribution) stay as they were."""
     ckpt, _ = trained("lisa_iwslt")
     plain = validate(tiny_data, ckpt)
-    oracle = validate(tiny_data, ckpt, "--model-overrides", "{'lisa_gold_parents': True}")
+    oracle = validate(tiny_data, ckpt, "--model-overrides", "{'lisa': {'gold_parents': True}}")
     values = {}
     for tag, line in (("plain", plain), ("oracle", oracle)):
         values[tag] = {k: metric(line, k) for k in ("loss", "nll_loss", "lisa", "lisa_uas")}
@@ -132,7 +159,7 @@ def test_lisa_gold_parents_oracle(tiny_data, trained, generated):
     # the override reaches generation too: the hypotheses' scores (and possibly words) change
     hyps = {}
     for tag, out in (("plain", generated("lisa_iwslt")),
-                     ("oracle", generate(tiny_data, ckpt, "--model-overrides", "{'lisa_gold_parents': True}"))):
+                     ("oracle", generate(tiny_data, ckpt, "--model-overrides", "{'lisa': {'gold_parents': True}}"))):
         hyps[tag] = {int(i): (float(score), text) for i, score, text in re.findall(r"^H-(\d+)\t(\S+)\t(.*)$", out, flags=re.M)}
         assert sorted(hyps[tag]) == list(range(N_TEST)), out[-2000:]
     assert hyps["plain"] != hyps["oracle"]

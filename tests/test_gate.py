@@ -1,13 +1,18 @@
 """Syntax gates (Hou et al., gated self-attention): A = G·A_syn + (1 − G)·A_raw with G from a max-pooled,
 BatchNormed gate network; its limits, padding, pre-warm-up and syntax ignoring."""
+import argparse
+
 import pytest
 import torch
 from fairseq.modules import MultiheadAttention
+from helpers import side_inputs, syntax_attention
 
-from syntrans.modules.distance_bias import distance_head_bias, distance_log_mask
-from syntrans.modules.gate import SyntaxGate, masked_max_pool
-from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
-from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
+from syntrans.mechanisms.distance import DistanceHeads, distance_log_mask
+from syntrans.mechanisms.gate import SyntaxGate, masked_max_pool
+from syntrans.mechanisms.pascal import PascalHeads, PascalInputs
+from syntrans.mechanisms.plan import SyntaxPlan
+from syntrans.models.config import syntax_config
+from syntrans.models.syntax_transformer import model_shape
 
 C, H = 16, 4
 
@@ -23,36 +28,47 @@ def batch(seed=1):
 
 
 def gated(mode="gated", heads=H, dropout=0.0, warmup=0, seed=0):
-    torch.manual_seed(seed)
-    attn = SyntaxMultiheadAttention(C, H, self_attention=True).eval()
-    attn.configure(HeadPlan(H, distance=heads, gated=True), gate=SyntaxGate(C, H, 8, mode=mode, warmup_epochs=warmup),
-                   syntax_dropout=dropout)
-    return attn.eval()  # the gate was added after the first eval()
+    torch.manual_seed(seed)  # the gate network's weights, then the attention's (syntax_attention seeds again)
+    gate = SyntaxGate(C, H, 8, mode=mode, warmup_epochs=warmup, syntax_dropout=dropout)
+    return syntax_attention(C, H, blocks=[DistanceHeads(heads)], mixer=gate, seed=seed)
+
+
+def distance_inputs(x, pad, gaps, backend="auto"):
+    return side_inputs(pad, backend=backend, distance=distance_log_mask(gaps, pad, 10.0, x.dtype))
 
 
 def run(attn, x, pad, gaps, **kw):
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad, distance_log_mask=distance_log_mask(gaps, pad, 10.0, x.dtype))
-    return attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, **kw)
+    """(output, head weights (H, B, T, S), report)."""
+    return attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
+                syntax=distance_inputs(x, pad, gaps), **kw)
 
 
 @pytest.mark.fast
 def test_pure_equals_the_distance_mask_attention():
     x, pad, gaps = batch()
     attn = gated("pure", heads=2)
-    out, w = run(attn, x, pad, gaps)
-    ref = SyntaxMultiheadAttention(C, H, self_attention=True).eval()
+    out, w, _ = run(attn, x, pad, gaps)
+    ref = syntax_attention(C, H, blocks=[DistanceHeads(2)])
     ref.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("gate.")})
-    ref.syntax_bias = distance_head_bias(gaps, pad, H, 2, 10.0, x.dtype)
-    out_ref, w_ref = ref(x, x, x, key_padding_mask=pad, need_weights=True)  # fused path: head-averaged weights
-    torch.testing.assert_close(w.mean(0), w_ref, atol=1e-6, rtol=1e-5)
+    _, w_ref, _ = ref(x, x, x, key_padding_mask=pad, need_weights=True, syntax=distance_inputs(x, pad, gaps))
+    out_ref, _, _ = ref(x, x, x, key_padding_mask=pad, need_weights=False,
+                        syntax=distance_inputs(x, pad, gaps, "auto"))  # fused path: the distance heads in SDPA
+    torch.testing.assert_close(w.mean(0), w_ref, atol=1e-6, rtol=1e-5)  # head-averaged weights
     torch.testing.assert_close(out, out_ref, atol=1e-6, rtol=1e-5)
+    # the gated layer's own fused path at evaluation (both sides fused, mixed by G ≡ 1) and its explicit one
+    fused, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=distance_inputs(x, pad, gaps, "auto"))
+    explicit, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False,
+                          syntax=distance_inputs(x, pad, gaps, "explicit"))
+    assert torch.all(rep["gate"]["values"] == 1)
+    torch.testing.assert_close(fused, out_ref, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(explicit, out, atol=1e-6, rtol=1e-5)
 
 
 @pytest.mark.fast
 def test_avg_is_the_mean_of_syntax_and_stock_softmax():
     x, pad, gaps = batch()
     attn = gated("avg", heads=3)
-    _, w = run(attn, x, pad, gaps)
+    _, w, _ = run(attn, x, pad, gaps)
     d = C // H
     q = (x @ attn.q_proj.weight.T + attn.q_proj.bias) * d ** -0.5
     k = x @ attn.k_proj.weight.T + attn.k_proj.bias
@@ -76,8 +92,9 @@ def test_closed_gate_is_bitwise_stock_attention():
     stock = MultiheadAttention(C, H, self_attention=True).eval()
     stock.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("gate.")})
     stock.skip_embed_dim_check = True  # fairseq's unfused path, the order of operations ours follows
-    out, w = run(attn, x, pad, gaps)
-    assert torch.all(attn.gate_values == 0)
+    out, w, report = run(attn, x, pad, gaps)
+    assert report["gate"]["values"].shape == (2, H)
+    assert torch.all(report["gate"]["values"] == 0)
     out_s, w_s = stock(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
     assert torch.equal(out, out_s) and torch.equal(w, w_s)
 
@@ -90,12 +107,10 @@ def test_max_pool_ignores_padding():
         p = int(pad[b].sum())
         assert torch.equal(pooled[b], x[p:, b].max(0).values)
     attn = gated()
-    run(attn, x, pad, gaps)
-    g1 = attn.gate_values.clone()
+    g1 = run(attn, x, pad, gaps)[2]["gate"]["values"].clone()
     y = x.clone()
     y[: int(pad[1].sum()), 1] = 1e3  # huge values at sentence 1's padding positions
-    run(attn, y, pad, gaps)
-    assert torch.equal(attn.gate_values, g1)
+    assert torch.equal(run(attn, y, pad, gaps)[2]["gate"]["values"], g1)
 
 
 @pytest.mark.fast
@@ -108,17 +123,19 @@ def test_warmup_freezes_the_gate_network_then_trains_it():
 
     def step():
         opt.zero_grad()
-        out, _ = run(attn, x, pad, gaps)
+        out, _, _ = run(attn, x, pad, gaps)
         out.pow(2).sum().backward()
         opt.step()
 
     for epoch in (1, 2):  # pre-warm-up: frozen, although weight decay applies to every parameter with a gradient
         attn.gate.set_epoch(epoch)
+        assert attn.gate.frozen
         step()
         for n, p in attn.gate.named_parameters():
             assert torch.equal(p, gate_params[n]), n
     assert not torch.equal(attn.q_proj.weight, other)  # the rest of the layer trained
     attn.gate.set_epoch(3)
+    assert not attn.gate.frozen
     step()
     assert any(not torch.equal(p, gate_params[n]) for n, p in attn.gate.named_parameters())
 
@@ -143,22 +160,41 @@ def test_batchnorm_uses_running_statistics_at_evaluation():
     """A sentence's gates do not depend on the rest of the batch at evaluation (they do in training)."""
     x, pad, gaps = batch()
     attn = gated()
-    run(attn, x, pad, gaps)
-    both = attn.gate_values.clone()
-    run(attn, x[:, 1:], pad[1:], gaps[1:])
-    assert torch.equal(attn.gate_values[0], both[1])
+    both = run(attn, x, pad, gaps)[2]["gate"]["values"].clone()
+    y = x.clone()
+    y[:, 0] = torch.randn(y[:, 0].shape, generator=torch.Generator().manual_seed(5))  # another first sentence
+    other = run(attn, y, pad, gaps)[2]["gate"]["values"]
+    assert torch.equal(other[1], both[1]) and not torch.allclose(other[0], both[0])
+    one = run(attn, x[:, 1:], pad[1:], gaps[1:])[2]["gate"]["values"]
+    # alone: the same up to rounding (the gate's linear layers round a 1-row batch differently from a 2-row one)
+    torch.testing.assert_close(one[0], both[1], rtol=0, atol=1e-6)
     attn.train()
-    run(attn, x, pad, gaps)
-    train_both = attn.gate_values.clone()
+    train_both = run(attn, x, pad, gaps)[2]["gate"]["values"].clone()
     assert not torch.allclose(train_both, both)
+    train_other = run(attn, y, pad, gaps)[2]["gate"]["values"]
+    assert not torch.allclose(train_other[1], train_both[1], rtol=0, atol=1e-6)  # batch statistics in training
+
+
+def plan(**flags):
+    """The SyntaxPlan of a 2 + 2-layer model with H heads and these flat (command-line) mechanism options."""
+    cfg = syntax_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=H,
+                                           decoder_attention_heads=H, encoder_embed_dim=C, decoder_embed_dim=C,
+                                           **flags))
+    return SyntaxPlan(cfg, model_shape(cfg))
 
 
 @pytest.mark.fast
 def test_gated_layer_needs_syntax_heads_and_mode_is_checked():
-    with pytest.raises(ValueError, match="gated layer needs syntax heads"):
-        HeadPlan(H, gated=True)
-    with pytest.raises(ValueError, match="gate mode"):
+    with pytest.raises(ValueError, match="mixes a layer's syntax heads, and this layer has none"):
+        syntax_attention(C, H, blocks=[], mixer=SyntaxGate(C, H, 8))
+    with pytest.raises(ValueError, match="--gate-layers: encoder layer 1 has no syntax heads to gate"):
+        plan(gate_layers="1", distance_layers="0", distance_heads=2)
+    assert [m.key for m, _ in plan(gate_layers="0", distance_layers="0", distance_heads=2).heads["encoder", 0]] == \
+        ["distance"]  # gating a layer with syntax heads is fine
+    with pytest.raises(ValueError, match="gate mode must be one of"):
         SyntaxGate(C, H, 8, mode="sometimes")
+    with pytest.raises(ValueError, match="--gate-mode must be one of"):
+        plan(gate_layers="0", distance_layers="0", distance_heads=2, gate_mode="sometimes")
 
 
 def test_validation_logs_gate_values_per_layer_and_head(tiny_data):
@@ -174,7 +210,8 @@ def test_validation_logs_gate_values_per_layer_and_head(tiny_data):
         _, extra = model(**sample["net_input"])
     metrics = extra["aux_metrics"]
     assert sorted(metrics) == ["gate_l1h0", "gate_l1h1"]
-    g = model.encoder.layers[1].self_attn.gate_values
+    g = extra["syntax"]["encoder"][1]["gate"]["values"]
+    assert g.shape == (5, 2)
     assert metrics["gate_l1h1"]["value"].item() == pytest.approx(g[:, 1].sum().item())
     assert metrics["gate_l1h1"]["ntokens"] == 5
     model.train()
@@ -185,24 +222,18 @@ def test_validation_logs_gate_values_per_layer_and_head(tiny_data):
 @pytest.mark.fast
 def test_gate_mixes_pascal_attention_too():
     """The gate is a mechanism of its own: over PASCAL heads, pure = PASCAL and avg = mean of PASCAL and stock."""
-    from syntrans.modules.pascal import pascal_weights
-
     x, pad, _ = batch()
     parents = torch.where(pad, torch.tensor(-1.0), torch.tensor(7.5))  # every real token's parent at 7.5
-    syntax = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
+    syntax = side_inputs(pad, pascal=PascalInputs(parents, 1.0))
     weights = {}
-    for name, plan, gate in (("pascal", HeadPlan(H, pascal=2), None),
-                             ("stock", HeadPlan(H), None),
-                             ("pure", HeadPlan(H, pascal=2, gated=True), SyntaxGate(C, H, 8, mode="pure")),
-                             ("avg", HeadPlan(H, pascal=2, gated=True), SyntaxGate(C, H, 8, mode="avg"))):
-        torch.manual_seed(0)
-        attn = SyntaxMultiheadAttention(C, H, self_attention=True)
-        if plan.active:
-            attn.configure(plan, gate=gate)
-        attn.eval()
-        attn.syntax_batch = syntax
+    for name, blocks, gate in (("pascal", [PascalHeads(2, 0.0)], None),
+                               ("stock", [], None),
+                               ("pure", [PascalHeads(2, 0.0)], SyntaxGate(C, H, 8, mode="pure")),
+                               ("avg", [PascalHeads(2, 0.0)], SyntaxGate(C, H, 8, mode="avg"))):
+        attn = syntax_attention(C, H, blocks=blocks, mixer=gate, seed=0)
         attn.skip_embed_dim_check = True  # the stock row: fairseq's unfused path
-        weights[name] = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)[1]
+        weights[name] = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
+                             syntax=syntax)[1]
     assert torch.equal(weights["pure"], weights["pascal"])
     torch.testing.assert_close(weights["avg"][:2], 0.5 * (weights["pascal"][:2] + weights["stock"][:2]))
     assert torch.equal(weights["avg"][2:], weights["stock"][2:])

@@ -22,14 +22,17 @@ from fairseq import distributed_utils, options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.trainer import Trainer
 from fairseq_cli import train as fairseq_train
+from fairseq.modules import MultiheadAttention
 from helpers import BIN, build_task_and_model, metric, metric_lines, tiny_train_argv
 from omegaconf import open_dict
 
 from syntrans.criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
-from syntrans.modules import sync_attn
-from syntrans.modules.gate import SyntaxGate
-from syntrans.modules.lisa import BiaffineScorer
-from syntrans.modules.pascal import pascal_weights
+from syntrans.mechanisms import sync_attn
+from syntrans.mechanisms.distance import DistanceHeads
+from syntrans.mechanisms.gate import SyntaxGate
+from syntrans.mechanisms.lisa import LisaHead
+from syntrans.mechanisms.pascal import pascal_weights
+from syntrans.modules.blocks import HeadBlock
 from syntrans.modules.precision import PrecisionError
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
@@ -182,11 +185,21 @@ def test_dtypes_inside_the_model(cases, name, mode, monkeypatch):
     SyncAttn's D' is float32 in every mode; a cast model's distance bias is in its dtype."""
     case = cases(name)
     low, autocast = MODES[mode]
-    seen = {"attn": set(), "scores": set(), "layer_in": set(), "gate": set(), "d_prime": set(), "bias": set()}
+    seen = {"attn": set(), "scores": set(), "layer_in": set(), "gate": set(), "d_prime": set(), "bias": set(),
+            "fused_bias": set()}
 
-    def syntax_scores(self, *args, **kwargs):
-        out = original_scores(self, *args, **kwargs)
-        seen["scores"].add(out.dtype)
+    def block_scores(original):  # a block's (B, n, T, S) scores after its mechanism, on the explicit path
+        def scores(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            seen["scores"].add(out.dtype)
+            return out
+
+        return scores
+
+    def bias(self, inputs, dtype):  # the distance heads' log M as the encoder prepared it, and as the kernel gets it
+        seen["bias"].add(inputs.get(self.key).dtype)
+        out = original_bias(self, inputs, dtype)
+        seen["fused_bias"].add(out.dtype)
         return out
 
     def mapped(*args, **kwargs):
@@ -194,16 +207,23 @@ def test_dtypes_inside_the_model(cases, name, mode, monkeypatch):
         seen["d_prime"].add(out.dtype)
         return out
 
-    original_scores, original_mapped = SyntaxMultiheadAttention._syntax_scores, sync_attn.mapped_target_attention
-    monkeypatch.setattr(SyntaxMultiheadAttention, "_syntax_scores", syntax_scores)
+    def attn_out(m, a, out):  # a syntax layer returns (output, weights, report), a stock one (output, weights)
+        assert len(out) == (3 if isinstance(m, SyntaxMultiheadAttention) else 2), (type(m), len(out))
+        seen["attn"].add(out[0].dtype)
+
+    original_bias, original_mapped = DistanceHeads.bias, sync_attn.mapped_target_attention
+    for cls in {type(m) for m in case.model.modules() if isinstance(m, HeadBlock)}:
+        monkeypatch.setattr(cls, "scores", block_scores(cls.scores))
+    monkeypatch.setattr(DistanceHeads, "bias", bias)
     monkeypatch.setattr(sync_attn, "mapped_target_attention", mapped)
     hooks = []
     for module in case.model.modules():
-        if isinstance(module, SyntaxMultiheadAttention):
-            hooks.append(module.register_forward_hook(lambda m, a, out: seen["attn"].add(out[0].dtype)))
-        elif isinstance(module, SyntaxGate):
+        if isinstance(module, SyntaxGate):
             hooks.append(module.register_forward_hook(lambda m, a, out: seen["gate"].add(out.dtype)))
-    for layer in list(case.model.encoder.layers) + list(case.model.decoder.layers):
+    layers = list(case.model.encoder.layers) + list(case.model.decoder.layers)
+    for layer in layers:  # every self-attention: with syntax blocks, or fairseq's stock one in the other layers
+        assert isinstance(layer.self_attn, MultiheadAttention)
+        hooks.append(layer.self_attn.register_forward_hook(attn_out))
         hooks.append(layer.register_forward_pre_hook(lambda m, a: seen["layer_in"].add(a[0].dtype)))
     try:
         ctx = case.prepare(mode)
@@ -213,9 +233,6 @@ def test_dtypes_inside_the_model(cases, name, mode, monkeypatch):
     finally:
         for h in hooks:
             h.remove()
-    for m in case.model.modules():
-        if isinstance(m, SyntaxMultiheadAttention) and m.syntax_bias is not None:
-            seen["bias"].add(m.syntax_bias.dtype)
     assert seen["attn"] == {low}, seen["attn"]
     assert seen["layer_in"] == ({FP32} if autocast else {low}), seen["layer_in"]
     if name in ("pascal", "lisa_ce", "lisa_l2", "dbsa", "dbsa_2heads", "syncattn", "gated"):
@@ -226,6 +243,7 @@ def test_dtypes_inside_the_model(cases, name, mode, monkeypatch):
         assert seen["d_prime"] == {FP32}
     if name == "distance":  # the fused path's additive bias (the model's dtype: float32 under autocast)
         assert seen["bias"] == ({FP32} if autocast else {low}), seen["bias"]
+        assert seen["fused_bias"] == {low}, seen["fused_bias"]  # handed to the kernel in the attention's dtype
 
 
 @pytest.mark.fast
@@ -258,16 +276,16 @@ def test_pascal_parents_stay_exact_in_fairseq_half_batches(cases):
 def test_lisa_biaffine_scores_do_not_overflow_float16():
     """The bi-affine scores are not scaled by 1/√d: where they pass float16's range they come back as its largest
     finite value (a softmax over +inf is NaN), equal to the float32 scores elsewhere, and in the input's dtype."""
-    scorer = BiaffineScorer(8)
+    head = LisaHead(8, "ce", False)
     with torch.no_grad():
-        scorer.U.fill_(1.0)
+        head.U.fill_(1.0)
     q = torch.full((1, 2, 8), 60.0)
     k = torch.stack([torch.full((8,), 60.0), torch.full((8,), 0.01)]).unsqueeze(0)  # (1, 2, 8): a big key, a small one
-    ref = scorer(q, k)  # float32: (8·60 + 1)·60·8 = 230880 > 65504 for the big key
-    assert ref[0, 0, 0] > torch.finfo(FP16).max
-    naive = torch.bmm(torch.cat([q, torch.ones(1, 2, 1)], -1).half() @ scorer.U.half(), k.half().transpose(1, 2))
+    ref = head.biaffine(q, k)  # float32: (8·60 + 1)·60·8 = 230880 > 65504 for the big key
+    assert ref.dtype == FP32 and ref[0, 0, 0] > torch.finfo(FP16).max
+    naive = torch.bmm(torch.cat([q, torch.ones(1, 2, 1)], -1).half() @ head.U.half(), k.half().transpose(1, 2))
     assert torch.isinf(naive).any()  # what the head computed in float16 would give
-    got = scorer.half()(q.half(), k.half())
+    got = head.half().biaffine(q.half(), k.half())
     assert got.dtype == FP16 and torch.isfinite(got).all()
     assert float(got[0, 0, 0]) == torch.finfo(FP16).max
     assert torch.allclose(got[0, :, 1].float(), ref[0, :, 1], rtol=1e-3)

@@ -4,7 +4,12 @@
 * only ``syntrans/cli/`` imports ``syntrans.cli`` (the command lines sit on top; nothing below reaches up);
 * ``syntrans/modules/`` (the layers) imports nothing of ``syntrans.data`` (the datasets);
 * ``syntrans/syntax/`` (pure tree and array code) imports no fairseq;
-* nothing assigns ``__class__`` (no swapping the class of a live object).
+* the floors of the model: ``syntrans/modules/`` (attention and its blocks' interface) imports neither
+  ``syntrans.mechanisms`` nor ``syntrans.models``; ``syntrans/mechanisms/`` (one module per method) imports no
+  ``syntrans.models``;
+* nothing assigns ``__class__`` (no swapping the class of a live object);
+* a method is named in at most five core files (its own module, its presets, the registry, and where another
+  method builds on it), and the files that loop over mechanisms name none.
 
 Imports count at any nesting level (inside functions, ``if TYPE_CHECKING:`` blocks, ``try:``), relative ones resolved
 against the module's own name the way Python does; constant-name ``importlib.import_module``/``__import__`` calls count
@@ -135,6 +140,12 @@ RULES = {
     "syntax_without_fairseq": _import_rule(lambda m: within(m, "syntrans.syntax"),
                                            lambda n: any(within(n, f) for f in FAIRSEQ),
                                            "syntrans/syntax/ may not import fairseq"),
+    "modules_below_mechanisms": _import_rule(lambda m: within(m, "syntrans.modules"),
+                                             lambda n: within(n, "syntrans.mechanisms") or within(n, "syntrans.models"),
+                                             "syntrans/modules/ may not import syntrans.mechanisms or syntrans.models"),
+    "mechanisms_below_models": _import_rule(lambda m: within(m, "syntrans.mechanisms"),
+                                            lambda n: within(n, "syntrans.models"),
+                                            "syntrans/mechanisms/ may not import syntrans.models"),
     "no_class_assignment": _class_rule,
 }
 
@@ -222,6 +233,13 @@ SYNTHETIC = [
     ("no_class_assignment", "syntrans.models.x", False, "setattr(m, '__class__', C)\nobject.__setattr__(m, '__class__', C)\n", 2),
     ("no_class_assignment", "syntrans.models.x", False, "cls = m.__class__\nm.__class_name__ = 'x'\nsetattr(m, 'y', 1)\n", 0),
     ("no_class_assignment", "syntrans.models.x", False, "__class__ = 1\nisinstance(m, m.__class__)\n", 0),
+    # the floors of the model
+    ("modules_below_mechanisms", "syntrans.modules.syntax_attention", False, "from ..mechanisms.base import X\n", 1),
+    ("modules_below_mechanisms", "syntrans.modules.blocks", False, "from ..models import config\n", 1),
+    ("modules_below_mechanisms", "syntrans.modules.blocks", False, "from .precision import x\nfrom ..syntax import y\n", 0),
+    ("modules_below_mechanisms", "syntrans.mechanisms.lisa", False, "from ..modules.blocks import HeadBlock\n", 0),
+    ("mechanisms_below_models", "syntrans.mechanisms.lisa", False, "from ..models.config import set_field\n", 1),
+    ("mechanisms_below_models", "syntrans.mechanisms", True, "from .registry import MECHANISMS\n", 0),
 ]
 
 
@@ -263,3 +281,70 @@ def test_module_of():
     assert module_of(ROOT / "syntrans" / "modules" / "nsd_layers.py") == ("syntrans.modules.nsd_layers", False)
     assert module_of(ROOT / "syntrans" / "cli" / "__init__.py") == ("syntrans.cli", True)
     assert module_of(ROOT / "syntrans" / "__init__.py") == ("syntrans", True)
+
+
+# ------------------------------------------------------------------------------- one place per method
+
+#: the core packages: everything a method could be spread over
+CORE = ("models", "modules", "data", "tasks", "criterions", "mechanisms")
+#: how each method is named in code, comments and messages (its identifiers, flags and names)
+METHOD_NAMES = {
+    "distance-mask": r"distance[-_ ]mask|\bdistance_(layers|heads|tau|hard)\b|--distance-|\bDistance(Mask|Heads)\b|\"distance\"",
+    "gate": r"\bgat(e|ed|es|ing)\b|\bGate\b|SyntaxGate",
+    "PASCAL": r"\bpascal",
+    "LISA": r"\blisa",
+    "DBSA": r"\bdbsa",
+    "SyncAttn": r"\bsync",
+    "NSD": r"\bnsd",
+}
+#: the files that loop over mechanisms (the attention, the layers, encoder, decoder, model, config, plan, dataset,
+#: task, criterion): a method named there would spread it again
+GENERIC = ("syntrans/modules/", "syntrans/tasks/", "syntrans/criterions/", "syntrans/mechanisms/base.py",
+           "syntrans/mechanisms/plan.py", "syntrans/mechanisms/layer_lists.py", "syntrans/models/config.py",
+           "syntrans/models/layers.py", "syntrans/models/encoder.py", "syntrans/models/decoder.py",
+           "syntrans/models/syntax_transformer.py", "syntrans/data/syntax_dataset.py", "syntrans/data/sidecars.py",
+           "syntrans/data/feature_range.py")
+
+
+def files_naming(pattern: str):
+    """The core files whose text matches ``pattern`` (case-insensitive), from the repository root."""
+    import re
+
+    out = []
+    for path in package_sources():
+        name = str(path.relative_to(ROOT))
+        if name.split("/")[1] in CORE and re.search(pattern, path.read_text(encoding="utf-8"), re.IGNORECASE):
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("method", list(METHOD_NAMES))
+def test_a_method_lives_in_few_core_files(method):
+    found = files_naming(METHOD_NAMES[method])
+    assert found, f"{method} is named nowhere: its pattern is stale"
+    assert len(found) <= 5, f"{method} is named in {len(found)} core files: {found}"
+    assert "syntrans/mechanisms/registry.py" in found and "syntrans/models/presets.py" in found
+
+
+def test_the_loops_over_mechanisms_name_none():
+    import re
+
+    for method, pattern in METHOD_NAMES.items():
+        for path in package_sources():
+            name = str(path.relative_to(ROOT))
+            if name.startswith(GENERIC):
+                hits = [i + 1 for i, line in enumerate(path.read_text(encoding="utf-8").splitlines())
+                        if re.search(pattern, line, re.IGNORECASE)]
+                assert not hits, f"{name} names {method} on line(s) {hits}"
+
+
+def test_the_name_patterns_can_fail():
+    """Each pattern finds its method where it is certainly named, and the generic-file check would see it."""
+    import re
+
+    samples = {"distance-mask": "--distance-heads 4", "gate": "the gate values", "PASCAL": "PASCAL heads",
+               "LISA": "a LISA head", "DBSA": "DBSA heads", "SyncAttn": "SyncAttn's loss", "NSD": "NSD input"}
+    for method, text in samples.items():
+        assert re.search(METHOD_NAMES[method], text, re.IGNORECASE), method
+    assert not re.search(METHOD_NAMES["gate"], "propagate the aggregate", re.IGNORECASE)
+    assert not re.search(METHOD_NAMES["LISA"], "our normalisation", re.IGNORECASE)

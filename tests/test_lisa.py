@@ -3,28 +3,36 @@ first subword of each token's head word; loss over real tokens only, the oracle,
 ``--lisa-loss l2`` (Hou et al., gated self-attention, §2.2 and §5.2): a stock head whose probabilities are pulled
 towards the 0/1 parent mask by the squared L2 distance."""
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
 import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 
-from syntrans.models.options import SyntaxOptions
-from syntrans.modules.aux_reports import report_lisa
-from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
-from syntrans.modules.lisa import BiaffineScorer, parent_l2_loss, parent_loss
-from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
+from helpers import side_inputs, syntax_attention
+
+from syntrans.mechanisms.distance import DistanceHeads
+from syntrans.mechanisms.lisa import Lisa, LisaConfig, LisaHead, parent_l2_loss, parent_loss
+from syntrans.mechanisms.plan import SyntaxPlan
+from syntrans.models.config import syntax_config
+from syntrans.models.syntax_transformer import model_shape
 
 C, H = 16, 4
 D = C // H
 
 
-def lisa_module(head=0, seed=0, loss="ce", dropout=0.0):
-    torch.manual_seed(seed)
-    attn = SyntaxMultiheadAttention(C, H, dropout=dropout, self_attention=True).eval()
-    attn.configure(HeadPlan(H, distance=head, lisa=1), lisa_loss=loss)
-    return attn
+def lisa_module(head=0, seed=0, loss="ce", dropout=0.0, gold_parents=False):
+    """``head`` distance-mask heads (heads 0 … head − 1), then the LISA head (head ``head``), then stock heads."""
+    blocks = ([DistanceHeads(head)] if head else []) + [LisaHead(D, loss, gold_parents)]
+    return syntax_attention(C, H, blocks=blocks, dropout=dropout, seed=seed)
+
+
+def small_config(**flat):
+    """The typed config of a 2-layer, H-head, C-dimensional model with these flat (command-line form) fields."""
+    import argparse
+
+    return syntax_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=H,
+                                            decoder_attention_heads=H, encoder_embed_dim=C, decoder_embed_dim=C, **flat))
 
 
 def batch(seed=1):
@@ -62,9 +70,9 @@ def hand_scores(attn, x, b, p, head):
 def test_lisa_head_is_the_biaffine_softmax(head):
     attn = lisa_module(head)
     x, pad, parents, lengths, _ = batch()
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents,
-                                    distance_log_mask=torch.zeros(2, 6, 6) if head else None)
-    _, w = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)  # (H, B, T, S)
+    data = {"distance": torch.zeros(2, 6, 6)} if head else {}
+    _, w, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
+                   syntax=side_inputs(pad, lisa=parents, **data))  # (H, B, T, S)
     for b, n in enumerate(lengths):
         p = 6 - n
         torch.testing.assert_close(w[head, b, p:, p:], torch.softmax(hand_scores(attn, x, b, p, head), -1),
@@ -76,9 +84,8 @@ def test_lisa_loss_counts_real_tokens_only():
     """−Σ log A[i, parent(i)] over real tokens (no pad, no EOS), with the count and the attachment hits."""
     attn = lisa_module()
     x, pad, parents, lengths, rel = batch()
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents)
-    attn(x, x, x, key_padding_mask=pad, need_weights=False)
-    loss, count, hits = attn.lisa_stats
+    _, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, lisa=parents))
+    loss, count, hits = report["lisa"]["stats"]
     want_loss, want_count, want_hits = 0.0, 0, 0
     for b, n in enumerate(lengths):
         p = 6 - n
@@ -95,13 +102,18 @@ def test_lisa_loss_counts_real_tokens_only():
 
 @pytest.mark.fast
 def test_parent_loss_ignores_rows_without_parent_even_at_masked_keys():
-    log_probs = torch.log_softmax(torch.randn(1, 3, 3), -1)
+    scores = torch.randn(1, 3, 3)
+    log_probs = torch.log_softmax(scores, -1)
     log_probs[0, 0] = float("-inf")  # a padding row: every key masked
     log_probs[0, 0, 0] = 0.0
     parents = torch.tensor([[-1, 2, 1]])
     loss, count, hits = parent_loss(log_probs, parents)
     assert math.isfinite(loss.item()) and int(count) == 2
     assert loss.item() == pytest.approx(-(log_probs[0, 1, 2] + log_probs[0, 2, 1]).item())
+    scores[0, 0] = float("-inf")  # the same rows as raw scores (the loss takes scores now): the same loss
+    scores[0, 0, 0] = 5.0
+    from_scores = parent_loss(scores, parents)
+    assert from_scores[0].item() == pytest.approx(loss.item(), rel=1e-6) and int(from_scores[1]) == 2
     forced = torch.full((1, 3, 3), -30.0)
     forced[0, 1, 2] = forced[0, 2, 1] = 0.0
     assert int(parent_loss(forced, parents)[2]) == 2  # attachment: argmax on the gold parent
@@ -110,29 +122,34 @@ def test_parent_loss_ignores_rows_without_parent_even_at_masked_keys():
 @pytest.mark.fast
 @pytest.mark.parametrize("loss", ["ce", "l2"])
 def test_gold_parent_oracle_at_evaluation_only(loss):
-    attn = lisa_module(loss=loss)
-    attn.lisa_gold_parents = True
+    attn = lisa_module(loss=loss, gold_parents=True)
     x, pad, parents, lengths, _ = batch()
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents)
-    _, w = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    syntax = side_inputs(pad, lisa=parents)
+    _, w, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, syntax=syntax)
     has = parents >= 0
     one_hot = F.one_hot(parents.clamp(min=0), 6).float()
     assert torch.equal(w[0][has], one_hot[has])  # every real token attends to its gold parent
-    assert not torch.equal(w[0][~has & ~pad], F.one_hot(torch.zeros(1, dtype=torch.long), 6).float())
     attn.train()
-    _, w_train = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    _, w_train, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, syntax=syntax)
     assert not torch.equal(w_train[0][has], one_hot[has])  # training keeps the learned head
+    # rows without a parent (the EOS rows: real, no parent) keep the learned head's rows (no dropout here), which
+    # are not the one-hot rows that clamping their parent −1 to key 0 would give
+    eos = ~has & ~pad
+    learned, clamped = w_train[0][eos], one_hot[eos]
+    assert learned.shape == clamped.shape == (2, 6)
+    torch.testing.assert_close(w[0][eos], learned, atol=1e-6, rtol=1e-5)
+    assert (w[0][eos] != clamped).any()
 
 
 @pytest.mark.fast
 def test_biaffine_scorer_shapes_and_bias_row():
     torch.manual_seed(0)
-    s = BiaffineScorer(4)
+    s = LisaHead(4, "ce", False)
     with torch.no_grad():
         s.U.zero_()
         s.U[4] = torch.tensor([1.0, 0.0, 0.0, 0.0])  # only the bias row: score_ij = f(k_j)[0]
     q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
-    out = s(q, k)
+    out = s.biaffine(q, k)
     assert out.shape == (2, 3, 5)
     expect = F.leaky_relu(k[..., 0]).unsqueeze(1).expand(2, 3, 5)
     torch.testing.assert_close(out, expect)
@@ -143,9 +160,8 @@ def test_lisa_layer_without_parents_still_attends():
     """Generation needs no parents for the loss: the head runs, no statistics are recorded."""
     attn = lisa_module()
     x, pad, _, _, _ = batch()
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad)
-    out, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
-    assert torch.isfinite(out).all() and attn.lisa_stats is None
+    out, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad))
+    assert torch.isfinite(out).all() and "stats" not in report.get("lisa", {})
     stock = MultiheadAttention(C, H, self_attention=True).eval()
     stock.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("lisa.")})
     assert not torch.allclose(stock(x, x, x, key_padding_mask=pad, need_weights=False)[0], out)
@@ -181,7 +197,8 @@ def test_l2_loss_by_hand_with_padding_and_eos():
     assert loss.item() == pytest.approx(0.22 + 0.48 + 2.0 + 0.14 + 0.62)  # 3.46
     assert (int(count), int(hits)) == (5, 3)
     extra = {}
-    report_lisa(extra, [SimpleNamespace(lisa_stats=(loss, count, hits))], 0.5)
+    cfg = small_config(lisa_layers="0", lisa_weight=0.5)
+    Lisa(cfg.lisa, model_shape(cfg)).report("encoder", {0: {"lisa": {"stats": (loss, count, hits)}}}, extra, True)
     logged = extra["aux_losses"]["lisa"]
     assert logged["loss"].item() == pytest.approx(3.46) and int(logged["ntokens"]) == 5 and logged["weight"] == 0.5
     assert extra["aux_metrics"]["lisa_uas"]["value"].item() == pytest.approx(300.0)  # 3 of 5 tokens: 60 %
@@ -192,10 +209,10 @@ def test_l2_lisa_head_is_a_stock_head_with_the_l2_loss_on_its_probabilities():
     """No U; the layer is fairseq's MultiheadAttention with the same weights; the recorded loss is the squared
     distance of the head's softmax over the real keys to the one-hot parent rows, over real tokens with a parent."""
     attn = lisa_module(loss="l2")
-    assert not hasattr(attn, "lisa") and not [n for n, _ in attn.named_parameters() if "lisa" in n]
+    assert not hasattr(attn.lisa, "U") and not [n for n, _ in attn.named_parameters() if "lisa" in n]
     x, pad, parents, lengths, rel = batch()
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents)
-    out, w = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)  # (H, B, T, S)
+    out, w, report = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
+                          syntax=side_inputs(pad, lisa=parents))  # (H, B, T, S)
     stock = MultiheadAttention(C, H, self_attention=True).eval()
     stock.load_state_dict(attn.state_dict())  # strict: the very same parameter names
     want_out, want_w = stock(x, x, x, key_padding_mask=pad, need_weights=True)  # fused path: head mean (B, T, S)
@@ -212,7 +229,7 @@ def test_l2_lisa_head_is_a_stock_head_with_the_l2_loss_on_its_probabilities():
                 want_loss += sum((A[i, j].item() - (1.0 if j == par else 0.0)) ** 2 for j in range(n))
                 want_count += 1
                 want_hits += int(A[i].argmax().item() == par)
-    loss, count, hits = attn.lisa_stats
+    loss, count, hits = report["lisa"]["stats"]
     assert int(count) == want_count == 7 and int(hits) == want_hits
     assert loss.item() == pytest.approx(want_loss, rel=1e-5)
 
@@ -223,14 +240,15 @@ def test_lisa_loss_is_taken_before_attention_dropout(loss):
     """In training, attention dropout changes the output but not the supervised probabilities."""
     attn = lisa_module(loss=loss, dropout=0.5)
     x, pad, parents, _, _ = batch()
-    attn.syntax_batch = SyntaxBatch(pad_mask=pad, parents_first=parents)
-    out_eval, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
-    evaluated = attn.lisa_stats
+    syntax = side_inputs(pad, lisa=parents)
+    out_eval, _, report_eval = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)
+    evaluated = report_eval["lisa"]["stats"]
     attn.train()
     torch.manual_seed(3)
-    out_train, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
+    out_train, _, report_train = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)
     assert not torch.allclose(out_train, out_eval)  # the dropout ran
-    for got, want in zip(attn.lisa_stats, evaluated):
+    assert len(report_train["lisa"]["stats"]) == len(evaluated) == 3
+    for got, want in zip(report_train["lisa"]["stats"], evaluated):
         assert torch.equal(got, want)
 
 
@@ -245,13 +263,18 @@ def test_ce_lisa_head_keeps_its_parameter_names():
 
 @pytest.mark.fast
 def test_bad_lisa_loss_is_refused_naming_the_flag_and_value():
+    cfg = small_config()
     with pytest.raises(ValueError, match=r"--lisa-loss must be one of ce, l2, found 'l1'"):
-        SyntaxOptions(lisa_loss="l1")
-    attn = SyntaxMultiheadAttention(C, H, self_attention=True)
+        Lisa(LisaConfig(loss="l1"), model_shape(cfg))
+    cfg = small_config(lisa_layers="1", lisa_loss="l1")  # the flags as the command line gives them
+    assert cfg.lisa.loss == "l1"  # read as given: refused where the model's mechanisms are built
     with pytest.raises(ValueError, match=r"--lisa-loss .*'l1'"):
-        attn.configure(HeadPlan(H, lisa=1), lisa_loss="l1")
-    layers = SyntaxOptions(lisa_layers="1", lisa_loss="l2").encoder_layers(2, H)
-    assert layers[0] is None and layers[1].lisa_loss == "l2"
+        SyntaxPlan(cfg, model_shape(cfg))
+    cfg = small_config(lisa_layers="1", lisa_loss="l2")
+    plan = SyntaxPlan(cfg, model_shape(cfg))
+    assert plan.blocks("encoder", 0, D) == []
+    (block,) = plan.blocks("encoder", 1, D)
+    assert isinstance(block, LisaHead) and block.loss == "l2"
 
 
 def criterion_loss(task, model, sample):

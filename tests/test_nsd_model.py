@@ -10,7 +10,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from helpers import build_task_and_model
 
 from syntrans.data.features import BOS_NSD, NO_NSD
-from syntrans.modules.nsd_layers import NsdInput, nsd_losses
+from syntrans.mechanisms.nsd import NsdInput, NsdSettings, nsd_classes, nsd_losses, warn_clipped
 from syntrans.syntax.align import pieces_per_word
 from syntrans.syntax.nsd import nsd
 
@@ -82,11 +82,15 @@ def test_default_nsd_embedding_is_the_model_dimension():
 
 
 @pytest.mark.fast
-def test_unseen_values_are_clipped_and_counted():
+def test_unseen_values_are_clipped_and_counted(caplog):
     layer = NsdInput("add", C, 0, v_min=-1, v_max=2)
     values = torch.tensor([[-5, -1, 2, 7, NO_NSD]])
     out = layer(torch.zeros(1, 5, C), values)
-    assert layer.clipped == 2
+    assert int(nsd_classes(values, layer.v_min, layer.v_max)[2]) == 2  # the count the model warns about
+    with caplog.at_level("WARNING", logger="syntrans.nsd"):
+        warn_clipped(values, NsdSettings("encoder", input="add", v_min=-1, v_max=2))
+    assert [r.message for r in caplog.records] == [
+        "2 src NSD value(s) outside the training range [-1, 2] clipped to it"]
     torch.testing.assert_close(out[0, 0], layer.embed.weight[2])  # −5 → −1, the first class
     torch.testing.assert_close(out[0, 3], layer.embed.weight[2 + 3])  # 7 → 2, the last class
     logits = torch.zeros(1, 5, 4)
@@ -154,16 +158,32 @@ def test_presets_set_only_their_sides_fields(arch, want):
     """Each NSD preset switches on dD input W(x‖e)+b, the syntactic PE and the output on its side(s) only, with
     λ_SPE 40 and the paper's unweighted loss (Eq. 17); every other field is the bare nsd_transformer's."""
     import argparse
+    import dataclasses
 
     from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    from syntrans.mechanisms.registry import MECHANISMS
+    from syntrans.models.config import flat_items, syntax_config
+
+    def fields(args):
+        """Every field of the typed config the preset leaves, the mechanism groups' as flat ``<group>_<field>``."""
+        typed = syntax_config(args)
+        groups = {M.key for M in MECHANISMS} | {"preset"}
+        return typed, {**{f.name: getattr(typed, f.name) for f in dataclasses.fields(typed) if f.name not in groups},
+                       **flat_items(typed)}
 
     bare = argparse.Namespace()
     ARCH_CONFIG_REGISTRY["nsd_transformer"](bare)
     args = argparse.Namespace()
     ARCH_CONFIG_REGISTRY[arch](args)
-    changed = {k: v for k, v in vars(args).items() if vars(bare).get(k, object()) != v}
+    (_, bare_fields), (typed, arch_fields) = fields(bare), fields(args)
+    assert set(arch_fields) == set(bare_fields)
+    changed = {k: v for k, v in arch_fields.items() if bare_fields[k] != v}
     assert changed == want
-    assert (args.nsd_kind, args.nsd_spe_lambda, args.nsd_ce_weight, args.nsd_dist_weight) == ("dD", 40.0, 1.0, 1.0)
+    assert typed.preset == arch
+    assert {k: v for k, v in args.nsd.value.items() if f"nsd_{k}" in want} == {k[4:]: v for k, v in want.items()}
+    nsd = typed.nsd
+    assert (nsd.kind, nsd.spe_lambda, nsd.ce_weight, nsd.dist_weight) == ("dD", 40.0, 1.0, 1.0)
 
 
 # ---- the model on the tiny synthetic corpus ----
@@ -197,10 +217,15 @@ def test_value_range_is_the_training_splits(tiny_data):
     task, model, _ = nsd_model(tiny_data)
     task.load_dataset("train")
     ds = task.dataset("train")
-    for side, nsd_side in ((ds.src_side, model.encoder.nsd), (ds.tgt_side, model.decoder.nsd)):
+    for side, nsd_side, feature in ((ds.src_side, model.encoder.nsd, "src_nsd_dD"),
+                                    (ds.tgt_side, model.decoder.nsd, "tgt_nsd_out_dD")):
         values = [v for i in range(len(ds)) for v in word_values(side, i)]
-        assert (nsd_side.v_min, nsd_side.v_max) == (min(values), max(values))
-    assert model.decoder.nsd_classifier.out.out_features == model.decoder.nsd.v_max - model.decoder.nsd.v_min + 1
+        s = nsd_side.settings
+        assert (s.v_min, s.v_max) == (min(values), max(values))
+        assert task.value_range(s.side, feature) == (min(values), max(values))
+        assert (nsd_side.input.v_min, nsd_side.input.v_max) == (s.v_min, s.v_max)
+        assert nsd_side.classifier.out.out_features == s.v_max - s.v_min + 1
+    assert model.decoder.project_in_dim is None  # the target input is the decoder's NSD side, not fairseq's hook
 
 
 def forced_steps(model, net, tokens):
@@ -211,7 +236,7 @@ def forced_steps(model, net, tokens):
     prev = torch.cat([tokens.new_full((1, 1), model.decoder.dictionary.eos()), tokens[:, :-1]], dim=1)
     for t in range(tokens.size(1)):
         out = model.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)
-        fed.append(int(model.decoder.project_in_dim.last_fed))  # recorded by the record_fed fixture
+        fed.append(int(model.decoder.nsd.input.last_fed))  # recorded by the record_fed fixture
         lp = model.get_normalized_probs(out, log_probs=True)[0, -1]
         scores.append(float(lp[tokens[0, t]]))
     return scores, fed, prev
@@ -220,17 +245,16 @@ def forced_steps(model, net, tokens):
 @pytest.fixture
 def record_fed(monkeypatch):
     """Remember the NSD value the decoder's input layer got at its last call (the current step)."""
-    from syntrans.modules import nsd_layers
+    from syntrans.mechanisms import nsd as nsd_module
 
-    original = nsd_layers.NsdInput.forward
+    original = nsd_module.NsdInput.forward
 
-    def forward(self, x, values=None):
-        v = self.values if values is None else values
+    def forward(self, x, values):
         out = original(self, x, values)
-        self.last_fed = v[:, -1].clone()
+        self.last_fed = values[:, -1].clone()
         return out
 
-    monkeypatch.setattr(nsd_layers.NsdInput, "forward", forward)
+    monkeypatch.setattr(nsd_module.NsdInput, "forward", forward)
 
 
 def test_incremental_decoding_equals_a_full_forward_fed_the_same_nsd(tiny_data, record_fed):
@@ -300,8 +324,12 @@ def test_source_only_model_reads_only_source_features(tiny_data):
     task, model, _ = nsd_model(tiny_data, "nsd_src_transformer_base")
     assert model.syntax_features() == {"src_nsd_dD"}
     assert model.optional_syntax_features() == {"src_nsd_dD"}
-    assert not model.decoder.nsd.active and model.decoder.project_in_dim is None
-    np.testing.assert_equal(model.encoder.nsd.input, "linear")
+    nsd_plan = next(m for m in model.plan.mechanisms if m.key == "nsd")
+    assert nsd_plan.sides["encoder"].active and not nsd_plan.sides["decoder"].active
+    assert not hasattr(model.decoder, "nsd") and model.decoder.project_in_dim is None
+    s = model.encoder.nsd.settings
+    assert (s.side, s.short, s.kind, s.input, s.spe, s.output) == ("encoder", "src", "dD", "linear", True, True)
+    np.testing.assert_equal(model.encoder.nsd.input.mode, "linear")
 
 
 def test_output_trained_with_l_nmt_only_is_accepted(tiny_data, caplog):
@@ -323,9 +351,9 @@ def test_checkpoint_of_another_nsd_embedding_size_names_the_flag(tiny_data):
     names --nsd-embed-dim and the override that loads it; with that override it loads."""
     _, small = build_task_and_model(tiny_data, "nsd_transformer_base", "--nsd-embed-dim", "8")
     _, default = build_task_and_model(tiny_data, "nsd_transformer_base")
-    assert default.encoder.nsd_input.embed.weight.shape[1] == 32  # SMALL's model dimension
+    assert default.encoder.nsd.input.embed.weight.shape[1] == 32  # SMALL's model dimension
     with pytest.raises(ValueError, match=r"--nsd-embed-dim.*'nsd_embed_dim': 8"):
         default.load_state_dict(small.state_dict())
     _, again = build_task_and_model(tiny_data, "nsd_transformer_base", "--nsd-embed-dim", "8", seed=2)
     again.load_state_dict(small.state_dict())
-    torch.testing.assert_close(again.decoder.project_in_dim.embed.weight, small.decoder.project_in_dim.embed.weight)
+    torch.testing.assert_close(again.decoder.nsd.input.embed.weight, small.decoder.nsd.input.embed.weight)

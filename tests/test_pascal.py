@@ -1,26 +1,36 @@
 """PASCAL (Bugliarello & Okazaki 2020): Gaussian parent weights multiply the scaled scores of the PASCAL
 heads, on the right (sentence, head) rows for any head count, with parents following left padding."""
+import argparse
 import math
 
 import numpy as np
 import pytest
 import torch
 from fairseq.modules import MultiheadAttention
+from helpers import side_inputs, syntax_attention
 
-from syntrans.modules.head_plan import HeadPlan, SyntaxBatch
-from syntrans.modules.pascal import ignore_parents, pascal_weights
-from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
+from syntrans.mechanisms.distance import DistanceHeads
+from syntrans.mechanisms.lisa import LisaHead
+from syntrans.mechanisms.pascal import PascalHeads, PascalInputs, ignore_parents, pascal_weights
+from syntrans.mechanisms.plan import SyntaxPlan
+from syntrans.models.config import syntax_config
+from syntrans.models.syntax_transformer import model_shape
 from syntrans.syntax import subword_parents
 
 C, H = 16, 4
 
 
-def modules(seed=0):
+def modules(blocks=(), seed=0):
+    """fairseq's attention and ours with these head blocks, the same weights."""
     torch.manual_seed(seed)
     stock = MultiheadAttention(C, H, self_attention=True).eval()
-    ours = SyntaxMultiheadAttention(C, H, self_attention=True).eval()
+    ours = syntax_attention(C, H, blocks=blocks)
     ours.load_state_dict(stock.state_dict())
     return stock, ours
+
+
+def pascal_inputs(pad, parents, backend="auto"):
+    return side_inputs(pad, backend=backend, pascal=PascalInputs(parents, 1.0))
 
 
 def batch(seed=1):
@@ -76,11 +86,10 @@ def hand_heads(ours, x, pad, rel, lengths, pascal):
 @pytest.mark.parametrize("h_p", [1, 2, 3])
 def test_pascal_heads_equal_hand_computation(h_p):
     """Batch of two sentences of different lengths, h_P < H: the weights of sentence b land on its rows."""
-    _, ours = modules()
-    ours.configure(HeadPlan(H, pascal=h_p))
+    _, ours = modules([PascalHeads(h_p, 0.0)])
     x, pad, parents, lengths, rel = batch()
-    ours.syntax_batch = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
-    _, weights = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)  # (H, B, T, S)
+    _, weights, _ = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
+                         syntax=pascal_inputs(pad, parents))  # (H, B, T, S)
     expect = hand_heads(ours, x, pad, rel, lengths, range(h_p))
     for b, n in enumerate(lengths):
         p = x.size(0) - n
@@ -89,12 +98,11 @@ def test_pascal_heads_equal_hand_computation(h_p):
 
 
 @pytest.mark.fast
-def test_pascal_output_equals_hand_computation():
-    _, ours = modules()
-    ours.configure(HeadPlan(H, pascal=1))
+@pytest.mark.parametrize("backend", ["auto", "explicit"])
+def test_pascal_output_equals_hand_computation(backend):
+    _, ours = modules([PascalHeads(1, 0.0)])
     x, pad, parents, lengths, rel = batch()
-    ours.syntax_batch = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
-    out, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False)
+    out, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=pascal_inputs(pad, parents, backend))
     probs = hand_heads(ours, x, pad, rel, lengths, [0])
     d = C // H
     v = x @ ours.v_proj.weight.T + ours.v_proj.bias
@@ -107,33 +115,42 @@ def test_pascal_output_equals_hand_computation():
 @pytest.mark.fast
 def test_stock_heads_match_fairseq_unfused_attention_bitwise():
     """Heads without syntax in a PASCAL layer compute exactly what fairseq's own unfused path computes."""
-    stock, ours = modules()
+    stock, ours = modules([PascalHeads(2, 0.0)])
     stock.skip_embed_dim_check = True  # fairseq's switch to its unfused code path
-    ours.configure(HeadPlan(H, pascal=2))
     x, pad, parents, _, _ = batch()
-    ours.syntax_batch = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
     _, w_stock = stock(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
-    _, w_ours = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
+    _, w_ours, _ = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
+                        syntax=pascal_inputs(pad, parents))
     assert torch.equal(w_stock[2:], w_ours[2:])
     assert not torch.allclose(w_stock[:2], w_ours[:2])
 
 
 @pytest.mark.fast
 def test_parent_ignoring_q1_is_stock_and_q0_is_pascal():
-    stock, ours = modules()
+    stock, ours = modules([PascalHeads(3, 0.0)])
+    _, ours_q1 = modules([PascalHeads(3, 1.0)])  # the same weights, parent ignoring q = 1
     stock.skip_embed_dim_check = True
     x, pad, parents, _, _ = batch()
-    ours.syntax_batch = SyntaxBatch(pad_mask=pad, pascal_weights=pascal_weights(parents, x.size(0), 1.0))
-    ours.configure(HeadPlan(H, pascal=3), pascal_ignore=0.0)
-    pascal_eval = ours(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+    syntax = pascal_inputs(pad, parents, "explicit")  # fairseq's unfused order of operations, bitwise
+
+    def run(attn):
+        return attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)[0]
+
+    pascal_eval = run(ours)
     ours.train()  # dropout is 0: training differs from evaluation only by parent ignoring
-    assert torch.equal(ours(x, x, x, key_padding_mask=pad, need_weights=False)[0], pascal_eval)
-    ours.configure(HeadPlan(H, pascal=3), pascal_ignore=1.0)
-    ignored = ours(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+    assert torch.equal(run(ours), pascal_eval)
+    ours_q1.train()
+    ignored = run(ours_q1)
     assert torch.equal(ignored, stock(x, x, x, key_padding_mask=pad, need_weights=False)[0])
     assert not torch.allclose(ignored, pascal_eval)
-    ours.eval()  # evaluation never ignores
-    assert torch.equal(ours(x, x, x, key_padding_mask=pad, need_weights=False)[0], pascal_eval)
+    # the fused path (backend "auto") computes the same up to rounding
+    auto = pascal_inputs(pad, parents, "auto")
+    torch.testing.assert_close(ours_q1(x, x, x, key_padding_mask=pad, need_weights=False, syntax=auto)[0], ignored,
+                               atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=auto)[0], pascal_eval,
+                               atol=1e-6, rtol=1e-5)
+    ours_q1.eval()  # evaluation never ignores
+    assert torch.equal(run(ours_q1), pascal_eval)
 
 
 @pytest.mark.fast
@@ -179,5 +196,12 @@ def test_collated_parents_follow_left_padding(tiny_data, left_pad):
 
 @pytest.mark.fast
 def test_too_many_syntax_heads_is_a_clear_error():
-    with pytest.raises(ValueError, match="4 heads"):
-        HeadPlan(4, distance=2, pascal=2, lisa=1)
+    with pytest.raises(ValueError, match="a layer has 4 heads but its syntax blocks ask for 2 distance, 2 pascal, 1 lisa"):
+        syntax_attention(C, 4, blocks=[DistanceHeads(2), PascalHeads(2, 0.0), LisaHead(C // 4, "ce", False)])
+    cfg = syntax_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                           decoder_attention_heads=4, encoder_embed_dim=C, decoder_embed_dim=C,
+                                           distance_layers="0", distance_heads=2, pascal_layers="0", pascal_heads=2,
+                                           lisa_layers="0"))
+    with pytest.raises(ValueError, match="encoder layer 0 has 4 heads but its syntax heads ask for 2 distance-mask "
+                                         r"\+ 2 PASCAL \+ 1 LISA"):
+        SyntaxPlan(cfg, model_shape(cfg))

@@ -14,7 +14,7 @@ from helpers import SMALL, build_task_and_model
 import syntrans
 from syntrans.cli.plot import main as plot_main
 from syntrans.modules.attention_record import record_attention, syntax_layers
-from syntrans.modules.pascal import pascal_weights
+from syntrans.mechanisms.pascal import pascal_weights
 from syntrans.plots.attention import plot_attention, predicted_agreement, sentence_attention
 from syntrans.syntax.masks import local_range_mask
 
@@ -60,12 +60,17 @@ def models(tiny_data, tmp_path_factory):
         torch.manual_seed(5)
         with torch.no_grad():
             for attn in syntax_layers(model).values():
-                if attn.plan.dbsa:
+                if "dbsa" in attn.block_keys:
                     attn.q_proj.U.add_(0.5 * torch.randn_like(attn.q_proj.U))
         ckpt = root / f"{name}.pt"
         save_checkpoint(model, model_cfg(tiny_data, arch, *extra), ckpt)
         out[name] = task, model, ckpt
     return out
+
+
+def mechanism(model, key):
+    """The model's active mechanism of this key (its built config: distance τ, PASCAL σ)."""
+    return next(m for m in model.plan.active if m.key == key)
 
 
 def run_capturing_inputs(model, task, index=INDEX):
@@ -99,17 +104,17 @@ def expected_matrix(side, layer, head, kind, attn, x, net, model):
     T = x.size(0)
     qh, kh = q[head], k[head]  # (T, d)
     if kind == "DBSA":
-        qh = qh @ attn.q_proj.U[head - attn.plan.dbsa_heads.start]  # Q U Kᵀ/√d (Deguchi et al. 2019)
+        qh = qh @ attn.q_proj.U[head - attn.dbsa.heads.start]  # Q U Kᵀ/√d (Deguchi et al. 2019)
     scores = (qh * d ** -0.5) @ kh.T  # (T, T)
     if kind == "distance":  # softmax(QKᵀ/√d + log M), Hou et al. 2022 Eq. 7
-        mask = local_range_mask(net["src_gaps"][0], model.encoder.distance_tau)  # (T, T)
+        mask = local_range_mask(net["src_gaps"][0], mechanism(model, "distance").tau)  # (T, T)
         syn = torch.softmax(scores + torch.log(mask), -1)
-        if not attn.plan.gated:
+        if attn.mixer is None:
             return syn, None
         g = attn.gate(x, torch.zeros(1, T, dtype=torch.bool))[0, head]  # the gate network on this sentence
         return g * syn + (1 - g) * torch.softmax(scores, -1), float(g)  # G·A_syn + (1 − G)·A_raw
     if kind == "PASCAL":  # S ⊙ N(j; p_i, σ²) before the softmax
-        w = pascal_weights(net["src_parent_middle"], T, model.encoder.pascal_sigma)[0]
+        w = pascal_weights(net["src_parent_middle"], T, mechanism(model, "pascal").cfg.sigma)[0]
         return torch.softmax(scores * w, -1), None
     if kind == "LISA":  # [f(q); 1]ᵀ U f(k), f = leaky ReLU, unscaled
         fq = F.leaky_relu(q[head])
@@ -162,7 +167,10 @@ def test_distance_and_gated_heads_equal_their_formula(models):
     want = {("encoder", 0, 0): "distance", ("encoder", 0, 1): "distance",
             ("encoder", 1, 0): "distance", ("encoder", 1, 1): "distance"}
     attention, fig, _ = check_model(task, model, want)
-    assert not syntax_layers(model)["encoder", 0].plan.explicit and syntax_layers(model)["encoder", 1].plan.gated
+    layer0, layer1 = syntax_layers(model)["encoder", 0], syntax_layers(model)["encoder", 1]
+    # layer 0 can run fused (an additive block, no gate); layer 1's syntax heads are mixed by its gate
+    assert layer0.mixer is None and all(b.additive for b in layer0.blocks)
+    assert layer1.block_keys == ("distance",) and layer1.mixer_key == "gate"
     assert all(h.parents is None for h in attention.heads)
     gates = [h.gate for h in attention.heads if h.layer == 1]
     assert len(set(gates)) == 2 and all(0 < g < 1 for g in gates)
@@ -253,7 +261,7 @@ def test_predicted_parents_are_the_parse_argmax_and_marked_after_gold(models):
 def test_lisa_oracle_predicts_every_gold_parent(models, monkeypatch):
     # with gold parents at evaluation the LISA head attends to them (one-hot rows): predicted = gold on every row
     task, model, _ = models["parents"]
-    monkeypatch.setattr(syntax_layers(model)["encoder", 1], "lisa_gold_parents", True)
+    monkeypatch.setattr(syntax_layers(model)["encoder", 1].lisa, "gold_parents", True)
     attention = sentence_attention(model, task, "test", INDEX)
     hits, rows = predicted_agreement(attention)["encoder", 1, "LISA"]
     assert hits == rows == len(attention.src_tokens) - 1
@@ -267,15 +275,20 @@ def test_record_attention_keeps_probs_without_changing_the_model(models, tiny_da
     ds = task.dataset("test")
     batch = ds.collater([ds[i] for i in range(5)])  # left padding in a batch of 5
     net = batch["net_input"]
+    enc = {k: v for k, v in net.items() if k != "prev_output_tokens"}
     model.eval()
     try:
         with torch.no_grad():
-            plain = model.encoder.forward_torchscript(net)["encoder_out"][0]
+            plain = model.encoder(**enc)
             with record_attention(model) as probs:
-                kept = model.encoder.forward_torchscript(net)["encoder_out"][0]
-                assert probs == {}  # filled when the block ends
+                assert probs == {}  # filled as the encoder runs (called as a module)
+                kept = model.encoder(**enc)["encoder_out"][0]
+            after = model.encoder(**enc)  # the hooks are gone: a forward after the block keeps nothing
     finally:
         model.train()
+    assert all("probs" not in r for r in plain["syntax"]["layers"].values())
+    assert all("probs" not in r for r in after["syntax"]["layers"].values())
+    plain = plain["encoder_out"][0]
     torch.testing.assert_close(kept, plain, rtol=0, atol=1e-5)
     assert sorted(probs) == [("encoder", 0), ("encoder", 1)]
     pad = net["src_tokens"].eq(task.source_dictionary.pad())  # (B, T)
@@ -284,8 +297,8 @@ def test_record_attention_keeps_probs_without_changing_the_model(models, tiny_da
         assert p.masked_select(pad[:, None, None, :]).abs().max() == 0  # padding keys get nothing
         real = ~pad[:, None, :, None].expand_as(p)
         torch.testing.assert_close(p.sum(-1)[real[..., 0]], torch.ones(int(real[..., 0].sum())), rtol=0, atol=1e-5)
-    for attn in syntax_layers(model).values():
-        assert not attn.keep_probs and attn.probs is None
+    assert not model.encoder._forward_pre_hooks and not model.encoder._forward_hooks
+    assert not model.decoder._forward_pre_hooks and not model.decoder._forward_hooks
 
 
 def test_cli_from_checkpoint(models, tiny_data, tmp_path, capsys):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from syntrans.cli.plot import main as plot_main
-from syntrans.modules.pascal import pascal_weights
+from syntrans.mechanisms.pascal import pascal_weights
 from syntrans.plots.sentence import plot_sentence, sentence_from_corpus, tree_layout
 from syntrans.syntax.masks import local_range_mask
 from syntrans.syntax.parsed import ParsedSentence, format_conllu

@@ -98,14 +98,14 @@ def test_source_heads_are_the_recorded_argmax(tiny_data, tmp_path):
     task, model, ds = small_model(tiny_data)
     _, text = printed_run(task, model, gen_args("--beam", "2", "--max-len-b", "3"), 16, tmp_path)
     printed = syntax_lines(text)
-    lisa0 = model.encoder.layers[0].self_attn.plan.lisa_head
-    dbsa0 = model.encoder.layers[0].self_attn.plan.dbsa_heads
-    assert (lisa0, dbsa0) == (0, slice(1, 3))
+    attn0 = model.encoder.layers[0].self_attn
+    assert attn0.block_keys == ("lisa", "dbsa") and (attn0.lisa.heads, attn0.dbsa.heads) == (slice(0, 1), slice(1, 3))
     checked = 0
     for sample in batches(ds, 16):
         src = sample["net_input"]["src_tokens"]
+        enc = {k: v for k, v in sample["net_input"].items() if k != "prev_output_tokens"}
         with torch.no_grad(), record_attention(model) as probs:
-            model.encoder.forward_torchscript(sample["net_input"])
+            model.encoder(**enc)  # called as a module: record_attention's hooks fire
         expected_rows = {"lisa@0": probs["encoder", 0][:, 0], "dbsa@0": probs["encoder", 0][:, 1:3].mean(1),
                          "lisa@1": probs["encoder", 1][:, 0]}
         for b, sid in enumerate(sample["id"].tolist()):
@@ -322,7 +322,7 @@ def test_score_reference_scores_the_target_parse_and_the_oracle(tiny_data, train
     """--score-reference: TH- lines parse the reference (one head per T- piece), and the target's word UAS is
     printed; the oracles through --model-overrides give source word UAS 100 %."""
     out = generate_stdout(tiny_data, trained, "--batch-size", "64", "--print-syntax", "--score-reference",
-                          "--model-overrides", "{'dbsa_gold_parents': True, 'lisa_gold_parents': True}")
+                          "--model-overrides", "{'dbsa': {'gold_parents': True}, 'lisa': {'gold_parents': True}}")
     lines = syntax_lines(out)
     ref = dict(re.findall(r"^T-(\d+)\t(.*)$", out, flags=re.M))
     assert len(ref) == 40

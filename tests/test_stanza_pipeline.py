@@ -23,7 +23,7 @@ from syntrans.cli.plot import main as plot_main
 from syntrans.cli.translate import main as translate_main
 from syntrans.data.sidecars import load_side
 from syntrans.hub import Translator
-from syntrans.modules.pascal import pascal_weights
+from syntrans.mechanisms.pascal import pascal_weights
 from syntrans.parsing.stanza_parser import (
     MissingModelsError,
     StanzaParser,

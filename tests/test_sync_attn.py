@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from syntrans.modules.sync_attn import sync_loss
+from syntrans.mechanisms.sync_attn import sync_loss
 
 pytestmark = pytest.mark.fast
 
@@ -66,7 +66,7 @@ def test_sync_loss_is_zero_when_D_matches_and_gradients_are_finite():
     E = rows_softmax(4, 4, g).unsqueeze(0)
     C = torch.cat([torch.full((2, 4), 0.25, dtype=torch.float64), rows_softmax(3, 4, g)]).unsqueeze(0)  # (1, 5, 4)
     tgt_pad = torch.tensor([[True, True, False, False, False]])
-    from syntrans.modules.sync_attn import mapped_target_attention
+    from syntrans.mechanisms.sync_attn import mapped_target_attention
 
     d_prime = mapped_target_attention(E, C, tgt_pad)
     loss, _ = sync_loss(E, d_prime, C, tgt_pad)

@@ -18,6 +18,9 @@ QUICK = dict(layers=2, dim=64, heads=8, ffn=128, batches=2, warmup=1, reps=2, ma
              gen_batch_size=8, beam=2, synth_train=200, synth_test=24, max_len_b=5, sidecar_reps=1)
 DEFAULTS = dict(layers=6, dim=256, heads=8, ffn=1024, batches=6, warmup=1, reps=4, max_tokens=2048, gen_batches=2,
                 gen_batch_size=32, beam=4, synth_train=10000, synth_test=500, max_len_b=10, sidecar_reps=3)
+#: the benchmark by length (``--lengths``): Transformer base's layer (512 dims, 8 heads, FFN 2048), 5 timed steps
+LAYER_DEFAULTS = dict(dim=512, heads=8, ffn=2048, reps=5, warmup=1)
+LAYER_QUICK = dict(dim=64, heads=8, ffn=128, reps=2, warmup=1)
 
 #: settings that must be at least 1
 POSITIVE = ("layers", "dim", "heads", "ffn", "batches", "reps", "max_tokens", "gen_batches", "gen_batch_size", "beam",
@@ -65,8 +68,22 @@ class BenchOptions:
     out: Optional[str] = None
     json: Optional[str] = None
     verbose: bool = False
+    lengths: Optional[List[int]] = None  # the benchmark by length: one layer per mechanism at these sentence lengths
+    layer_tokens: Optional[int] = None  # tokens per batch of the benchmark by length
 
     def __post_init__(self) -> None:
+        if self.lengths is not None:
+            if not self.lengths or any(int(t) < 2 for t in self.lengths):
+                raise BenchError(f"--lengths takes sentence lengths of at least 2 tokens, found {self.lengths}")
+            self.lengths = [int(t) for t in self.lengths]
+            for k, v in (LAYER_QUICK if self.quick else LAYER_DEFAULTS).items():
+                if getattr(self, k) is None:
+                    setattr(self, k, v)
+            if self.layer_tokens is None:
+                self.layer_tokens = 512 if self.quick else 4096
+            if self.layer_tokens < max(self.lengths):
+                raise BenchError(f"--layer-tokens {self.layer_tokens} is below the longest length {max(self.lengths)}: a "
+                                 "batch holds at least one sentence")
         base = QUICK if self.quick else DEFAULTS
         for k, v in base.items():
             if getattr(self, k) is None:

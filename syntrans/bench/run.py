@@ -19,6 +19,7 @@ from typing import List
 import fairseq
 import torch
 
+from .by_length import render_by_length, run_by_length
 from .corpus import bench_corpus, ensure_data_bin, say, time_preprocessing
 from .measure import measure_device
 from .models import build_models, make_batches, syntax_presets
@@ -89,6 +90,8 @@ def _devices(opts: BenchOptions) -> List[str]:
 def _run(opts: BenchOptions) -> BenchRun:
     presets = _presets(opts)
     devices = _devices(opts)
+    if opts.lengths:
+        return _run_by_length(opts, presets, devices)
 
     t_start = time.perf_counter()
     corpus = bench_corpus(opts)
@@ -120,6 +123,21 @@ def _run(opts: BenchOptions) -> BenchRun:
         "seconds": time.perf_counter() - t_start,
     }
     text = render(result)
+    if opts.out:
+        Path(opts.out).write_text(text, encoding="utf-8")
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(_finite_json(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return BenchRun(result, text)
+
+
+def _run_by_length(opts: BenchOptions, presets: List[str], devices: List[str]) -> BenchRun:
+    """One layer per mechanism at every length of ``opts.lengths`` (:mod:`syntrans.bench.by_length`)."""
+    t_start = time.perf_counter()
+    torch.manual_seed(opts.seed)
+    result = run_by_length(opts, presets, devices)
+    result.update({"torch": torch.__version__, "fairseq": fairseq.__version__, "python": sys.version.split()[0],
+                   "presets": presets, "seconds": time.perf_counter() - t_start})
+    text = render_by_length(result)
     if opts.out:
         Path(opts.out).write_text(text, encoding="utf-8")
     if opts.json:

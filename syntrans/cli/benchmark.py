@@ -77,7 +77,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", default=None, help="also write the Markdown report to this file")
     g.add_argument("--json", default=None, help="write all measurements as JSON to this file")
     g.add_argument("--verbose", action="store_true", help="keep fairseq's INFO logging")
+    g = p.add_argument_group("by length (instead of whole models: one layer per mechanism)")
+    g.add_argument("--lengths", default=None, type=_lengths,
+                   help="comma-separated sentence lengths, e.g. 32,64,128,256,512: measure one attention layer and one "
+                        "whole layer of every preset's syntax heads against fairseq's stock ones at each length "
+                        "(forward + backward, speed and peak memory; dims default to 512, 8 heads, FFN 2048)")
+    g.add_argument("--layer-tokens", type=int, default=None,
+                   help="tokens per batch of the benchmark by length (default 4096; B = tokens // length)")
     return p
+
+
+def _lengths(text: str) -> List[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated integers, found {text!r}") from None
 
 
 def options_from_args(args: argparse.Namespace) -> BenchOptions:
@@ -90,7 +104,8 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         max_len_b=args.max_len_b, lr=args.lr, no_matched_vanilla=args.no_matched_vanilla, seed=args.seed,
         threads=args.threads, quick=args.quick, corpus=args.corpus, multi30k_dir=args.multi30k_dir,
         bpe_merges=args.bpe_merges, work_dir=args.work_dir, no_sidecars=args.no_sidecars,
-        sidecar_reps=args.sidecar_reps, out=args.out, json=args.json, verbose=args.verbose)
+        sidecar_reps=args.sidecar_reps, out=args.out, json=args.json, verbose=args.verbose, lengths=args.lengths,
+        layer_tokens=args.layer_tokens)
 
 
 # ------------------------------------------------------------------------------------------- main

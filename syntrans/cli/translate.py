@@ -70,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lowercase", action="store_true", help="lowercase the input (for a lowercased training corpus)")
     p.add_argument("--no-tokenize", action="store_true", help="the input is Moses-tokenized already")
     p.add_argument("--no-detokenize", action="store_true", help="write tokenized hypotheses (BPE removed)")
-    p.add_argument("--model-overrides", default="{}", help="like fairseq-generate's, e.g. \"{'lisa_gold_parents': True}\"")
+    p.add_argument("--model-overrides", default="{}",
+                   help="like fairseq-generate's, e.g. \"{'lisa': {'gold_parents': True}}\" (a mechanism's fields also "
+                        "by their flat names, e.g. 'lisa_gold_parents')")
     p.add_argument("--input", metavar="FILE", default=None, help="input text (default: stdin)")
     p.add_argument("--output", metavar="FILE", default=None, help="output text (default: stdout)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")

@@ -36,7 +36,7 @@ def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentenc
 class SyntaxPairDataset(BaseWrapperDataset):
     """Wraps a LanguagePairDataset; features named in ``requests`` (shared with the task, filled when
     the model is built) are read per item and padded in the collater exactly like their tokens, and so
-    are those in ``optional`` whose sidecars this split has (e.g. LISA's parents, which only its loss needs)."""
+    are those in ``optional`` whose sidecars this split has (e.g. parents that only an auxiliary loss needs)."""
 
     def __init__(self, dataset, src_side: Dict[str, Sidecar], tgt_side: Dict[str, Sidecar], requests: Set[str],
                  optional: Optional[Set[str]] = None):

@@ -5,7 +5,7 @@ A **mechanism** (:class:`Mechanism`) is one method of a ``syntax_transformer``, 
 
 * which heads of which layer it takes (:meth:`Mechanism.heads`) and builds a
   :class:`~syntrans.modules.blocks.HeadBlock` for them, or a :class:`~syntrans.modules.blocks.LayerMixer` over a
-  layer's syntax heads (a gate), or a module of a whole side (:meth:`Mechanism.side_module`);
+  layer's syntax heads, or a module of a whole side (:meth:`Mechanism.side_module`);
 * which batch features it reads (:meth:`Mechanism.features`), turned into its per-batch input once per forward
   (:meth:`Mechanism.prepare`) and shared by all layers of that side;
 * what it does to the embeddings (:meth:`Mechanism.embed`) and with the final states (:meth:`Mechanism.outputs`),
@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Dict, Mapping, Optional, Set, Tuple, Type
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from ..modules.blocks import HeadBlock, LayerMixer, SideInputs, SyntaxPart
 
@@ -82,6 +83,7 @@ class Mechanism:
     key: ClassVar[str] = ""  # its config group, its input and report key, the attribute name of its modules
     Config: ClassVar[Type] = type(None)  # its config dataclass (a FairseqDataclass)
     title: ClassVar[str] = ""  # the method and its paper, for messages
+    mixable: ClassVar[bool] = True  # its heads' attention may be mixed with the stock one (HeadBlock.mixable)
 
     def __init__(self, cfg, shape: ModelShape):
         self.cfg, self.shape = cfg, shape
@@ -116,9 +118,9 @@ class Mechanism:
         """A module of the whole side (the encoder or decoder keeps it under ``key``), or None."""
         return None
 
-    def check(self, plans: Dict[Tuple[str, int], Tuple[str, ...]], gated: Dict[Tuple[str, int], bool]) -> None:
+    def check(self, plans: Dict[Tuple[str, int], Tuple[str, ...]], mixed: Dict[Tuple[str, int], bool]) -> None:
         """Checks that need the others' placement: ``plans`` maps (side, layer) to the keys of that layer's blocks in
-        head order, ``gated`` says which layers have a mixer."""
+        head order, ``mixed`` says which layers have a mixer."""
 
     @classmethod
     def data_fields(cls, cfg, value_range) -> Dict[str, Any]:
@@ -170,10 +172,19 @@ class Mechanism:
         """Losses that need both sides (the encoder's outputs and the decoder's extra)."""
 
 
+def gold_rows(probs: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+    """The oracle of a parent-predicting mechanism: each head's row of a query with a gold parent becomes one-hot on
+    that parent; rows without one (EOS, padding) keep the heads' own.
+    probs (B, n, T, S) float, parents (B, T) long (−1: none) → (B, n, T, S)."""
+    has = (parents >= 0)[:, None, :, None]  # (B, 1, T, 1)
+    one_hot = F.one_hot(parents.clamp(min=0), probs.size(-1)).to(probs.dtype).unsqueeze(1)  # (B, 1, T, S)
+    return torch.where(has, one_hot, probs)
+
+
 def reports_of(layers: Dict[int, Dict], key: str) -> Dict[int, Any]:
     """{layer: the report of mechanism ``key``} over the layers whose report has one."""
     return {i: r[key] for i, r in layers.items() if r.get(key) is not None}
 
 
 __all__ = ["FeatureNeeds", "HeadBlock", "LayerMixer", "Mechanism", "ModelShape", "SIDES", "SideInputs", "SyntaxPart",
-           "reports_of", "required_feature"]
+           "gold_rows", "reports_of", "required_feature"]

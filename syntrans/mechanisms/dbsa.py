@@ -26,9 +26,8 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import HeadBlock, SideInputs
 from ..modules.precision import named_precision
-from .base import FeatureNeeds, Mechanism, reports_of, required_feature
+from .base import FeatureNeeds, Mechanism, gold_rows, reports_of, required_feature
 from .layer_lists import resolve_layers
-from .lisa import gold_rows
 
 FEATURE = {"encoder": "src_parent_chain", "decoder": "tgt_parent_chain"}
 REPORT = {"encoder": "dbsa_src", "decoder": "dbsa_tgt"}
@@ -55,7 +54,7 @@ class DbsaConfig(FairseqDataclass):
         default=False,
         metadata={"help": "at evaluation the encoder's DBSA heads attend to the gold source parents (oracle; the "
                           "decoder's have no gold parse at generation); set at generation time with "
-                          "--model-overrides \"{'dbsa_gold_parents': True}\""},
+                          "--model-overrides \"{'dbsa': {'gold_parents': True}}\""},
     )
 
 
@@ -87,7 +86,7 @@ class BiaffineQueryProjection(nn.Module):
         heads = q.view(q.shape[:-1] + (self.num_heads, self.head_dim))  # (…, H, d)
         s = self.dbsa
         with named_precision("the DBSA heads' bi-affine query (Deguchi et al. 2019)", x):
-            # in q's dtype: the scores Q U Kᵀ are scaled by 1/√d as a stock head's (LISA's bi-affine ones are not)
+            # in q's dtype: the scores Q U Kᵀ are scaled by 1/√d as a stock head's
             biaffine = torch.einsum("...hd,hde->...he", heads[..., s, :], self.U.to(q.dtype))  # (…, n, d)
         return torch.cat([heads[..., : s.start, :], biaffine, heads[..., s.stop:, :]], dim=-2).flatten(-2)
 
@@ -127,7 +126,7 @@ class DbsaHeads(HeadBlock):
     parent loss of their own softmax, the oracle and the kept mean attention."""
 
     key = "dbsa"
-    gateable = False  # their bi-affine scores are the stock scores of a transformed query: no separate A_syn
+    mixable = False  # their bi-affine scores are the stock scores of a transformed query: no separate A_syn
     incremental = True
     parse = "chain"
 
@@ -169,6 +168,7 @@ class Dbsa(Mechanism):
     key = "dbsa"
     Config = DbsaConfig
     title = "DBSA (Deguchi et al. 2019)"
+    mixable = DbsaHeads.mixable
 
     def __init__(self, cfg: DbsaConfig, shape):
         super().__init__(cfg, shape)

@@ -1,6 +1,6 @@
 """Syntax gates (Hou et al., "Learning to Adaptively Incorporate External Syntax through Gated Self-Attention", §3):
 per sentence and head, how much of a syntax head's attention comes from its syntax mechanism,
-A = G·A_syn + (1 − G)·A_raw, with A_syn what the head's mechanism produces (distance mask, PASCAL, LISA) and A_raw
+A = G·A_syn + (1 − G)·A_raw, with A_syn what the head's own mechanism produces and A_raw
 the stock softmax of the same scores.
 
 G = σ(BN(W₂·LayerNorm(ReLU(W₁·maxpool(X) + b₁)) + b₂)) from the layer's input X. Against the gate collapsing to 0 or
@@ -107,8 +107,10 @@ class SyntaxGate(LayerMixer):
         bn = self.bn
         if self.training and o.size(0) < 2:  # batch statistics need two sentences: use the running ones
             return F.batch_norm(o, bn.running_mean, bn.running_var, bn.weight, bn.bias, False, 0.0, bn.eps)
-        if self.training and recomputing():  # activation checkpointing: the batch statistics again, no second update
-            return F.batch_norm(o, None, None, bn.weight, bn.bias, True, 0.0, bn.eps)
+        if self.training and recomputing():  # activation checkpointing: the same computation, its update thrown away
+            momentum = bn.momentum if bn.momentum is not None else 0.0
+            return F.batch_norm(o, bn.running_mean.clone(), bn.running_var.clone(), bn.weight, bn.bias, True, momentum,
+                                bn.eps)
         return bn(o)
 
     def forward(self, x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
@@ -168,12 +170,12 @@ class Gate(Mechanism):
         return SyntaxGate(embed_dim, num_heads, int(c.hidden), not c.no_batchnorm, c.mode, int(c.warmup_epochs),
                           float(c.syntax_dropout))
 
-    def check(self, plans, gated):
+    def check(self, plans, mixed):
         for layer in self.layers:
             keys = plans.get(("encoder", layer), ())
             if not keys:
                 raise ValueError(f"--gate-layers: encoder layer {layer} has no syntax heads to gate (give it heads of a "
-                                 "mechanism, e.g. --distance-heads/--pascal-heads/--lisa-layers)")
+                                 "mechanism in the same layer)")
 
     def report(self, side, layers, extra, training):
         """At evaluation the gate value G of every gated (layer, syntax head), mean over sentences."""

@@ -20,7 +20,7 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import HeadBlock, SideInputs
 from ..modules.precision import full_precision, to_dtype_clamped
-from .base import FeatureNeeds, Mechanism, reports_of, required_feature
+from .base import FeatureNeeds, Mechanism, gold_rows, reports_of, required_feature
 from .layer_lists import resolve_layers
 
 #: ``--lisa-loss``: ce, the bi-affine head's parent log-likelihood; l2, a stock head's squared distance to the parent mask
@@ -46,7 +46,7 @@ class LisaConfig(FairseqDataclass):
     gold_parents: bool = field(
         default=False,
         metadata={"help": "at evaluation the LISA head attends to the gold parent (oracle); set at generation "
-                          "time with --model-overrides \"{'lisa_gold_parents': True}\""},
+                          "time with --model-overrides \"{'lisa': {'gold_parents': True}}\""},
     )
 
 
@@ -59,13 +59,15 @@ def biaffine_query(q: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
 
 class LisaHead(HeadBlock):
     """The LISA head: bi-affine scores (ce, its parameter U ∈ ℝ^{(d+1)×d}) or stock ones (l2), the parent loss of its
-    own softmax (before any gate and attention dropout), and the oracle at evaluation."""
+    own softmax (before any mixer and attention dropout), and the oracle at evaluation."""
 
     key = "lisa"
     parse = "first"
 
     def __init__(self, head_dim: int, loss: str, gold_parents: bool):
         super().__init__(1)
+        if loss not in LISA_LOSSES:
+            raise ValueError(f"--lisa-loss must be one of {', '.join(LISA_LOSSES)}, found {loss!r}")
         self.loss, self.gold_parents = loss, bool(gold_parents)
         if loss == "ce":
             self.U = nn.Parameter(torch.empty(head_dim + 1, head_dim))
@@ -141,16 +143,8 @@ def parent_l2_loss(probs: torch.Tensor, parents: torch.Tensor) -> Tuple[torch.Te
     return loss, has.sum(), hits
 
 
-def gold_rows(probs: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
-    """The oracle: each head's row of a query with a gold parent becomes one-hot on that parent; rows without one
-    (EOS, padding) keep the heads' own. probs (B, n, T, S) float, parents (B, T) long (−1: none) → (B, n, T, S)."""
-    has = (parents >= 0)[:, None, :, None]  # (B, 1, T, 1)
-    one_hot = F.one_hot(parents.clamp(min=0), probs.size(-1)).to(probs.dtype).unsqueeze(1)  # (B, 1, T, S)
-    return torch.where(has, one_hot, probs)
-
-
 class Lisa(Mechanism):
-    """The LISA mechanism: one head, after the distance-mask and PASCAL heads, in each chosen encoder layer."""
+    """The LISA mechanism: one head in each chosen encoder layer (after the heads of the mechanisms before it)."""
 
     key = "lisa"
     Config = LisaConfig

@@ -316,7 +316,7 @@ class NsdSide(SyntaxPart):
                 raise ValueError(f"the checkpoint's {self.settings.short} NSD embedding has size {saved}, but the model "
                                  f"builds {built} ({self.input.mode} input): a checkpoint trained with --nsd-embed-dim 0 "
                                  "when 0 meant a quarter of the model dimension loads with "
-                                 f"--model-overrides \"{{'nsd_embed_dim': {saved}}}\"")
+                                 f"--model-overrides \"{{'nsd': {{'embed_dim': {saved}}}}}\"")
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
@@ -392,8 +392,6 @@ class Nsd(Mechanism):
         s = self.sides[side]
         if not s.active:
             return None
-        if side == "decoder" and s.embeds and embed_dim != self.shape.decoder_dim:
-            raise ValueError("target NSD input needs --decoder-input-dim equal to --decoder-embed-dim")
         return NsdSide(s, embed_dim, int(self.cfg.embed_dim or 0), float(self.cfg.spe_lambda))
 
     def legacy_keys(self, side):

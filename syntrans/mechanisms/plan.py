@@ -82,9 +82,17 @@ class SyntaxPlan:
                                      "heads to a mechanism or put the mechanisms in different layers")
                 self.heads[side, i] = taking
         plans = {k: tuple(m.key for m, _ in v) for k, v in self.heads.items() if v}
-        gated = {k: any(m.mixes(*k) for m in self.active) for k in self.heads}
+        mixed = {k: any(m.mixes(*k) for m in self.active) for k in self.heads}
+        for (side, i), taking in self.heads.items():
+            mixer = next((m for m in self.active if m.mixes(side, i)), None)
+            fixed = [m for m, _ in taking if not m.mixable]
+            if mixer is not None and fixed:
+                raise ValueError(f"{side} layer {i}: the heads of {fixed[0].title} cannot be mixed by {mixer.title} "
+                                 "(their attention is the stock attention of a transformed query, with no syntax "
+                                 f"attention of its own to mix); leave layer {i} out of --{mixer.key}-layers or put "
+                                 "them in another layer")
         for m in self.active:
-            m.check(plans, gated)
+            m.check(plans, mixed)
         self.sides = {side: SideSyntax(side, self.active) for side in SIDES}
 
     def block_keys(self, side: str, layer: int) -> Tuple[str, ...]:

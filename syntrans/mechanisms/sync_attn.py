@@ -91,7 +91,7 @@ class SyncAttn(Mechanism):
     def active(self) -> bool:
         return bool(self.cfg.attn)
 
-    def check(self, plans, gated):
+    def check(self, plans, mixed):
         found = {side: [i for (s, i), keys in sorted(plans.items()) if s == side and DEPENDENCY_HEADS in keys]
                  for side in ("encoder", "decoder")}
         if len(found["encoder"]) != 1 or len(found["decoder"]) != 1:

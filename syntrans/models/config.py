@@ -1,12 +1,12 @@
 """The model's typed config: :data:`SyntaxTransformerConfig`, fairseq's ``TransformerConfig`` plus one nested group per
-mechanism (``distance``, ``pascal``, …, each the mechanism's own dataclass, built from the registry), and the one
+mechanism (under the mechanism's key, each the mechanism's own dataclass, built from the registry), and the one
 function every stored or given form of it goes through, :func:`syntax_config`.
 
 One schema for every way in:
 
-* **flags**: each group's fields with the group as prefix (``distance.layers`` ↔ ``--distance-layers``); fairseq's
+* **flags**: each group's fields with the group as prefix (``<key>.layers`` ↔ ``--<key>-layers``); fairseq's
   argparse path keeps them flat in a Namespace (also in the checkpoints it writes), read here;
-* **fairseq-hydra-train YAML**: ``model: {_name: syntax_transformer, distance: {layers: [0], heads: 4}}`` (typed:
+* **fairseq-hydra-train YAML**: ``model: {_name: syntax_transformer, <key>: {layers: [0], heads: 4}}`` (typed:
   fairseq merges it with this schema), or an architecture preset's name with flat keys;
 * **checkpoints** of every version, flat or nested, with layer lists as strings (``"0,2"``, ``"all"``) before they
   were lists of ints: :func:`syntax_config` reads them all (the one upgrade of a stored config).
@@ -74,9 +74,10 @@ _MISSING = object()
 
 
 def _group(M, args, config) -> Any:
-    """One mechanism's config group from ``args``: the nested group (``args.<key>``) and/or the flat names
-    (``args.<key>_<field>``); a field given both ways must agree. Layer lists given as strings become lists, ``all``
-    every layer of the side (from the Transformer part of ``config``)."""
+    """One mechanism's config group from ``args``: the nested group (``args.<key>``) and the flat names
+    (``args.<key>_<field>``), a field of the nested group winning (fairseq's ``--model-overrides`` puts a nested
+    override beside a checkpoint's flat names). Layer lists given as strings become lists, ``all`` every layer of the
+    side (from the Transformer part of ``config``)."""
     nested = _lookup(args, M.key)
     if nested is _MISSING or nested is None:
         nested = {}
@@ -88,30 +89,22 @@ def _group(M, args, config) -> Any:
         nested = vars(nested)
     values: Dict[str, Any] = {}
     for f in dataclasses.fields(M.Config):
-        flat = _lookup(args, f"{M.key}_{f.name}")
+        flag = f"--{M.key}-{f.name.replace('_', '-')}"
         inner = nested.get(f.name, _MISSING) if isinstance(nested, dict) else _MISSING
-        if flat is not _MISSING and flat is not None and inner is not _MISSING and inner is not None \
-                and _normal(flat) != _normal(inner):
-            raise ValueError(f"--{M.key}-{f.name.replace('_', '-')} is given twice, as {flat!r} and as {M.key}.{f.name} "
-                             f"= {inner!r}: give it once")
-        value = flat if flat is not _MISSING and flat is not None else inner
-        if value is _MISSING or value is None:
-            continue
-        if (M.key, f.name) in LAYER_FIELDS:
-            value = _layers(value, config, LAYER_FIELDS[M.key, f.name])
-        values[f.name] = value
+        value = inner if inner is not _MISSING and inner is not None else _lookup(args, f"{M.key}_{f.name}")
+        if value is not _MISSING and value is not None:
+            values[f.name] = _resolved(M, f.name, value, config, flag)
     return M.Config(**values)
 
 
-def _normal(value):
-    if isinstance(value, str):
-        try:
-            return parse_layer_spec(value) if value.strip() != ALL else ALL
-        except ValueError:
-            return value
-    if isinstance(value, (list, tuple)) or OmegaConf.is_list(value):
-        return list(value)
-    return value
+def _resolved(M, name: str, value, config, flag: str):
+    """A field's value as the typed config holds it: a layer list as a list of ints (``all``: every layer)."""
+    if (M.key, name) not in LAYER_FIELDS:
+        return list(value) if OmegaConf.is_list(value) or isinstance(value, tuple) else value
+    try:
+        return _layers(value, config, LAYER_FIELDS[M.key, name])
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{flag}: {e}") from None
 
 
 def _layers(value, config, side: str) -> List[int]:
@@ -209,7 +202,7 @@ def apply_to_typed(fn, preset: str, cfg: DictConfig) -> None:
 
 
 def _flat_view(cfg) -> argparse.Namespace:
-    """The fields a nested config sets, flat (``encoder_embed_dim``, ``distance_layers``): those whose value differs
+    """The fields a nested config sets, flat (``encoder_embed_dim``, ``<key>_layers``): those whose value differs
     from the schema's default."""
     given = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else dict(vars(cfg))
     defaults = OmegaConf.to_container(OmegaConf.structured(SyntaxTransformerConfig), resolve=False)

@@ -31,7 +31,8 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
         del self._unbuilt
         self.syntax = plan.sides[SIDE]
         if self.syntax.embeds and self.project_in_dim is not None:
-            raise ValueError("target NSD input needs --decoder-input-dim equal to --decoder-embed-dim")
+            raise ValueError("a mechanism that changes the target embeddings needs --decoder-input-dim equal to "
+                             "--decoder-embed-dim")
         for key, module in plan.side_modules(SIDE, C).items():
             self.add_module(key, module)
 

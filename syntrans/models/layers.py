@@ -158,7 +158,7 @@ def checkpointed(layer: nn.Module) -> nn.Module:
     """``layer`` whose activations are recomputed in the backward pass (fairseq's ``--checkpoint-activations``), with
     torch's non-reentrant checkpoint: every output keeps its gradient, the layer's report (a parent loss, kept
     attention) included, and the random state is replayed (dropout, parent ignoring). The recomputation runs under
-    :func:`~syntrans.modules.recompute.recomputation`, so state updates are not made twice (a gate's BatchNorm
+    :func:`~syntrans.modules.recompute.recomputation`, so state updates are not made twice (BatchNorm
     statistics). The layer's parameters and checkpoint keys are unchanged (its ``forward`` is wrapped in place)."""
     run = layer.forward
 

@@ -45,7 +45,7 @@ class SyntaxTransformerModel(TransformerModelBase):
 
     @classmethod
     def add_args(cls, parser):
-        """fairseq's Transformer flags and each mechanism group's, prefixed by its key (``--distance-layers``); no
+        """fairseq's Transformer flags and each mechanism group's, prefixed by its key (``--<key>-layers``); no
         defaults on the parser: presets fill what the flags leave unset, the schema the rest."""
         gen_parser_from_dataclass(parser, TransformerConfig(), delete_default=True, with_prefix="")
         for M in MECHANISMS:
@@ -82,7 +82,7 @@ class SyntaxTransformerModel(TransformerModelBase):
     @classmethod
     def fill_from_data(cls, cfg, task) -> None:
         """Complete a model config in place before the model is built: the fields that come from the training data
-        (e.g. an NSD side's value range, asked of the task's ``value_range``) and, for a flat config, every mechanism
+        (e.g. the range of a feature's values, asked of the task's ``value_range``) and, for a flat config, every mechanism
         field at its resolved value, so that a checkpoint holds the whole configuration."""
         view = copy.deepcopy(cfg)
         arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
@@ -116,7 +116,7 @@ class SyntaxTransformerModel(TransformerModelBase):
         return set(self.plan.features().training)
 
     def set_epoch(self, epoch: int) -> None:
-        """fairseq's epoch (1-based) for every syntax part (a gate's pre-warm-up)."""
+        """fairseq's epoch (1-based) for every syntax part (a warm-up)."""
         for module in self.modules():
             if isinstance(module, SyntaxPart):
                 module.set_epoch(epoch)
@@ -136,7 +136,7 @@ class SyntaxTransformerModel(TransformerModelBase):
         """Teacher-forced forward (training, validation); generation uses forward_encoder/forward_decoder.
 
         ``features``: the batch's syntax features; ``keep``: what the layers keep in their reports (e.g. ``probs``);
-        a mechanism that reads an encoder-decoder attention (SyncAttn's C) takes the decoder's alignment layer."""
+        a mechanism that reads an encoder-decoder attention takes the decoder's alignment layer."""
         reads = self.plan.alignment_layer()
         if reads is not None:
             n = len(self.decoder.layers)

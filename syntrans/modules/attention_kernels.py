@@ -3,7 +3,7 @@
 * :func:`sdpa`: torch's ``scaled_dot_product_attention`` (the fused kernel fairseq's stock layer reaches through
   ``F.multi_head_attention_forward``: flash or memory-efficient on CUDA, the flash kernel on CPU), with an optional
   additive bias broadcast over the block's heads: no (B, n, T, S) tensor is formed.
-* :func:`flex`: torch's ``flex_attention`` with a score modification (e.g. PASCAL's S ⊙ W) and the padding as a
+* :func:`flex`: torch's ``flex_attention`` with a score modification (e.g. a multiplied S ⊙ W) and the padding as a
   block mask, optionally returning the log-sum-exp of every row; no (B, n, T, S) tensor either. Its backward needs
   CUDA, and it has no attention dropout.
 * :func:`masked_scores` and :func:`softmax_probs`: the explicit path's pieces (scores formed, masked, softmax in

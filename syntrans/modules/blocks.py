@@ -3,7 +3,8 @@
 * :class:`SideInputs`: one side's syntax inputs for one forward (what each mechanism prepared from the batch, and
   what the layers should keep in their reports), handed down every layer's ``forward`` as an argument.
 * :class:`HeadBlock`: what one mechanism does to a block of consecutive heads of one self-attention layer.
-* :class:`LayerMixer`: what one mechanism does to all syntax heads of a layer after their softmax (a gate).
+* :class:`LayerMixer`: what one mechanism does to all syntax heads of a layer after their softmax (mixes them with
+  the stock attention).
 * :class:`SyntaxPart`: what they share with the modules of a whole side (warm-up, freezing).
 
 :class:`~syntrans.modules.syntax_attention.SyntaxMultiheadAttention` runs an ordered list of blocks; the mechanisms
@@ -65,7 +66,7 @@ class HeadBlock(SyntaxPart):
     """
 
     additive: ClassVar[bool] = False  # its whole effect is scores + bias(inputs)
-    gateable: ClassVar[bool] = True  # a gate may mix its probabilities with the stock ones
+    mixable: ClassVar[bool] = True  # a mixer may mix its probabilities with the stock ones
     incremental: ClassVar[bool] = False  # it runs in incremental decoding (fairseq's own cached path)
     parse: ClassVar[Optional[str]] = None  # it predicts parents, under this subword convention ("first", "chain")
 
@@ -116,7 +117,8 @@ class HeadBlock(SyntaxPart):
 
 
 class LayerMixer(SyntaxPart):
-    """What a mechanism does to all syntax heads of a layer after their softmax (a gate)."""
+    """What a mechanism does to all syntax heads of a layer after their softmax (e.g. mixes them with the stock
+    probabilities)."""
 
     def mix(self, p_syn: torch.Tensor, p_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,
             inputs: SideInputs) -> Tuple[torch.Tensor, Dict]:

@@ -5,7 +5,7 @@ A head block that is trained to attend to each token's dependency parent declare
 trained on (``HeadBlock.parse``: "first", "chain"); the argmax of its attention row (of the mean over its heads) is a
 predicted parent (a subword position; the rows need not form a tree). A layer's report carries these argmaxes when a
 forward keeps ``parse`` (:data:`~syntrans.modules.blocks.KEEP_PARSE`): the rows the layer attends with (after a
-gate and an oracle, before attention dropout), the same probabilities ``syntrans-plot attention`` draws.
+mixer and an oracle, before attention dropout), the same probabilities ``syntrans-plot attention`` draws.
 """
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ class ParseLayer(NamedTuple):
 
     side: str  # "encoder" | "decoder"
     layer: int
-    kind: str  # the block's key, e.g. "dbsa"
+    kind: str  # the block's key
     attn: SyntaxMultiheadAttention
 
     @property
     def tag(self) -> str:
-        """How generation lines and records name this parse, e.g. ``dbsa@0``."""
+        """How generation lines and records name this parse: ``<block key>@<layer>``."""
         return f"{self.kind}@{self.layer}"
 
     @property
@@ -43,7 +43,7 @@ class ParseLayer(NamedTuple):
 
 def parse_layers(model) -> List[ParseLayer]:
     """Every parse of ``model`` (a ``syntax_transformer``): encoder layers first, in layer order, the blocks in head
-    order within a layer. Heads given their parents (PASCAL) predict none, so they are not parses."""
+    order within a layer. Heads given their parents predict none, so they are not parses."""
     return [ParseLayer(side, i, block.key, attn) for (side, i), attn in syntax_layers(model).items()
             for block in attn.blocks if block.parse]
 

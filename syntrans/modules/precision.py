@@ -1,7 +1,7 @@
 """Half precision (float16, bfloat16, autocast) in the syntax mechanisms: the pieces every mechanism shares.
 
 * :func:`full_precision`: a block computed in float32 with autocast off, for the small tensors whose precision
-  matters more than their cost (the gate network, LISA's bi-affine scores, SyncAttn's D′).
+  matters more than their cost (a small network over a sentence, unscaled bi-affine scores, a mapped attention).
 * :func:`to_dtype_clamped`: a float32 result taken back to a half dtype without overflowing to ±inf.
 * :func:`named_precision`: a mechanism that cannot run in a dtype on a device (torch has no kernel for it there, e.g.
   an older torch's CPU LayerNorm in float16) says so by name, instead of torch's bare kernel message.

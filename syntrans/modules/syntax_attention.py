@@ -2,7 +2,7 @@
 
 fairseq's ``MultiheadAttention`` (same constructor, same parameters) given an ordered list of head blocks
 (:class:`~syntrans.modules.blocks.HeadBlock`, one per mechanism, consecutive from head 0) and at most one mixer
-over them (:class:`~syntrans.modules.blocks.LayerMixer`, a gate). Its forward takes the side's syntax inputs
+over them (:class:`~syntrans.modules.blocks.LayerMixer`). Its forward takes the side's syntax inputs
 (:class:`~syntrans.modules.blocks.SideInputs`) as an argument and returns, beside fairseq's (output, weights), the
 layer's report: each block's and the mixer's by key, and what the inputs asked to keep.
 
@@ -11,9 +11,9 @@ The layer is split by heads, and each part runs on its own kernel (:mod:`~syntra
 * the heads without syntax never leave the stock fused kernel (``scaled_dot_product_attention``, as fairseq's own
   layer runs them);
 * a block whose probabilities this forward does not need (no loss, oracle or kept attention) runs fused too: an
-  additive block (distance mask) or a dot-product one (DBSA, LISA) through SDPA, a block with a score modification
-  (PASCAL) through flex attention where flex can run (CUDA, no attention dropout);
-* the rest, and a gated layer's syntax heads in training, form their scores explicitly: the reference path, in
+  additive block (a bias on the scores) or a dot-product one (``fused_qk``) through SDPA, a block with a score
+  modification (``score_mod``) through flex attention where flex runs fused (CUDA, no attention dropout);
+* the rest, and a mixed layer's syntax heads in training, form their scores explicitly: the reference path, in
   fairseq's order of operations (q scaled, then QKᵀ; softmax in float32), which every fused kernel is tested against.
 
 ``SideInputs.backend = "explicit"`` puts every head on the explicit path. Incremental decoding (decoder blocks that
@@ -61,7 +61,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         if mixer is not None:
             if not keys:
                 raise ValueError(f"a {mixer.key} mixes a layer's syntax heads, and this layer has none")
-            fixed = [b.key for b in blocks if not b.gateable]
+            fixed = [b.key for b in blocks if not b.mixable]
             if fixed:
                 raise ValueError(f"{', '.join(fixed)} heads cannot be mixed by a {mixer.key}: their attention is the "
                                  "stock attention of a transformed query, with no syntax attention of its own to mix; "
@@ -103,8 +103,8 @@ class SyntaxMultiheadAttention(MultiheadAttention):
 
     def _incremental(self, x, key_padding_mask, incremental_state, need_weights, attn_mask, need_head_weights,
                      syntax: SideInputs):
-        """One decoding step on fairseq's cached path (blocks whose effect lives in the projections, e.g. DBSA's U in
-        ``q_proj``); the current query row of every head when the inputs keep probabilities or parses."""
+        """One decoding step on fairseq's cached path (blocks whose effect lives in the projections, e.g. a matrix a
+        block put into ``q_proj``); the current query row of every head when the inputs keep probabilities or parses."""
         bad = [b.key for b in self.blocks if not b.incremental]
         if bad or self.mixer_key:
             raise NotImplementedError(f"{', '.join(bad or [self.mixer_key])} heads run in full-sequence self-attention "
@@ -137,7 +137,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         """Full-sequence self-attention, the heads split by kernel; x (T, B, C)."""
         T, B, C = x.shape
         H, d = self.num_heads, self.head_dim
-        q = self.q_proj(x).view(T, B, H, d).permute(1, 2, 0, 3)  # (B, H, T, d), unscaled (DBSA's U applied)
+        q = self.q_proj(x).view(T, B, H, d).permute(1, 2, 0, 3)  # (B, H, T, d), unscaled (a block's query transform applied)
         k = self.k_proj(x).view(T, B, H, d).permute(1, 2, 0, 3)
         v = self.v_proj(x).view(T, B, H, d).permute(1, 2, 0, 3)
         pad = key_padding_mask.bool() if key_padding_mask is not None else None
@@ -149,12 +149,12 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         parts: List[torch.Tensor] = []
         probs: List[torch.Tensor] = []
         if explicit_all or (mixer is not None and (self.training or any(b.needs_probs(syntax) for b in self.blocks))):
-            # one explicit group: all syntax heads (a gate mixes them), or every head (probabilities kept)
+            # one explicit group: all syntax heads (the mixer mixes them), or every head (probabilities kept)
             upto = H if explicit_all else n
             ctx, p = self._explicit(x, q[:, :upto], k[:, :upto], v[:, :upto], pad, attn_mask, syntax, report)
             parts.append(ctx)
             probs.append(p)
-        elif mixer is not None:  # a gated layer at evaluation, nothing kept: both sides fused, mixed by the gate
+        elif mixer is not None:  # a mixed layer at evaluation, nothing kept: both sides fused, then mixed
             parts.append(self._gated_fused(x, q[:, :n], k[:, :n], v[:, :n], pad, attn_mask, syntax, report))
         else:
             for block in self.blocks:
@@ -197,7 +197,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                   blocks: Optional[List[HeadBlock]] = None, first: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
         """Heads first … first + n − 1 with explicit scores (the reference path): q, k, v (B, n, T|S, d) →
         (context (B, n, T, d), probabilities they attend with (B, n, T, S) float32, before attention dropout).
-        ``blocks`` defaults to every block of the layer (then ``first`` is 0 and a gate mixes them)."""
+        ``blocks`` defaults to every block of the layer (then ``first`` is 0 and the mixer mixes them)."""
         group = blocks is None
         blocks = self.blocks if group else blocks
         n = q.size(1)
@@ -233,7 +233,8 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         return ctx, probs
 
     def _gated_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
-        """A gated layer's syntax heads at evaluation: A·V = G·(A_syn V) + (1 − G)·(A_raw V), both fused."""
+        """A mixed layer's syntax heads at evaluation, where the mix is linear: (mix of A_syn, A_raw)·V = mix of
+        A_syn·V and A_raw·V, both fused."""
         syn = torch.cat([self._block(x, b, q, k, v, pad, attn_mask, syntax, report) for b in self.blocks], dim=1)
         raw = sdpa(q, k, v, additive_mask(pad, attn_mask, None, q.dtype, q.size(0), k.size(2)), 0.0)
         mixed, report[self.mixer_key] = self.mixer.mix_outputs(syn, raw, x, self._pad(x, pad), syntax)

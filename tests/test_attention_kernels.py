@@ -1,0 +1,171 @@
+"""The kernels a syntax layer runs on, each against the explicit reference path (every head's scores formed, in
+fairseq's order of operations):
+
+* ``auto`` (stock heads and blocks whose probabilities the step does not need in SDPA; the rest explicit) gives the
+  same outputs, gradients and reports as ``explicit`` for every block, alone and together, gated or not, in training
+  and evaluation;
+* flex attention's score modifications (PASCAL's S ⊙ W, the distance mask's bias) give the explicit path's outputs
+  (torch runs flex attention's forward on CPU; its backward needs CUDA and is compared there);
+* heads without syntax form no (B, H, T, S) tensor: the largest allocation of a layer with one syntax head of eight
+  is one head's scores, not the layer's.
+"""
+import pytest
+import torch
+from helpers import side_inputs, syntax_attention
+from torch.profiler import ProfilerActivity, profile
+
+from syntrans.mechanisms.dbsa import DbsaHeads
+from syntrans.mechanisms.distance import DistanceHeads, distance_log_mask
+from syntrans.mechanisms.gate import SyntaxGate
+from syntrans.mechanisms.lisa import LisaHead
+from syntrans.mechanisms.pascal import PascalHeads, PascalInputs
+from syntrans.modules.attention_kernels import flex
+
+pytestmark = pytest.mark.fast
+
+C, H = 32, 8
+D = C // H
+
+
+def batch(T=9, lengths=(9, 6, 2), seed=1):
+    """x (T, B, C), left padding, every mechanism's inputs (random gaps; parents: the next real token, the last the
+    root pointing at itself)."""
+    g = torch.Generator().manual_seed(seed)
+    B = len(lengths)
+    x = torch.randn(T, B, C, generator=g)
+    pad = torch.tensor([[t < T - n for t in range(T)] for n in lengths])
+    gaps = torch.randint(1, 7, (B, T - 1), generator=g)
+    parents = torch.full((B, T), -1)
+    for b, n in enumerate(lengths):
+        off = T - n
+        for i in range(n - 1):
+            parents[b, off + i] = off + min(i + 1, n - 2)
+    data = {"distance": distance_log_mask(gaps, pad, 10.0, torch.float32),
+            "pascal": PascalInputs(torch.where(parents >= 0, parents.double() + 0.5, parents.double()), 1.0),
+            "lisa": parents, "dbsa": parents}
+    return x, pad, data
+
+
+LAYOUTS = {
+    "distance": lambda: [DistanceHeads(3)],
+    "pascal": lambda: [PascalHeads(5, 0.0)],
+    "lisa": lambda: [LisaHead(D, "ce", False)],
+    "lisa_l2": lambda: [LisaHead(D, "l2", False)],
+    "dbsa": lambda: [DbsaHeads(2, False, False)],
+    "all": lambda: [DistanceHeads(2), PascalHeads(2, 0.0), LisaHead(D, "ce", False), DbsaHeads(1, False, False)],
+}
+
+
+def run(attn, x, pad, data, backend, keep=()):
+    """output (T, B, C), report, and the gradients of (output·weights + the parent losses) w.r.t. the parameters."""
+    attn.zero_grad(set_to_none=True)
+    out, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False,
+                          syntax=side_inputs(pad, keep=keep, backend=backend, **data))
+    w = torch.linspace(-1, 1, out.numel()).view_as(out)
+    loss = (out * w).sum() + sum(r["stats"][0] for r in report.values() if isinstance(r, dict) and "stats" in r)
+    if attn.training:
+        loss.backward()
+    grads = {n: p.grad.clone() for n, p in attn.named_parameters() if p.grad is not None}
+    return out, report, grads
+
+
+@pytest.mark.parametrize("train", [False, True])
+@pytest.mark.parametrize("layout, gated", [(name, False) for name in LAYOUTS] +
+                         [(name, True) for name in LAYOUTS if name not in ("dbsa", "all")])  # DBSA heads: never gated
+def test_auto_equals_explicit(layout, train, gated):
+    x, pad, data = batch()
+    if not train:  # evaluation: no parents, the parse heads need no probabilities and run fused
+        data = {k: v for k, v in data.items() if k not in ("lisa", "dbsa")}
+    attn = syntax_attention(C, H, LAYOUTS[layout](), mixer=SyntaxGate(C, H, 8) if gated else None, train=train)
+    a_out, a_rep, a_grads = run(attn, x, pad, data, "auto")
+    e_out, e_rep, e_grads = run(attn, x, pad, data, "explicit")
+    torch.testing.assert_close(a_out, e_out, rtol=1e-5, atol=1e-6)
+    assert set(a_rep) == set(e_rep)
+    for key in a_rep:
+        for name in a_rep[key]:
+            got, want = a_rep[key][name], e_rep[key][name]
+            for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                torch.testing.assert_close(g.float(), w.float(), rtol=1e-5, atol=1e-5)
+    assert set(a_grads) == set(e_grads) and (a_grads or not train)
+    for n in a_grads:
+        torch.testing.assert_close(a_grads[n], e_grads[n], rtol=1e-4, atol=1e-6, msg=n)
+
+
+def test_auto_and_explicit_differ_in_kernels_not_in_numbers():
+    """The two paths are really different code: under ``auto`` the stock heads leave no probabilities to keep, so
+    asking for them (keep "probs") puts the whole layer on the explicit path, which then equals ``explicit``."""
+    x, pad, data = batch()
+    attn = syntax_attention(C, H, LAYOUTS["all"]())
+    _, rep, _ = run(attn, x, pad, {k: v for k, v in data.items() if k not in ("lisa", "dbsa")}, "auto", keep=("probs",))
+    probs = rep["probs"]
+    assert probs.shape == (3, H, 9, 9)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(3, H, 9))
+
+
+@pytest.mark.parametrize("key", ["pascal", "distance"])
+def test_flex_score_modification_equals_the_explicit_path(key):
+    """flex attention with the block's score_mod (eager, forward only on CPU) against the explicit block."""
+    x, pad, data = batch(T=16, lengths=(16, 11, 5))
+    block = PascalHeads(3, 0.0) if key == "pascal" else DistanceHeads(3)
+    attn = syntax_attention(C, H, [block])
+    inputs = side_inputs(pad, backend="explicit", **data)
+    T, B, _ = x.shape
+    with torch.no_grad():
+        q = attn.q_proj(x).view(T, B, H, D).permute(1, 2, 0, 3)[:, :3]
+        k = attn.k_proj(x).view(T, B, H, D).permute(1, 2, 0, 3)[:, :3]
+        v = attn.v_proj(x).view(T, B, H, D).permute(1, 2, 0, 3)[:, :3]
+        fused, lse = flex(q, k, v, block.score_mod(inputs), pad, scale=attn.scaling, return_lse=True, compiled=False)
+        ref, probs = attn._explicit(x, q, k, v, pad, None, inputs, {}, blocks=[block], first=0)
+        scores = block.scores((q * attn.scaling) @ k.transpose(-1, -2), q, k, inputs)
+        scores = scores.masked_fill(pad[:, None, None, :], float("-inf"))
+    # every row, the padding queries' too (they attend to the real keys)
+    torch.testing.assert_close(fused, ref, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(lse, torch.logsumexp(scores, -1), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="flex attention's backward needs CUDA")
+@pytest.mark.parametrize("key", ["pascal", "distance"])
+def test_flex_backward_equals_the_explicit_path_on_cuda(key):
+    x, pad, data = batch(T=64, lengths=(64, 40, 7))
+    x, pad = x.cuda(), pad.cuda()
+    data = {"distance": data["distance"].cuda(), "pascal": PascalInputs(data["pascal"].positions.cuda(), 1.0)}
+    block = PascalHeads(3, 0.0) if key == "pascal" else DistanceHeads(3)
+    attn = syntax_attention(C, H, [block]).cuda().train()
+    for backend in ("auto", "explicit"):
+        attn.zero_grad(set_to_none=True)
+        out, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False,
+                         syntax=side_inputs(pad, backend=backend, **data))
+        out.square().sum().backward()
+        if backend == "auto":
+            want = {n: p.grad.clone() for n, p in attn.named_parameters()}
+            fused = out
+        else:
+            torch.testing.assert_close(fused, out, rtol=1e-3, atol=1e-4)
+            for n, p in attn.named_parameters():
+                torch.testing.assert_close(want[n], p.grad, rtol=1e-3, atol=1e-4, msg=n)
+
+
+def largest_allocation(fn) -> int:
+    """The largest single CPU allocation (bytes) made while ``fn`` runs, from torch's profiler."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    sizes = [e.nbytes() for e in prof.profiler.kineto_results.events()
+             if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
+    return max(sizes)
+
+
+@pytest.mark.parametrize("layout, syntax_heads", [("dbsa", 1), ("lisa", 1), ("pascal", 2)])
+def test_heads_without_syntax_form_no_full_score_tensor(layout, syntax_heads):
+    """Training step of a layer whose syntax heads need their probabilities (parent losses, PASCAL's product): the
+    largest tensor is the syntax heads' (B, n, T, S), well below the (B, H, T, S) of all heads (the layer's other
+    tensors are O(B·T·C))."""
+    T, B = 96, 4
+    x, pad, data = batch(T=T, lengths=(T, T - 5, 60, 30))
+    blocks = {"dbsa": [DbsaHeads(1, False, False)], "lisa": [LisaHead(D, "ce", False)],
+              "pascal": [PascalHeads(2, 0.0)]}[layout]
+    attn = syntax_attention(C, H, blocks, train=True)
+    biggest = largest_allocation(lambda: run(attn, x, pad, data, "auto"))
+    one_head = B * T * T * 4  # one head's float32 scores
+    assert biggest <= 2 * syntax_heads * one_head < H * one_head, (biggest, one_head)
+    explicit = largest_allocation(lambda: run(attn, x, pad, data, "explicit"))
+    assert explicit >= H * one_head  # the reference path does form every head's: the measure can see it
