@@ -7,14 +7,12 @@ import subprocess
 import pytest
 import torch
 from fairseq import checkpoint_utils
-from helpers import BIN, N_TEST, UPDATES, USER_DIR, generate, metric, metric_lines, run, short_runs
-
 from fairseq.modules import MultiheadAttention
+from helpers import BIN, N_TEST, UPDATES, USER_DIR, generate, metric, metric_lines, run, short_runs
 
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
 WMT_HEADS = ["--encoder-attention-heads", "8"]  # 32 / 8 = 4 per head; the WMT PASCAL preset asks for 5 heads
-
 
 
 def layer(num_heads, *blocks):

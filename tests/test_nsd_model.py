@@ -1,7 +1,9 @@
 """NSD (Ma et al. 2019) in the model: input embedding modes and syntactic PE against their formulas, L_dist
 against a double loop, the presets' sides, clipping of unseen values, per-token features, the value range fixed from
 the training split, and target NSD in incremental decoding and beam search."""
+import ast
 import math
+import re
 
 import numpy as np
 import pytest
@@ -350,10 +352,22 @@ def test_checkpoint_of_another_nsd_embedding_size_names_the_flag(tiny_data):
     """A state dict whose NSD embedding is k = 8 wide does not load into the default (k = model dim) model: the error
     names --nsd-embed-dim and the override that loads it; with that override it loads."""
     _, small = build_task_and_model(tiny_data, "nsd_transformer_base", "--nsd-embed-dim", "8")
-    _, default = build_task_and_model(tiny_data, "nsd_transformer_base")
+    task, default = build_task_and_model(tiny_data, "nsd_transformer_base")
     assert default.encoder.nsd.input.embed.weight.shape[1] == 32  # SMALL's model dimension
-    with pytest.raises(ValueError, match=r"--nsd-embed-dim.*'nsd_embed_dim': 8"):
+    with pytest.raises(ValueError, match=r"--nsd-embed-dim.*--model-overrides \"\{'nsd': \{'embed_dim': 8\}\}\"") as e:
         default.load_state_dict(small.state_dict())
     _, again = build_task_and_model(tiny_data, "nsd_transformer_base", "--nsd-embed-dim", "8", seed=2)
     again.load_state_dict(small.state_dict())
     torch.testing.assert_close(again.decoder.nsd.input.embed.weight, small.decoder.nsd.input.embed.weight)
+    # the override the error names, applied as fairseq applies --model-overrides to a checkpoint's (nested) model
+    # config, builds a model the state dict loads into
+    from fairseq.dataclass.utils import overwrite_args_by_name
+    from omegaconf import OmegaConf
+
+    overrides = ast.literal_eval(re.search(r'--model-overrides "(.*)"', str(e.value)).group(1))
+    cfg = OmegaConf.create({"model": OmegaConf.structured(default.cfg)})
+    overwrite_args_by_name(cfg, overrides)
+    torch.manual_seed(3)
+    overridden = task.build_model(cfg.model)
+    overridden.load_state_dict(small.state_dict())
+    torch.testing.assert_close(overridden.encoder.nsd.input.embed.weight, small.encoder.nsd.input.embed.weight)

@@ -28,6 +28,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.models import ARCH_MODEL_INV_REGISTRY, ARCH_MODEL_REGISTRY
 
 from .. import plugin  # noqa: F401  (registers the task, the syntax_transformer presets and the criterion)
+from ..mechanisms.registry import MECHANISMS
 from .corpus import Corpus
 from .options import BenchError, BenchOptions
 
@@ -98,11 +99,12 @@ def plan_models(opts: BenchOptions, corpus: Corpus, archs: List[str]) -> List[di
     refs = {stock: VANILLA}
     for arch in archs:
         notes, extra = [], []
-        ns, _ = parse_model_args(opts, corpus, arch)
-        dh = getattr(ns, "distance_heads", 0) or 0
-        if getattr(ns, "distance_layers", "") and dh > opts.heads:
-            notes.append(f"distance heads {dh} of the preset > --heads {opts.heads}: capped at {opts.heads}")
-            extra = ["--distance-heads", str(opts.heads)]
+        ns, cfg = parse_model_args(opts, corpus, arch)
+        for M in MECHANISMS:  # a preset's heads per layer that do not fit --heads: all of them
+            heads = cfg.model[M.key].get("heads")
+            if isinstance(heads, int) and heads > opts.heads:
+                notes.append(f"{M.key} heads {heads} of the preset > --heads {opts.heads}: capped at {opts.heads}")
+                extra += [f"--{M.key}-heads", str(opts.heads)]
         drops = _dropouts(ns)
         if opts.no_matched_vanilla:
             ref = VANILLA

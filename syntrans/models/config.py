@@ -35,10 +35,21 @@ LAYER_FIELDS = {(M.key, f.name): "decoder" if f.name.startswith("decoder") else 
 TRANSFORMER_GROUPS = ("encoder", "decoder", "quant_noise")
 
 
+#: every mechanism field's flat spelling, ``<group>_<field>`` → (group, field)
+FLAT_NAMES = {f"{M.key}_{f.name}": (M.key, f.name) for M in MECHANISMS for f in dataclasses.fields(M.Config)
+              if not f.name.startswith("_")}
+
+
 def _groups() -> List[tuple]:
+    """The fields added to TransformerConfig: one group per mechanism; the preset; and every mechanism field's flat
+    spelling, None unless set: fairseq's ``--model-overrides`` and flat YAML keys land there and win over the group
+    (the flags never write them: the command line's flat Namespace goes through the groups)."""
+    flat = [(name, Any, dataclasses.field(default=None, metadata={
+        "help": f"flat spelling of {group}.{field}: when set, it wins over the group's field"}))
+            for name, (group, field) in FLAT_NAMES.items()]
     return [(M.key, M.Config, dataclasses.field(default_factory=M.Config)) for M in MECHANISMS] + [
         ("preset", Optional[str], dataclasses.field(default=None, metadata={
-            "help": "the architecture preset whose settings this config holds (set when the preset is applied)"}))]
+            "help": "the architecture preset whose settings this config holds (set when the preset is applied)"}))] + flat
 
 
 def _from_namespace(cls, args):
@@ -48,11 +59,11 @@ def _from_namespace(cls, args):
     if isinstance(args, cls):
         return args
     config = TransformerConfig.from_namespace.__func__(cls, args)
+    flat_wins = is_nested(args)  # a nested config's flat names are overrides; a flat one's nested groups are
     for M in MECHANISMS:
-        setattr(config, M.key, _group(M, args, config))
-        for f in dataclasses.fields(M.Config):  # fairseq copied the flat keys onto the config: drop them
-            if f"{M.key}_{f.name}" in vars(config):
-                delattr(config, f"{M.key}_{f.name}")
+        setattr(config, M.key, _group(M, args, config, flat_wins))
+    for name in FLAT_NAMES:  # read into the groups
+        setattr(config, name, None)
     return config
 
 
@@ -73,11 +84,12 @@ def _lookup(args, name: str):
 _MISSING = object()
 
 
-def _group(M, args, config) -> Any:
+def _group(M, args, config, flat_wins: bool) -> Any:
     """One mechanism's config group from ``args``: the nested group (``args.<key>``) and the flat names
-    (``args.<key>_<field>``), a field of the nested group winning (fairseq's ``--model-overrides`` puts a nested
-    override beside a checkpoint's flat names). Layer lists given as strings become lists, ``all`` every layer of the
-    side (from the Transformer part of ``config``)."""
+    (``args.<key>_<field>``). Where a field is given both ways, the form that is not the config's own wins: it is an
+    override (fairseq's ``--model-overrides`` puts a nested group beside an old checkpoint's flat names, and a flat
+    name into today's nested config). Layer lists given as strings become lists, ``all`` every layer of the side
+    (from the Transformer part of ``config``)."""
     nested = _lookup(args, M.key)
     if nested is _MISSING or nested is None:
         nested = {}
@@ -91,8 +103,10 @@ def _group(M, args, config) -> Any:
     for f in dataclasses.fields(M.Config):
         flag = f"--{M.key}-{f.name.replace('_', '-')}"
         inner = nested.get(f.name, _MISSING) if isinstance(nested, dict) else _MISSING
-        value = inner if inner is not _MISSING and inner is not None else _lookup(args, f"{M.key}_{f.name}")
-        if value is not _MISSING and value is not None:
+        flat = _lookup(args, f"{M.key}_{f.name}")
+        given = [v for v in ((flat, inner) if flat_wins else (inner, flat)) if v is not _MISSING and v is not None]
+        value = given[0] if given else None
+        if value is not None:
             values[f.name] = _resolved(M, f.name, value, config, flag)
     return M.Config(**values)
 
@@ -181,6 +195,8 @@ def hand_to_fairseq(args: argparse.Namespace, preset: str) -> None:
     typed = syntax_config(args)
     for group in TRANSFORMER_GROUPS + tuple(M.key for M in MECHANISMS):
         setattr(args, group, HydraValue(dataclasses.asdict(getattr(typed, group))))
+    for name in FLAT_NAMES:  # read into the groups (fairseq would copy them into the flat spellings)
+        setattr(args, name, None)
     args.preset = preset
 
 

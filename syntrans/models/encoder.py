@@ -57,6 +57,11 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
             x = self.quant_noise(x)
         return x, embed
 
+    def forward_non_torchscript(self, net_input: Dict[str, torch.Tensor]):
+        """fairseq's ``forward_torchscript`` outside TorchScript (the generators' encoder call), through the module's
+        ``__call__`` so that forward hooks see it (:func:`~syntrans.modules.attention_record.record_attention`)."""
+        return self(**{k: v for k, v in net_input.items() if k != "prev_output_tokens"})
+
     def forward(self, src_tokens, src_lengths: Optional[torch.Tensor] = None, return_all_hiddens: bool = False,
                 token_embeddings: Optional[torch.Tensor] = None, keep=(), syntax_backend: str = "auto", **features):
         """fairseq's encoder forward; ``features``: the batch's syntax features (``net_input`` keys), ``keep``: what the
