@@ -123,26 +123,57 @@ def test_flex_score_modification_equals_the_explicit_path(key):
     torch.testing.assert_close(lse, torch.logsumexp(scores, -1), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("layout, causal", [("dbsa", False), ("dbsa2", False), ("lisa", False), ("dbsa", True),
+                                            ("dbsa2", True)])  # LISA heads are encoder heads
+def test_parse_losses_from_the_log_sum_exp_equal_the_explicit_ones(layout, causal):
+    """A parse head's loss from a fused kernel's log-sum-exp and the gathered parent score (flex attention's
+    reference on CPU, forward only) equals the explicit path's, and so do its hits and its heads' output."""
+    T = 12
+    x, pad, data = batch(T=T, lengths=(12, 9, 4))
+    if causal:  # a decoder: right padding, the causal mask, parents that may point forward (dropped)
+        pad = torch.tensor([[t >= n for t in range(T)] for n in (12, 9, 4)])
+        g = torch.Generator().manual_seed(3)
+        data["dbsa"] = torch.where(~pad, torch.randint(0, T, (3, T), generator=g) % (~pad).sum(1, keepdim=True), -1)
+    blocks = {"dbsa": [DbsaHeads(1, causal, False)], "dbsa2": [DbsaHeads(2, causal, False)],
+              "lisa": [LisaHead(D, "ce", False)]}[layout]
+    attn = syntax_attention(C, H, blocks, train=True)
+    mask = torch.triu(torch.full((T, T), float("-inf")), 1) if causal else None
+    out = {}
+    with torch.no_grad():
+        for backend in ("flex", "explicit"):
+            o, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, attn_mask=mask,
+                             syntax=side_inputs(pad, backend=backend, **data))
+            out[backend] = (o, rep[blocks[0].key]["stats"])
+    torch.testing.assert_close(out["flex"][0], out["explicit"][0], rtol=1e-4, atol=1e-5)
+    for got, want in zip(out["flex"][1], out["explicit"][1]):
+        torch.testing.assert_close(got.float(), want.float(), rtol=1e-4, atol=1e-4)
+    assert out["flex"][1][1] > 0  # some queries have a parent
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="flex attention's backward needs CUDA")
-@pytest.mark.parametrize("key", ["pascal", "distance"])
+@pytest.mark.parametrize("key", ["pascal", "distance", "dbsa", "lisa"])
 def test_flex_backward_equals_the_explicit_path_on_cuda(key):
+    """On CUDA the auto path runs PASCAL and the distance mask as flex score modifications, and the parse heads' loss
+    from flex attention's log-sum-exp: outputs, losses and every gradient equal the explicit path's."""
     x, pad, data = batch(T=64, lengths=(64, 40, 7))
     x, pad = x.cuda(), pad.cuda()
-    data = {"distance": data["distance"].cuda(), "pascal": PascalInputs(data["pascal"].positions.cuda(), 1.0)}
-    block = PascalHeads(3, 0.0) if key == "pascal" else DistanceHeads(3)
+    data = {"distance": data["distance"].cuda(), "pascal": PascalInputs(data["pascal"].positions.cuda(), 1.0),
+            "lisa": data["lisa"].cuda(), "dbsa": data["dbsa"].cuda()}
+    block = {"pascal": lambda: PascalHeads(3, 0.0), "distance": lambda: DistanceHeads(3),
+             "dbsa": lambda: DbsaHeads(2, False, False), "lisa": lambda: LisaHead(D, "ce", False)}[key]()
     attn = syntax_attention(C, H, [block]).cuda().train()
+    got = {}
     for backend in ("auto", "explicit"):
         attn.zero_grad(set_to_none=True)
-        out, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False,
-                         syntax=side_inputs(pad, backend=backend, **data))
-        out.square().sum().backward()
-        if backend == "auto":
-            want = {n: p.grad.clone() for n, p in attn.named_parameters()}
-            fused = out
-        else:
-            torch.testing.assert_close(fused, out, rtol=1e-3, atol=1e-4)
-            for n, p in attn.named_parameters():
-                torch.testing.assert_close(want[n], p.grad, rtol=1e-3, atol=1e-4, msg=n)
+        out, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False,
+                           syntax=side_inputs(pad, backend=backend, **data))
+        loss = out.square().sum() + sum(r["stats"][0] for r in rep.values() if "stats" in r)
+        loss.backward()
+        got[backend] = (out, loss, {n: p.grad.clone() for n, p in attn.named_parameters()})
+    torch.testing.assert_close(got["auto"][0], got["explicit"][0], rtol=1e-3, atol=1e-4)
+    torch.testing.assert_close(got["auto"][1], got["explicit"][1], rtol=1e-3, atol=1e-3)
+    for n, g in got["explicit"][2].items():
+        torch.testing.assert_close(got["auto"][2][n], g, rtol=1e-3, atol=1e-4, msg=n)
 
 
 def largest_allocation(fn) -> int:

@@ -18,6 +18,7 @@ its report beside its hidden states, and the side returns the reports in its out
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, Mapping, Optional, Set, Tuple, Type
 
@@ -181,10 +182,38 @@ def gold_rows(probs: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
     return torch.where(has, one_hot, probs)
 
 
+def parent_loss_from_lse(q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor, scale: float, parents: torch.Tensor,
+                         pad: torch.Tensor, causal: bool):
+    """−Σ_i log A[i, p_i] of the heads' mean attention A = (1/n) Σ_h softmax(s_h) over the queries with a parent,
+    from each head's parent score s_h[i, p_i] = scale·q_i·k_{p_i} and its row's log-sum-exp (a fused kernel's):
+    log A[i, p] = logsumexp_h(s_h[i, p] − lse_h[i]) − log n; no (B, n, T, S) tensor keeps a gradient. The hits (the
+    argmax of A on the gold parent) form the scores once without gradient.
+
+    q (B, n, T, d), k (B, n, S, d), lse (B, n, T), parents (B, T) long (−1: none), pad (B, S) True at padding keys
+    (or None); ``causal``: keys after the query are masked → (loss, count, hits) scalars."""
+    B, n, T, d = q.shape
+    has = parents >= 0  # (B, T)
+    index = parents.clamp(min=0)[:, None, :, None].expand(B, n, T, d)
+    score = (q.float() * k.gather(2, index).float()).sum(-1) * scale  # (B, n, T) s_h[i, p_i]
+    log_p = (score - lse.float()).masked_fill(~has[:, None], 0.0)  # rows without a parent take no part
+    mean = log_p[:, 0] if n == 1 else torch.logsumexp(log_p, dim=1) - math.log(n)  # (B, T)
+    loss = -torch.where(has, mean, torch.zeros_like(mean)).sum()
+    with torch.no_grad():
+        scores = torch.matmul(q, k.transpose(-1, -2)).float() * scale  # (B, n, T, S)
+        S = scores.size(-1)
+        if pad is not None:
+            scores = scores.masked_fill(pad[:, None, None, :], float("-inf"))
+        if causal:
+            later = torch.ones(T, S, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(later, float("-inf"))
+        best = scores[:, 0].argmax(-1) if n == 1 else torch.softmax(scores, dim=-1).mean(dim=1).argmax(-1)
+    return loss, has.sum(), ((best == parents) & has).sum()
+
+
 def reports_of(layers: Dict[int, Dict], key: str) -> Dict[int, Any]:
     """{layer: the report of mechanism ``key``} over the layers whose report has one."""
     return {i: r[key] for i, r in layers.items() if r.get(key) is not None}
 
 
 __all__ = ["FeatureNeeds", "HeadBlock", "LayerMixer", "Mechanism", "ModelShape", "SIDES", "SideInputs", "SyntaxPart",
-           "gold_rows", "reports_of", "required_feature"]
+           "gold_rows", "parent_loss_from_lse", "reports_of", "required_feature"]

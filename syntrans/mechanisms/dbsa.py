@@ -26,7 +26,7 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import HeadBlock, SideInputs
 from ..modules.precision import named_precision
-from .base import FeatureNeeds, Mechanism, gold_rows, reports_of, required_feature
+from .base import FeatureNeeds, Mechanism, gold_rows, parent_loss_from_lse, reports_of, required_feature
 from .layer_lists import resolve_layers
 
 FEATURE = {"encoder": "src_parent_chain", "decoder": "tgt_parent_chain"}
@@ -139,10 +139,22 @@ class DbsaHeads(HeadBlock):
         attention.q_proj = BiaffineQueryProjection(attention.q_proj, attention.num_heads, heads)
 
     def needs_probs(self, inputs: SideInputs) -> bool:
-        return inputs.get(self.key) is not None or self.key in inputs.keep or (self.gold_parents and not self.training)
+        return self.key in inputs.keep or (self.gold_parents and not self.training)
+
+    def wants_loss(self, inputs: SideInputs) -> bool:
+        return inputs.get(self.key) is not None
 
     def fused_qk(self, q, k):
         return q, k, None  # U is already in q
+
+    def fused_report(self, q, k, lse, scale, inputs):
+        """L_dep of the heads from the fused kernel's log-sum-exp and the gathered parent scores."""
+        parents = inputs.get(self.key)
+        dropped = parents.new_zeros(())
+        if self.causal:
+            parents, dropped = causal_parents(parents)
+        pad = inputs.pad_mask if inputs.pad_mask.size(1) == k.size(2) else None
+        return {"stats": parent_loss_from_lse(q, k, lse, scale, parents, pad, self.causal) + (dropped,)}
 
     def probs(self, scores, probs, inputs):
         parents = inputs.get(self.key)

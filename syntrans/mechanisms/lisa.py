@@ -20,7 +20,7 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import HeadBlock, SideInputs
 from ..modules.precision import full_precision, to_dtype_clamped
-from .base import FeatureNeeds, Mechanism, gold_rows, reports_of, required_feature
+from .base import FeatureNeeds, Mechanism, gold_rows, parent_loss_from_lse, reports_of, required_feature
 from .layer_lists import resolve_layers
 
 #: ``--lisa-loss``: ce, the bi-affine head's parent log-likelihood; l2, a stock head's squared distance to the parent mask
@@ -74,7 +74,18 @@ class LisaHead(HeadBlock):
             nn.init.xavier_uniform_(self.U)
 
     def needs_probs(self, inputs: SideInputs) -> bool:
-        return inputs.get(self.key) is not None or self.key in inputs.keep
+        return (self.key in inputs.keep or (self.gold_parents and not self.training)
+                or (self.loss == "l2" and inputs.get(self.key) is not None))  # the l2 loss reads every probability
+
+    def wants_loss(self, inputs: SideInputs) -> bool:
+        return inputs.get(self.key) is not None
+
+    def fused_report(self, q, k, lse, scale, inputs):
+        """The parent log-likelihood (``ce``) from the fused kernel's log-sum-exp and the gathered parent score."""
+        if self.loss != "ce":
+            return None
+        pad = inputs.pad_mask if inputs.pad_mask.size(1) == k.size(2) else None
+        return {"stats": parent_loss_from_lse(q, k, lse, scale, inputs.get(self.key), pad, False)}
 
     def biaffine(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """s_ij = [f(W_q x_i); 1]ᵀ U f(W_k x_j) (Bugliarello & Okazaki 2020, LISA): q (B, T, d), k (B, S, d) unscaled

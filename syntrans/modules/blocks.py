@@ -80,8 +80,20 @@ class HeadBlock(SyntaxPart):
         self.heads = heads
 
     def needs_probs(self, inputs: SideInputs) -> bool:
-        """Whether this forward must form the block's probabilities (a loss, an oracle, kept attention)."""
+        """Whether this forward must form the block's probabilities (kept attention, an oracle, a loss that reads
+        them), beyond a loss :meth:`fused_report` can give."""
         return self.key in inputs.keep
+
+    def wants_loss(self, inputs: SideInputs) -> bool:
+        """Whether this forward reports a loss of the block (its inputs carry what the loss needs)."""
+        return False
+
+    def fused_report(self, q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor, scale: float,
+                     inputs: SideInputs) -> Optional[Dict]:
+        """The block's report from a fused kernel: q, k (B, n, T|S, d) as :meth:`fused_qk` gave them, lse (B, n, T) the
+        log-sum-exp of every row's masked scores, ``scale`` the scores' scale. None: the block needs its
+        probabilities (the explicit path) for its loss."""
+        return None
 
     def bias(self, inputs: SideInputs, dtype: torch.dtype) -> torch.Tensor:
         """Additive blocks: the bias (B, 1, T, S) added to the scaled scores of each of the block's heads."""

@@ -16,8 +16,11 @@ The layer is split by heads, and each part runs on its own kernel (:mod:`~syntra
 * the rest, and a mixed layer's syntax heads in training, form their scores explicitly: the reference path, in
   fairseq's order of operations (q scaled, then QKᵀ; softmax in float32), which every fused kernel is tested against.
 
-``SideInputs.backend = "explicit"`` puts every head on the explicit path. Incremental decoding (decoder blocks that
-allow it) stays on fairseq's own cached path.
+``SideInputs.backend = "explicit"`` puts every head on the explicit path; ``"flex"`` takes flex attention wherever a
+block allows it, also off CUDA (torch's reference there: forward only, for tests). A block whose loss needs only
+each row's log-sum-exp and its parent's score (a parse head's log-likelihood) runs in flex attention too, its loss
+formed from the kernel's log-sum-exp and the gathered parent score. Incremental decoding (decoder blocks that allow
+it) stays on fairseq's own cached path.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from fairseq.modules import MultiheadAttention
 from .attention_kernels import additive_mask, flex, flex_available, masked_scores, sdpa, softmax_probs
 from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, SideInputs
 
-BACKENDS = ("auto", "explicit")
+BACKENDS = ("auto", "explicit", "flex")
 
 
 class SyntaxMultiheadAttention(MultiheadAttention):
@@ -148,7 +151,8 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         mixer = self.mixer
         parts: List[torch.Tensor] = []
         probs: List[torch.Tensor] = []
-        if explicit_all or (mixer is not None and (self.training or any(b.needs_probs(syntax) for b in self.blocks))):
+        if explicit_all or (mixer is not None and (self.training or any(b.needs_probs(syntax) or b.wants_loss(syntax)
+                                                                        for b in self.blocks))):
             # one explicit group: all syntax heads (the mixer mixes them), or every head (probabilities kept)
             upto = H if explicit_all else n
             ctx, p = self._explicit(x, q[:, :upto], k[:, :upto], v[:, :upto], pad, attn_mask, syntax, report)
@@ -181,17 +185,42 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         s = block.heads
         qb, kb, vb = q[:, s], k[:, s], v[:, s]
         if not block.needs_probs(syntax) and not (block.parse and KEEP_PARSE in syntax.keep):
+            loss = block.wants_loss(syntax)
             fused = block.fused_qk(qb, kb)
-            if fused is not None:
+            flexible = self._flexible(x, attn_mask, syntax)
+            if fused is not None and not loss:
                 qf, kf, scale = fused
                 bias = block.bias(syntax, q.dtype) if block.additive else None
                 return sdpa(qf, kf, vb, additive_mask(pad, attn_mask, bias, q.dtype, q.size(0), k.size(2)),
                             self._dropout_p(), scale=scale)
+            if fused is not None and flexible:  # the loss from the rows' log-sum-exp: no (B, n, T, S) probabilities
+                qf, kf, scale = fused
+                scale = self.scaling if scale is None else scale
+                ctx, lse = flex(qf, kf, vb, None, pad, causal=attn_mask is not None, scale=scale, return_lse=True,
+                                compiled=x.device.type == "cuda")
+                fused_report = block.fused_report(qf, kf, lse, scale, syntax)
+                if fused_report is not None:
+                    report[block.key] = fused_report
+                    return ctx
             mod = block.score_mod(syntax)
-            if mod is not None and attn_mask is None and self._dropout_p() == 0.0 and flex_available(x.device):
-                return flex(qb, kb, vb, mod, pad, scale=self.scaling)[0]
+            if mod is not None and not loss and flexible and attn_mask is None:
+                return flex(qb, kb, vb, mod, pad, scale=self.scaling, compiled=x.device.type == "cuda")[0]
         ctx, _ = self._explicit(x, qb, kb, vb, pad, attn_mask, syntax, report, blocks=[block], first=s.start)
         return ctx
+
+    def _flexible(self, x, attn_mask, syntax: SideInputs) -> bool:
+        """Whether flex attention can run this forward's blocks fused: on CUDA (or forced, ``backend="flex"``: its
+        reference, forward only off CUDA), without attention dropout (flex attention has none), and with no mask from
+        the caller but the decoder's causal one (as a mask function)."""
+        wanted = syntax.backend == "flex" or (syntax.backend == "auto" and flex_available(x.device))
+        return wanted and self._dropout_p() == 0.0 and (attn_mask is None or self.causal_mask_ok(attn_mask))
+
+    @staticmethod
+    def causal_mask_ok(attn_mask: torch.Tensor) -> bool:
+        """Whether the caller's (T, S) mask is exactly the causal one (−inf above the diagonal, 0 elsewhere)."""
+        T, S = attn_mask.shape
+        future = torch.ones(T, S, dtype=torch.bool, device=attn_mask.device).triu(1)
+        return T == S and bool(torch.isneginf(attn_mask[future]).all()) and bool((attn_mask[~future] == 0).all())
 
     def _explicit(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict,
                   blocks: Optional[List[HeadBlock]] = None, first: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
