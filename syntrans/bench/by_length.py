@@ -155,19 +155,17 @@ def build_pair(case: Case, part: str, device: str, seed: int):
     cfg = case.cfg
     side = case.side
     torch.manual_seed(seed)
-    blocks = case.plan.blocks(side, case.layer, int(cfg.encoder.embed_dim) // int(cfg.encoder.attention_heads))
-    mixer = case.plan.mixer(side, case.layer, int(cfg.encoder.embed_dim), int(cfg.encoder.attention_heads))
+    C, H = int(cfg.encoder.embed_dim), int(cfg.encoder.attention_heads)
+    layer = case.plan.layer(side, case.layer, C, H)
     if part == "attention":
-        C, H = int(cfg.encoder.embed_dim), int(cfg.encoder.attention_heads)
         stock = MultiheadAttention(C, H, dropout=float(cfg.attention_dropout), self_attention=True)
-        ours = SyntaxMultiheadAttention(C, H, dropout=float(cfg.attention_dropout), self_attention=True, blocks=blocks,
-                                        mixer=mixer)
+        ours = SyntaxMultiheadAttention(C, H, dropout=float(cfg.attention_dropout), self_attention=True, layer=layer)
     else:
         tcfg = TransformerConfig.from_namespace(cfg)
         if side == "encoder":
-            stock, ours = TransformerEncoderLayerBase(tcfg), SyntaxEncoderLayer(tcfg, blocks, mixer)
+            stock, ours = TransformerEncoderLayerBase(tcfg), SyntaxEncoderLayer(tcfg, layer)
         else:
-            stock, ours = TransformerDecoderLayerBase(tcfg), SyntaxDecoderLayer(tcfg, blocks, mixer)
+            stock, ours = TransformerDecoderLayerBase(tcfg), SyntaxDecoderLayer(tcfg, layer)
     _, unexpected = ours.load_state_dict(stock.state_dict(), strict=False)  # ours may add parameters, never lack any
     if unexpected:
         raise RuntimeError(f"{case.name}: the syntax {part} lacks the stock parameters {unexpected}")

@@ -12,7 +12,7 @@ from typing import Dict, List, Mapping, Optional, Set, Tuple
 import torch
 import torch.nn as nn
 
-from ..modules.blocks import HeadBlock, LayerMixer, SideInputs, SyntaxPart
+from ..modules.blocks import HeadBlock, LayerMixer, LayerSyntax, SideInputs, SyntaxPart
 from .base import SIDES, FeatureNeeds, Mechanism, ModelShape
 from .registry import MECHANISMS
 
@@ -97,6 +97,11 @@ class SyntaxPlan:
 
     def block_keys(self, side: str, layer: int) -> Tuple[str, ...]:
         return tuple(m.key for m, _ in self.heads[side, layer])
+
+    def layer(self, side: str, layer: int, embed_dim: int, num_heads: int) -> LayerSyntax:
+        """What a layer's self-attention runs: its blocks' keys and how to build its blocks and mixer."""
+        return LayerSyntax(self.block_keys(side, layer), lambda: self.blocks(side, layer, embed_dim // num_heads),
+                           lambda: self.mixer(side, layer, embed_dim, num_heads))
 
     def blocks(self, side: str, layer: int, head_dim: int) -> List[HeadBlock]:
         """The head blocks of a layer's self-attention, in head order (built anew at each call)."""

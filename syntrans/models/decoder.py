@@ -24,8 +24,8 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
 
     def __init__(self, cfg, plan: SyntaxPlan, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
         H, C = cfg.decoder.attention_heads, cfg.decoder.embed_dim
-        # per layer its blocks and mixer, taken in order by build_decoder_layer while the base constructor builds
-        self._unbuilt = iter([(plan.blocks(SIDE, i, C // H), plan.mixer(SIDE, i, C, H)) for i in range(cfg.decoder.layers)])
+        # per layer what its self-attention runs, taken in order by build_decoder_layer while the base constructor builds
+        self._unbuilt = iter([plan.layer(SIDE, i, C, H) for i in range(cfg.decoder.layers)])
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
                          output_projection=output_projection)
         del self._unbuilt
@@ -37,9 +37,9 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
             self.add_module(key, module)
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
-        blocks, mixer = next(self._unbuilt)
-        layer = SyntaxDecoderLayer(cfg, blocks, mixer, no_encoder_attn)
-        if cfg.offload_activations and blocks:
+        syntax = next(self._unbuilt)
+        layer = SyntaxDecoderLayer(cfg, syntax, no_encoder_attn)
+        if cfg.offload_activations and syntax:
             raise ValueError("--offload-activations: layers with syntax heads keep their activations on the device; "
                              "use --checkpoint-activations")
         if cfg.checkpoint_activations:

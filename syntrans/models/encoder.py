@@ -24,8 +24,8 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
 
     def __init__(self, cfg, plan: SyntaxPlan, dictionary, embed_tokens, return_fc=False):
         H, C = cfg.encoder.attention_heads, cfg.encoder.embed_dim
-        # per layer its blocks and mixer, taken in order by build_encoder_layer while the base constructor builds
-        self._unbuilt = iter([(plan.blocks(SIDE, i, C // H), plan.mixer(SIDE, i, C, H)) for i in range(cfg.encoder.layers)])
+        # per layer what its self-attention runs, taken in order by build_encoder_layer while the base constructor builds
+        self._unbuilt = iter([plan.layer(SIDE, i, C, H) for i in range(cfg.encoder.layers)])
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         del self._unbuilt
         self.syntax = plan.sides[SIDE]
@@ -33,9 +33,9 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
             self.add_module(key, module)
 
     def build_encoder_layer(self, cfg):
-        blocks, mixer = next(self._unbuilt)
-        layer = SyntaxEncoderLayer(cfg, blocks, mixer, return_fc=self.return_fc)
-        if cfg.offload_activations and blocks:
+        syntax = next(self._unbuilt)
+        layer = SyntaxEncoderLayer(cfg, syntax, return_fc=self.return_fc)
+        if cfg.offload_activations and syntax:
             raise ValueError("--offload-activations: layers with syntax heads keep their activations on the device; "
                              "use --checkpoint-activations")
         if cfg.checkpoint_activations:

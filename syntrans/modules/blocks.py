@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, FrozenSet, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -126,6 +126,21 @@ class HeadBlock(SyntaxPart):
         """The block's attention as one distribution per query (B, n, T, S) → (B, T, S): the heads' mean; a parse
         block's predicted parent is its argmax."""
         return probs.mean(dim=1)
+
+
+@dataclass(frozen=True)
+class LayerSyntax:
+    """What one self-attention layer runs: its blocks' keys in head order, and how to build its blocks and mixer. The
+    attention builds them after its own parameters, so that a model draws its parameters in fairseq's order with
+    the syntax parts after each layer's projections (a seed gives the same model as before these parts were
+    modules of their own)."""
+
+    keys: Tuple[str, ...] = ()
+    blocks: Callable[[], List["HeadBlock"]] = list
+    mixer: Callable[[], Optional["LayerMixer"]] = lambda: None
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
 
 
 class LayerMixer(SyntaxPart):

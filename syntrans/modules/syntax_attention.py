@@ -30,7 +30,7 @@ import torch
 from fairseq.modules import MultiheadAttention
 
 from .attention_kernels import additive_mask, flex, flex_available, masked_scores, sdpa, softmax_probs
-from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, SideInputs
+from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, LayerSyntax, SideInputs
 
 BACKENDS = ("auto", "explicit", "flex")
 
@@ -39,11 +39,17 @@ class SyntaxMultiheadAttention(MultiheadAttention):
     """fairseq's MultiheadAttention whose heads 0 … n−1 run the given syntax blocks (see the module docstring).
 
     Takes fairseq's constructor arguments plus ``blocks`` (in head order; each is kept as a submodule under its key)
-    and ``mixer``. ``forward`` takes ``syntax`` (the side's inputs) and returns (output, weights, report).
+    and ``mixer``, or ``layer`` (:class:`~syntrans.modules.blocks.LayerSyntax`), whose blocks and mixer are built
+    after the layer's own parameters. ``forward`` takes ``syntax`` (the side's inputs) and returns (output, weights,
+    report).
     """
 
-    def __init__(self, *args, blocks: Sequence[HeadBlock] = (), mixer: Optional[LayerMixer] = None, **kwargs):
+    def __init__(self, *args, blocks: Sequence[HeadBlock] = (), mixer: Optional[LayerMixer] = None,
+                 layer: Optional[LayerSyntax] = None, **kwargs):
         super().__init__(*args, **kwargs)
+        if layer is not None:  # the mixer first, then the blocks in head order: the order of the draws before
+            mixer = layer.mixer()
+            blocks = layer.blocks()
         start = 0
         keys: List[str] = []
         for block in blocks:
