@@ -40,15 +40,15 @@ def test_train_logs_nsd_losses(name, trained):
             assert value is not None and math.isfinite(value) and value > 0, (key, line)
         for key in {"nsd_src_ce", "nsd_tgt_ce"} - set(CASES[name][1]):
             assert metric(line, key) is None, (key, line)
-    assert re.search(r"NSD (dD|dS) of the src side \(src\) in train: values -?\d+\.\.-?\d+", log), log[:5000]
+    assert re.search(r"values of src_nsd_(dD|dS) \(the encoder side, src\) in train: -?\d+\.\.-?\d+", log), log[:5000]
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_generate_and_range_in_checkpoint(name, tiny_data, trained, tmp_path):
     ckpt, _ = trained(name)
     models, cfg, _ = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)], arg_overrides={"data": str(tiny_data)})
-    enc = models[0].encoder.nsd
-    assert enc.v_min is not None and enc.v_min == cfg.model.nsd_src_min and enc.v_max == cfg.model.nsd_src_max
+    enc = models[0].encoder.nsd.settings
+    assert enc.v_min is not None and enc.v_min == cfg.model.nsd.src_min and enc.v_max == cfg.model.nsd.src_max
     out = generate(tiny_data, ckpt)
     hyps = re.findall(r"^H-(\d+)\t", out, flags=re.M)
     assert sorted(map(int, hyps)) == list(range(N_TEST)), out[-2000:]

@@ -130,17 +130,39 @@ def test_missing_gaps_is_a_clear_error(tiny_data):
 
 
 def test_only_chosen_layers_and_heads_are_biased(tiny_data):
+    """--distance-layers 1 --distance-heads 3: layer 0 is fairseq's stock attention; in layer 1 heads 0-2 attend with
+    softmax(QKᵀ/√d + log M) and head 3 with the stock softmax (both recomputed here from the layer's input)."""
+    import torch.nn.functional as F
+    from fairseq.modules import MultiheadAttention
+
+    from syntrans.mechanisms.distance import distance_log_mask
+
     task, model, ds = setup(tiny_data, "distance_transformer_iwslt_de_en", ("--distance-layers", "1", "--distance-heads", "3"))
     sample = ds.collater([ds[i] for i in range(3)])
-    with torch.no_grad():
-        model.encoder.forward_torchscript(sample["net_input"])
     layers = model.encoder.layers
-    assert layers[0].self_attn.syntax_bias is None
-    bias = layers[1].self_attn.syntax_bias
+    assert type(layers[0].self_attn) is MultiheadAttention and layers[1].self_attn.block_keys == ("distance",)
+    seen = {}
+    hook = layers[1].self_attn.register_forward_pre_hook(lambda m, args, kw: seen.update(x=kw["query"]),
+                                                         with_kwargs=True)
+    try:
+        with torch.no_grad():
+            out = model.encoder(**{k: v for k, v in sample["net_input"].items() if k != "prev_output_tokens"},
+                                keep=("probs",))
+    finally:
+        hook.remove()
+    reports = out["syntax"]["layers"]
+    assert sorted(reports) == [1]  # layer 0 reports nothing: it has no syntax heads
+    probs = reports[1]["probs"]  # (B, 4, T, T)
+    attn, x = layers[1].self_attn, seen["x"]
     B, T = sample["net_input"]["src_tokens"].shape
-    assert bias.shape == (B * 4, T, T)
-    per_head = bias.view(B, 4, T, T)
-    assert torch.all(per_head[:, 3] == 0) and bool((per_head[:, :3] != 0).any())
+    q = (attn.q_proj(x) * attn.scaling).view(T, B, 4, -1).permute(1, 2, 0, 3)
+    k = attn.k_proj(x).view(T, B, 4, -1).permute(1, 2, 0, 3)
+    pad = sample["net_input"]["src_tokens"].eq(task.source_dictionary.pad())
+    log_m = distance_log_mask(sample["net_input"]["src_gaps"], pad, 10.0, torch.float32)
+    scores = (q @ k.transpose(-1, -2)).masked_fill(pad[:, None, None, :], float("-inf"))
+    torch.testing.assert_close(probs[:, 3], F.softmax(scores[:, 3], -1), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(probs[:, :3], F.softmax(scores[:, :3] + log_m.unsqueeze(1), -1), rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(probs[:, :3], F.softmax(scores[:, :3], -1), atol=1e-3)  # the bias did something
 
 
 @pytest.mark.parametrize("arch,extra", DECODER_DBSA_ARCHS)
@@ -165,7 +187,8 @@ def test_teacher_forced_output_batch_invariant(tiny_data, arch, extra):
         lp_mixed = model.get_normalized_probs(out_mixed, log_probs=True)  # (B, J', V)
     torch.testing.assert_close(lp_mixed[row, :J], lp_alone[0], atol=1e-5, rtol=1e-5)
     losses = set(out_mixed[1]["aux_losses"])
-    assert {"dbsa_src", "dbsa_tgt"} <= losses and ("sync" in losses) == model.sync_attn, losses
+    assert {"dbsa_src", "dbsa_tgt"} <= losses
+    assert ("sync" in losses) == any(m.key == "sync" for m in model.plan.active), losses
 
 
 @pytest.mark.parametrize("arch,extra", [a for a in DECODER_DBSA_ARCHS if a[0] == "syncattn_transformer_wmt_en_de"])
@@ -218,8 +241,9 @@ def test_generation_scores_match_teacher_forcing(tiny_data, arch, extra):
 
 
 def test_dbsa_parents_feed_only_the_loss(tiny_data):
-    """DBSA's parents enter the parent loss only: other parents, or none, leave the encoder output unchanged and
-    move the loss; its U enters the attention: the identity U gives another encoder output."""
+    """DBSA's parents enter the parent loss only: other parents leave the encoder output unchanged and move the loss;
+    none leave it unchanged but for the last float digits (without a loss the heads run in the fused kernel); its U
+    enters the attention: the identity U gives another encoder output."""
     task, model, ds = setup(tiny_data, "dbsa_transformer_wmt_en_de", ())
     sample = ds.collater([ds[i] for i in range(4)])
     net = dict(sample["net_input"])
@@ -232,8 +256,8 @@ def test_dbsa_parents_feed_only_the_loss(tiny_data):
         model.encoder.layers[0].self_attn.q_proj.U.copy_(torch.eye(32 // 4).unsqueeze(0))
         d = model.encoder.forward_torchscript(net)
     assert torch.equal(a["encoder_out"][0], b["encoder_out"][0])
-    assert torch.equal(a["encoder_out"][0], c["encoder_out"][0])
-    loss_a, loss_b = (float(x["syntax_aux"]["aux_losses"]["dbsa_src"]["loss"]) for x in (a, b))
+    torch.testing.assert_close(a["encoder_out"][0], c["encoder_out"][0], rtol=1e-5, atol=1e-6)
+    loss_a, loss_b = (float(x["syntax"]["aux_losses"]["dbsa_src"]["loss"]) for x in (a, b))
     assert loss_a != loss_b
-    assert "aux_losses" not in c["syntax_aux"]  # no parents: no loss, no UAS
+    assert "aux_losses" not in c["syntax"]  # no parents: no loss, no UAS
     assert not torch.allclose(a["encoder_out"][0], d["encoder_out"][0])

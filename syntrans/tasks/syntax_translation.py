@@ -99,7 +99,7 @@ class SyntaxTranslationTask(TranslationTask):
             lo, hi = feature_range(sidecars.load_side(data_path, split, a, b, lang), feature)
         except FileNotFoundError as e:
             raise FileNotFoundError(f"split {split} of {data_path}, {lang} side: {e}") from None
-        logger.info(f"{feature} of the {lang} side in {split}: values {lo}..{hi} (fixed into the model)")
+        logger.info(f"values of {feature} (the {side} side, {lang}) in {split}: {lo}..{hi}, fixed into the model")
         return lo, hi
 
     def build_model(self, cfg, from_checkpoint=False):
