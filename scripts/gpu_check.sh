@@ -212,6 +212,38 @@ if [[ ${GPU_CHECK_NO_BENCH:-0} != 1 ]]; then
   fi
 fi
 
+# 5. one layer per mechanism against the stock one by length (speed, peak memory), float32 and float16 (--fp16's
+#    layers); 6. the kernel tests that need CUDA (flex attention's backward: PASCAL, the distance mask, the parse
+#    losses from the log-sum-exp) with the rest of the kernel tests
+bylength=skipped
+kernels=skipped
+if [[ ${GPU_CHECK_NO_BENCH:-0} != 1 ]]; then
+  bylength=""
+  if [[ $PLUMBING == 1 ]]; then LARGS=(--quick --lengths "${GPU_CHECK_LENGTHS:-32,64}"); DTYPES=float32
+  else LARGS=(--lengths "${GPU_CHECK_LENGTHS:-32,64,128,256,512}"); DTYPES="float32 float16"; fi
+  for dtype in $DTYPES; do
+    echo "== 5. syntrans-benchmark --device $BENCH_DEVICE ${LARGS[*]} --layer-dtype $dtype"
+    if run_logged "$OUT/by_length.$dtype.log" syntrans-benchmark --device "$BENCH_DEVICE" "${LARGS[@]}" \
+        --layer-dtype "$dtype" --out "$OUT/by_length.$dtype.md" --json "$OUT/by_length.$dtype.json"; then
+      bylength="$bylength $OUT/by_length.$dtype.md"
+    else
+      bylength="$bylength FAILED: $OUT/by_length.$dtype.log"
+      failed=1
+      tail -5 "$OUT/by_length.$dtype.log" | sed 's/^/   | /'
+    fi
+  done
+fi
+if [[ $PLUMBING == 0 ]]; then
+  echo "== 6. the attention kernel tests on CUDA"
+  if run_logged "$OUT/kernels.log" "$PY" -m pytest -q -p no:cacheprovider "$ROOT/tests/test_attention_kernels.py" -rs; then
+    kernels="passed: $(tail -1 "$OUT/kernels.log")"
+  else
+    kernels="FAILED: $OUT/kernels.log"
+    failed=1
+    tail -15 "$OUT/kernels.log" | sed 's/^/   | /'
+  fi
+fi
+
 {
   echo "# gpu_check.sh: $( [[ $PLUMBING == 1 ]] && echo "plumbing test on CPU, float32" || echo "CUDA, $CUDA device(s)" )"
   echo
@@ -221,10 +253,15 @@ fi
               { r = "|"; for (i = 1; i <= NF; i++) r = r " " $i " |"; print r }' "$SUMMARY"
   echo
   echo "benchmark: $bench"
+  echo "benchmark by length:$bylength"
+  echo "kernel tests: $kernels"
+  for f in $bylength; do [[ -f $f ]] && { echo; cat "$f"; }; done
 } > "$OUT/summary.md"
 echo
 echo "== summary ($OUT/summary.md)"
 awk -F'\t' '{ printf "%-12s %-9s %7s %10s %10s %10s %9s %6s %7s  %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$SUMMARY"
 echo "benchmark: $bench"
+echo "benchmark by length:$bylength"
+echo "kernel tests: $kernels"
 echo "gpu_check finished in $(( $(date +%s) - start ))s: $( [[ $failed == 0 ]] && echo "every run ok" || echo "SOME RUNS FAILED" )"
 exit $failed

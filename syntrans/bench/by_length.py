@@ -39,6 +39,7 @@ from .corpus import say
 
 BACKENDS = ("auto", "explicit")
 PARTS = ("attention", "layer")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @dataclass
@@ -134,7 +135,7 @@ class Batch:
     enc: Optional[torch.Tensor] = None  # (S, B, C) an encoder output for decoder layers
 
 
-def make_batch(case: Case, T: int, tokens: int, device: str, seed: int) -> Batch:
+def make_batch(case: Case, T: int, tokens: int, device: str, seed: int, dtype: torch.dtype = torch.float32) -> Batch:
     g = torch.Generator().manual_seed(seed)
     B = max(1, tokens // T)
     lengths = [T if b % 2 == 0 else int(torch.randint(max(2, T // 2), T + 1, (1,), generator=g)) for b in range(B)]
@@ -145,12 +146,13 @@ def make_batch(case: Case, T: int, tokens: int, device: str, seed: int) -> Batch
     features = batch_features(case.features, lengths, T, case.side, seed)
     enc = torch.randn(T, B, C, generator=g) if case.side == "decoder" else None
     move = (lambda t: t.to(device)) if device != "cpu" else (lambda t: t)
+    x, enc = x.to(dtype), (None if enc is None else enc.to(dtype))
     return Batch(move(x), move(pad), {k: move(v) for k, v in features.items()}, None if enc is None else move(enc))
 
 
 # ---------------------------------------------------------------------------------------------- the modules
 
-def build_pair(case: Case, part: str, device: str, seed: int):
+def build_pair(case: Case, part: str, device: str, seed: int, dtype: torch.dtype = torch.float32):
     """(stock module, syntax module) of ``part`` with the same weights (the syntax one's extra parameters aside)."""
     cfg = case.cfg
     side = case.side
@@ -169,7 +171,7 @@ def build_pair(case: Case, part: str, device: str, seed: int):
     _, unexpected = ours.load_state_dict(stock.state_dict(), strict=False)  # ours may add parameters, never lack any
     if unexpected:
         raise RuntimeError(f"{case.name}: the syntax {part} lacks the stock parameters {unexpected}")
-    return stock.to(device).train(), ours.to(device).train()
+    return stock.to(device, dtype).train(), ours.to(device, dtype).train()
 
 
 def step_fn(module, syntax: bool, case: Case, batch: Batch, part: str, backend: str) -> Callable[[], None]:
@@ -237,11 +239,12 @@ def peak_bytes(run: Callable[[], None], device: str) -> int:
 def measure(case: Case, T: int, opts, device: str) -> dict:
     """Speed (median of ``opts.reps`` timed steps, stock and syntax interleaved) and peak memory of both parts and
     backends at length T."""
-    batch = make_batch(case, T, opts.layer_tokens, device, opts.seed)
+    dtype = DTYPES[opts.layer_dtype]
+    batch = make_batch(case, T, opts.layer_tokens, device, opts.seed, dtype)
     row = {"case": case.name, "presets": case.presets, "side": case.side, "heads": case.heads, "T": T,
            "B": batch.x.size(1)}
     for part in PARTS:
-        stock, ours = build_pair(case, part, device, opts.seed)
+        stock, ours = build_pair(case, part, device, opts.seed, dtype)
         stock_run = step_fn(stock, False, case, batch, part, "auto")
         for backend in BACKENDS:
             ours_run = step_fn(ours, True, case, batch, part, backend)
@@ -267,7 +270,7 @@ def run_by_length(opts, presets: List[str], devices: List[str]) -> dict:
     """Every case at every length on every device (see the module docstring)."""
     found = cases(presets, opts.dim, opts.heads, opts.ffn)
     result = {"lengths": list(opts.lengths), "tokens": opts.layer_tokens, "dim": opts.dim, "heads": opts.heads,
-              "ffn": opts.ffn, "reps": opts.reps, "devices": []}
+              "ffn": opts.ffn, "reps": opts.reps, "dtype": opts.layer_dtype, "devices": []}
     for device in devices:
         rows = []
         for case in found:
@@ -285,7 +288,8 @@ def render_by_length(result: dict) -> str:
     """The Markdown report: per device, per case and length, time and peak memory of the stock and the syntax layer
     (auto and explicit kernels), as ratios stock/ours for speed (>1: faster than stock) and ours/stock for memory."""
     out = ["# syntrans-benchmark --lengths: one layer per mechanism against fairseq's stock layer", "",
-           f"- dim {result['dim']}, {result['heads']} heads, FFN {result['ffn']}; batches of {result['tokens']:,} tokens "
+           f"- dim {result['dim']}, {result['heads']} heads, FFN {result['ffn']}, {result['dtype']}; batches of "
+           f"{result['tokens']:,} tokens "
            f"(B = tokens // T), half of them padded; forward + backward (loss: output sum + the layer's auxiliary "
            f"losses); median of {result['reps']} steps, stock and syntax interleaved",
            "- speed = stock time / syntax time (≥ 1: as fast as stock); mem = syntax peak / stock peak; "

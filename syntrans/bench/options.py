@@ -70,6 +70,7 @@ class BenchOptions:
     verbose: bool = False
     lengths: Optional[List[int]] = None  # the benchmark by length: one layer per mechanism at these sentence lengths
     layer_tokens: Optional[int] = None  # tokens per batch of the benchmark by length
+    layer_dtype: str = "float32"  # the dtype of the layers and inputs of the benchmark by length
 
     def __post_init__(self) -> None:
         if self.lengths is not None:
@@ -81,6 +82,8 @@ class BenchOptions:
                     setattr(self, k, v)
             if self.layer_tokens is None:
                 self.layer_tokens = 512 if self.quick else 4096
+            if self.layer_dtype not in ("float32", "float16", "bfloat16"):
+                raise BenchError(f"--layer-dtype must be float32, float16 or bfloat16, found {self.layer_dtype!r}")
             if self.layer_tokens < max(self.lengths):
                 raise BenchError(f"--layer-tokens {self.layer_tokens} is below the longest length {max(self.lengths)}: a "
                                  "batch holds at least one sentence")

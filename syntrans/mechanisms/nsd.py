@@ -371,6 +371,8 @@ class Nsd(Mechanism):
     def data_fields(cls, cfg: NsdConfig, value_range) -> Dict[str, int]:
         """The value range of every side that uses NSD and has none given, from the training split:
         ``value_range(side, feature) → (min, max)`` (the task's); {field: value}."""
+        if cfg.kind not in NSD_KINDS:  # before a feature of that name is asked for
+            raise ValueError(f"--nsd-kind must be one of {', '.join(NSD_KINDS)}, found {cfg.kind!r}")
         out = {}
         for side, short in SHORT.items():
             used = (getattr(cfg, f"{short}_input") or "none") != "none" or getattr(cfg, f"{short}_spe") \
