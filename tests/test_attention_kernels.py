@@ -115,7 +115,7 @@ def test_flex_score_modification_equals_the_explicit_path(key):
         k = attn.k_proj(x).view(T, B, H, D).permute(1, 2, 0, 3)[:, :3]
         v = attn.v_proj(x).view(T, B, H, D).permute(1, 2, 0, 3)[:, :3]
         fused, lse = flex(q, k, v, block.score_mod(inputs), pad, scale=attn.scaling, return_lse=True, compiled=False)
-        ref, probs = attn._explicit(x, q, k, v, pad, None, inputs, {}, blocks=[block], first=0)
+        ref, probs = attn._explicit(x, q, k, v, pad, None, inputs, {}, blocks=[block])
         scores = block.scores((q * attn.scaling) @ k.transpose(-1, -2), q, k, inputs)
         scores = scores.masked_fill(pad[:, None, None, :], float("-inf"))
     # every row, the padding queries' too (they attend to the real keys)

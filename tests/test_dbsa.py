@@ -323,7 +323,8 @@ def test_training_without_parents_is_a_clear_error(tiny_data):
     (("--dbsa-encoder-layers", "0,1"), "exactly one layer"),
     (("--sync-layer", "2"), "--sync-layer"),
     (("--dbsa-heads", "5"), "--dbsa-heads"),
-    (("--gate-layers", "0", "--distance-layers", "0", "--distance-heads", "1"), "heads of DBSA .* cannot be mixed by gated self-attention.*--gate-layers"),
+    (("--gate-layers", "0", "--distance-layers", "0", "--distance-heads", "1"),
+     "heads of DBSA .* cannot be mixed by gated self-attention.*--gate-layers"),
 ])
 def test_bad_dbsa_settings_are_refused(tiny_data, extra, message):
     with pytest.raises(ValueError, match=message):

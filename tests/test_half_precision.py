@@ -20,9 +20,9 @@ import torch
 import torch.nn.functional as F
 from fairseq import distributed_utils, options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq.modules import MultiheadAttention
 from fairseq.trainer import Trainer
 from fairseq_cli import train as fairseq_train
-from fairseq.modules import MultiheadAttention
 from helpers import BIN, build_task_and_model, metric, metric_lines, tiny_train_argv
 from omegaconf import open_dict
 

@@ -8,7 +8,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
-
 from helpers import side_inputs, syntax_attention
 
 from syntrans.mechanisms.distance import DistanceHeads

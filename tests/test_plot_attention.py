@@ -13,8 +13,8 @@ from helpers import SMALL, build_task_and_model
 
 import syntrans
 from syntrans.cli.plot import main as plot_main
-from syntrans.modules.attention_record import record_attention, syntax_layers
 from syntrans.mechanisms.pascal import pascal_weights
+from syntrans.modules.attention_record import record_attention, syntax_layers
 from syntrans.plots.attention import plot_attention, predicted_agreement, sentence_attention
 from syntrans.syntax.masks import local_range_mask
 

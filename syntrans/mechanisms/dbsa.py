@@ -80,15 +80,27 @@ class BiaffineQueryProjection(nn.Module):
         n = heads.stop - heads.start
         self.U = nn.Parameter(torch.eye(self.head_dim).repeat(n, 1, 1))  # (n, d, d)
 
+    def folded(self):
+        """The projection with U folded in: Q_h U_h = (x W_hᵀ + b_h) U_h = x (U_hᵀ W_h)ᵀ + b_h U_h, so the DBSA heads'
+        rows of the weight become U_hᵀ W_h and their bias b_h U_h → (weight (C, C_in), bias (C,) or None). A (C, C_in)
+        product per forward instead of one over every token's query."""
+        H, d, s = self.num_heads, self.head_dim, self.dbsa
+        w = self.weight.view(H, d, -1)  # (H, d, C_in)
+        with named_precision("the DBSA heads' bi-affine query (Deguchi et al. 2019)", self.weight):
+            U = self.U.to(w.dtype)  # (n, d, d)
+            w_dbsa = torch.einsum("hde,hdc->hec", U, w[s])  # (n, d, C_in) U_hᵀ W_h
+            weight = torch.cat([w[: s.start], w_dbsa, w[s.stop:]], dim=0).view(self.out_features, -1)
+            bias = None
+            if self.bias is not None:
+                b = self.bias.view(H, d)
+                bias = torch.cat([b[: s.start], torch.einsum("hd,hde->he", b[s], U), b[s.stop:]], dim=0).view(-1)
+        return weight, bias
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (…, C_in) → (…, C): the stock projection, the DBSA heads' slices multiplied by their U."""
-        q = F.linear(x, self.weight, self.bias)  # (…, C)
-        heads = q.view(q.shape[:-1] + (self.num_heads, self.head_dim))  # (…, H, d)
-        s = self.dbsa
-        with named_precision("the DBSA heads' bi-affine query (Deguchi et al. 2019)", x):
-            # in q's dtype: the scores Q U Kᵀ are scaled by 1/√d as a stock head's
-            biaffine = torch.einsum("...hd,hde->...he", heads[..., s, :], self.U.to(q.dtype))  # (…, n, d)
-        return torch.cat([heads[..., : s.start, :], biaffine, heads[..., s.stop:, :]], dim=-2).flatten(-2)
+        """x (…, C_in) → (…, C): the stock projection, the DBSA heads' slices multiplied by their U (in the weight:
+        the scores Q U Kᵀ are scaled by 1/√d as a stock head's)."""
+        weight, bias = self.folded()
+        return F.linear(x, weight, bias)
 
 
 def causal_parents(parents: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:

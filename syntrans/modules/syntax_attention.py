@@ -157,22 +157,29 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         mixer = self.mixer
         parts: List[torch.Tensor] = []
         probs: List[torch.Tensor] = []
+        # the heads are cut into parts with split (its backward joins the gradients; a slice's would zero-fill the
+        # whole projection for each part)
         if explicit_all or (mixer is not None and (self.training or any(b.needs_probs(syntax) or b.wants_loss(syntax)
                                                                         for b in self.blocks))):
             # one explicit group: all syntax heads (the mixer mixes them), or every head (probabilities kept)
-            upto = H if explicit_all else n
-            ctx, p = self._explicit(x, q[:, :upto], k[:, :upto], v[:, :upto], pad, attn_mask, syntax, report)
+            sizes = [H] if explicit_all else [n, H - n]
+            (qg, *qs), (kg, *ks), (vg, *vs) = (t.split(sizes, dim=1) for t in (q, k, v))
+            ctx, p = self._explicit(x, qg, kg, vg, pad, attn_mask, syntax, report)
             parts.append(ctx)
             probs.append(p)
         elif mixer is not None:  # a mixed layer at evaluation, nothing kept: both sides fused, then mixed
-            parts.append(self._gated_fused(x, q[:, :n], k[:, :n], v[:, :n], pad, attn_mask, syntax, report))
+            (qg, *qs), (kg, *ks), (vg, *vs) = (t.split([n, H - n], dim=1) for t in (q, k, v))
+            parts.append(self._gated_fused(x, qg, kg, vg, pad, attn_mask, syntax, report))
         else:
-            for block in self.blocks:
-                parts.append(self._block(x, block, q, k, v, pad, attn_mask, syntax, report))
-        done = sum(t.size(1) for t in parts)
-        if done < H:  # the stock heads
-            parts.append(sdpa(q[:, done:], k[:, done:], v[:, done:], additive_mask(pad, attn_mask, None, q.dtype, B, T),
-                              self._dropout_p()))
+            sizes = [b.num_heads for b in self.blocks] + [H - n]
+            *qb, q_rest = q.split(sizes, dim=1)
+            *kb, k_rest = k.split(sizes, dim=1)
+            *vb, v_rest = v.split(sizes, dim=1)
+            qs, ks, vs = [q_rest], [k_rest], [v_rest]
+            for block, qi, ki, vi in zip(self.blocks, qb, kb, vb):
+                parts.append(self._block(x, block, qi, ki, vi, pad, attn_mask, syntax, report))
+        if qs and qs[0].size(1):  # the stock heads
+            parts.append(sdpa(qs[0], ks[0], vs[0], additive_mask(pad, attn_mask, None, q.dtype, B, T), self._dropout_p()))
         ctx = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]  # (B, H, T, d)
         out = self.out_proj(ctx.permute(2, 0, 1, 3).reshape(T, B, C))
         weights = None
@@ -186,18 +193,17 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                     weights = weights.mean(dim=0)
         return out, weights, report
 
-    def _block(self, x, block: HeadBlock, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
-        """One block's heads on the fastest kernel this forward allows → (B, n, T, d)."""
-        s = block.heads
-        qb, kb, vb = q[:, s], k[:, s], v[:, s]
+    def _block(self, x, block: HeadBlock, qb, kb, vb, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
+        """One block's heads (qb, kb, vb: (B, n, T|S, d), its part of the layer's) on the fastest kernel this forward
+        allows → (B, n, T, d)."""
         if not block.needs_probs(syntax) and not (block.parse and KEEP_PARSE in syntax.keep):
             loss = block.wants_loss(syntax)
             fused = block.fused_qk(qb, kb)
             flexible = self._flexible(x, attn_mask, syntax)
             if fused is not None and not loss:
                 qf, kf, scale = fused
-                bias = block.bias(syntax, q.dtype) if block.additive else None
-                return sdpa(qf, kf, vb, additive_mask(pad, attn_mask, bias, q.dtype, q.size(0), k.size(2)),
+                bias = block.bias(syntax, qb.dtype) if block.additive else None
+                return sdpa(qf, kf, vb, additive_mask(pad, attn_mask, bias, qb.dtype, qb.size(0), kb.size(2)),
                             self._dropout_p(), scale=scale)
             if fused is not None and flexible:  # the loss from the rows' log-sum-exp: no (B, n, T, S) probabilities
                 qf, kf, scale = fused
@@ -211,7 +217,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             mod = block.score_mod(syntax)
             if mod is not None and not loss and flexible and attn_mask is None:
                 return flex(qb, kb, vb, mod, pad, scale=self.scaling, compiled=x.device.type == "cuda")[0]
-        ctx, _ = self._explicit(x, qb, kb, vb, pad, attn_mask, syntax, report, blocks=[block], first=s.start)
+        ctx, _ = self._explicit(x, qb, kb, vb, pad, attn_mask, syntax, report, blocks=[block])
         return ctx
 
     def _flexible(self, x, attn_mask, syntax: SideInputs) -> bool:
@@ -229,40 +235,45 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         return T == S and bool(torch.isneginf(attn_mask[future]).all()) and bool((attn_mask[~future] == 0).all())
 
     def _explicit(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict,
-                  blocks: Optional[List[HeadBlock]] = None, first: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Heads first … first + n − 1 with explicit scores (the reference path): q, k, v (B, n, T|S, d) →
+                  blocks: Optional[List[HeadBlock]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Consecutive heads with explicit scores (the reference path): q, k, v (B, n, T|S, d) those of ``blocks``
+        and then of stock heads →
         (context (B, n, T, d), probabilities they attend with (B, n, T, S) float32, before attention dropout).
-        ``blocks`` defaults to every block of the layer (then ``first`` is 0 and the mixer mixes them)."""
+        ``blocks`` defaults to every block of the layer, from head 0 (then the mixer mixes them)."""
         group = blocks is None
         blocks = self.blocks if group else blocks
         n = q.size(1)
         raw = torch.matmul(q * self.scaling, k.transpose(-1, -2))  # (B, n, T, S) QKᵀ/√d, fairseq's order
-        pieces, at = [], 0
-        for block in blocks:
-            s = slice(block.heads.start - first, block.heads.stop - first)
-            pieces.append(block.scores(raw[:, s], q[:, s], k[:, s], syntax))
-            at = s.stop
-        if at < n:
-            pieces.append(raw[:, at:])  # stock heads kept explicit (their probabilities are kept)
+        at = sum(b.num_heads for b in blocks)
+        sizes = [b.num_heads for b in blocks] + ([n - at] if at < n else [])
+        if len(sizes) == 1:
+            pieces = [blocks[0].scores(raw, q, k, syntax) if blocks else raw]
+        else:
+            pieces = [block.scores(r, qi, ki, syntax)
+                      for block, r, qi, ki in zip(blocks, raw.split(sizes, 1), q.split(sizes, 1), k.split(sizes, 1))]
+            if at < n:
+                pieces.append(raw.split(sizes, 1)[-1])  # stock heads kept explicit (their probabilities are kept)
         scores = masked_scores(torch.cat(pieces, dim=1) if len(pieces) > 1 else pieces[0], attn_mask, pad)
         probs = softmax_probs(scores)  # (B, n, T, S) float32
         mixer = self.mixer if group else None
         if mixer is not None:
-            m = self.syntax_heads
-            p_raw = softmax_probs(masked_scores(raw[:, :m], attn_mask, pad))
-            mixed, report[mixer.key] = mixer.mix(probs[:, :m], p_raw, x, self._pad(x, pad), syntax)
-            probs = torch.cat([mixed, probs[:, m:]], dim=1) if m < n else mixed
+            m = self.syntax_heads  # = at: the mixer mixes every block's heads
+            syn, *stock = probs.split([m, n - m], dim=1) if m < n else (probs,)
+            p_raw = softmax_probs(masked_scores(raw.split([m, n - m], dim=1)[0] if m < n else raw, attn_mask, pad))
+            mixed, report[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax)
+            probs = torch.cat([mixed, *stock], dim=1) if stock else mixed
+        p_parts = probs.split(sizes, dim=1) if len(sizes) > 1 else (probs,)
+        s_parts = scores.split(sizes, dim=1) if len(sizes) > 1 else (scores,)
         out = []
-        for block in blocks:
-            s = slice(block.heads.start - first, block.heads.stop - first)
-            p, block_report = block.probs(scores[:, s], probs[:, s], syntax)
+        for block, p, sc in zip(blocks, p_parts, s_parts):
+            p, block_report = block.probs(sc, p, syntax)
             if block_report:
                 report[block.key] = block_report
             if block.parse and KEEP_PARSE in syntax.keep:
                 report.setdefault(KEEP_PARSE, {})[block.key] = block.rows(p.detach()).argmax(dim=-1)
             out.append(p)
         if at < n:
-            out.append(probs[:, at:])
+            out.append(p_parts[-1])
         probs = torch.cat(out, dim=1) if len(out) > 1 else out[0]
         ctx = torch.matmul(self.dropout_module(probs.type_as(raw)), v)  # (B, n, T, d)
         return ctx, probs
@@ -270,7 +281,10 @@ class SyntaxMultiheadAttention(MultiheadAttention):
     def _gated_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
         """A mixed layer's syntax heads at evaluation, where the mix is linear: (mix of A_syn, A_raw)·V = mix of
         A_syn·V and A_raw·V, both fused."""
-        syn = torch.cat([self._block(x, b, q, k, v, pad, attn_mask, syntax, report) for b in self.blocks], dim=1)
+        sizes = [b.num_heads for b in self.blocks]
+        syn = torch.cat([self._block(x, b, qi, ki, vi, pad, attn_mask, syntax, report)
+                         for b, qi, ki, vi in zip(self.blocks, q.split(sizes, 1), k.split(sizes, 1), v.split(sizes, 1))],
+                        dim=1)
         raw = sdpa(q, k, v, additive_mask(pad, attn_mask, None, q.dtype, q.size(0), k.size(2)), 0.0)
         mixed, report[self.mixer_key] = self.mixer.mix_outputs(syn, raw, x, self._pad(x, pad), syntax)
         return mixed
