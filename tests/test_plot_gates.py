@@ -26,21 +26,29 @@ USER_DIR = os.path.dirname(syntrans.__file__)
 GATED = "gated_distance_transformer_iwslt_de_en"
 
 
+def gated_layers(model):
+    """The encoder layers whose self-attention has a mixer (a gate): {layer: attention}."""
+    return {i: layer.self_attn for i, layer in enumerate(model.encoder.layers)
+            if getattr(layer.self_attn, "mixer_key", None) == "gate"}
+
+
 def gates_one_by_one(task, model, split="valid"):
-    """Reference: every sentence of the split alone through the encoder, gate_values averaged by hand."""
+    """Reference: every sentence of the split alone through the encoder, its reported gate values (one per syntax
+    head of the layer) averaged by hand."""
     if split not in task.datasets:
         task.load_dataset(split)
     ds = task.dataset(split)
     enc = model.encoder
-    sums = {i: torch.zeros(enc.layers[i].self_attn.num_heads, dtype=torch.float64) for i in enc.gate_layers}
+    gated = gated_layers(model)
+    sums = {i: torch.zeros(attn.syntax_heads, dtype=torch.float64) for i, attn in gated.items()}
     model.eval()
     with torch.no_grad():
         for k in range(len(ds)):
             sample = ds.collater([ds[k]])
-            enc.forward_torchscript(sample["net_input"])
+            reports = enc.forward_torchscript(sample["net_input"])["syntax"]["layers"]
             for i in sums:
-                g = enc.layers[i].self_attn.gate_values
-                assert g.shape == (1, enc.num_heads)
+                g = reports[i]["gate"]["values"]
+                assert g.shape == (1, gated[i].syntax_heads)
                 sums[i] += g[0].double()
     model.train()
     return {i: s / len(ds) for i, s in sums.items()}, len(ds)
@@ -77,7 +85,7 @@ def test_heatmap_from_model_all_gated(tiny_data, tmp_path):
 
 def test_heatmap_nan_for_ungated_layers_and_heads(tiny_data, tmp_path):
     task, model = build_task_and_model(tiny_data, GATED, "--gate-layers", "1", "--distance-heads", "2")
-    assert model.encoder.gate_layers == [1] and model.encoder.layers[1].self_attn.plan.syntax_heads == 2
+    assert sorted(gated_layers(model)) == [1] and model.encoder.layers[1].self_attn.syntax_heads == 2
     ref, _ = gates_one_by_one(task, model)
     m = gate_matrix_from_model(model, task, "valid", max_sentences=7)
     assert m.shape == (2, 4)
