@@ -99,3 +99,30 @@ def test_fixed_spe_loads_and_generates(regenerated, regenerated_old_spe):
     assert sorted(got) == sorted(old) == list(range(40))
     assert all(r[0].split() and all(math.isfinite(float(x)) for x in r[0].split()) for r in got.values())
     assert any(got[i][0].split() != old[i][0].split() for i in got)
+
+
+def test_old_keys_load_under_todays_modules(tiny_data):
+    """The fixture's NSD parts were ``encoder.nsd_input``/``encoder.nsd_classifier`` and fairseq's
+    ``decoder.project_in_dim``; today each side's NSD is one module (``encoder.nsd``, ``decoder.nsd``): the weights
+    load there, unchanged, and fairseq's own ``project_in_dim`` stays empty. Its flat config (layer lists as strings)
+    reads through today's typed one."""
+    import syntrans  # noqa: F401  (allow-lists the checkpoint's classes)
+    from fairseq import checkpoint_utils
+
+    state = torch.load(FIXTURE / "checkpoint.pt", weights_only=True, map_location="cpu")
+    old = state["model"]
+    assert "decoder.project_in_dim.embed.weight" in old and "encoder.nsd_input.embed.weight" in old
+    models, cfg, _ = checkpoint_utils.load_model_ensemble_and_task([str(FIXTURE / "checkpoint.pt")],
+                                                                   arg_overrides={"data": str(tiny_data)})
+    model = models[0]
+    new = model.state_dict()
+    for before, now in (("decoder.project_in_dim.", "decoder.nsd.input."), ("encoder.nsd_input.", "encoder.nsd.input."),
+                        ("encoder.nsd_classifier.", "encoder.nsd.classifier."),
+                        ("decoder.nsd_classifier.", "decoder.nsd.classifier.")):
+        keys = [k for k in old if k.startswith(before)]
+        assert keys, before
+        for k in keys:
+            assert torch.equal(new[now + k[len(before):]], old[k]), k
+    assert model.decoder.project_in_dim is None
+    assert model.plan.block_keys("encoder", 0) == ("distance", "pascal", "lisa", "dbsa")
+    assert model.plan.block_keys("encoder", 1) == ("distance",) and model.encoder.layers[1].self_attn.mixer_key == "gate"
