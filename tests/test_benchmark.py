@@ -116,3 +116,40 @@ def test_stock_reference_only(tmp_path):
 def test_subset_and_bad_arch(tmp_path):
     with pytest.raises(SystemExit):
         benchmark.main(["--quick", "--corpus", "synth", "--archs", "not_an_arch", "--work-dir", str(tmp_path)])
+
+
+def test_by_length_measures_one_layer_per_preset(tmp_path):
+    """--lengths: for every preset asked, its first encoder (and decoder) layer with syntax heads against the stock
+    layer, at each length, both parts (attention alone, the whole layer) and both backends; identical presets are
+    measured once; the batch holds --layer-tokens tokens; a preset with no syntax heads (NSD) has no layer."""
+    out, md = tmp_path / "l.json", tmp_path / "l.md"
+    archs = ["pascal_transformer_iwslt_de_en", "dbsa_transformer_wmt_en_de", "nsd_src_transformer_base"]
+    rc = benchmark.main(["--quick", "--lengths", "16,48", "--layer-tokens", "96", "--device", "cpu", "--reps", "1",
+                         "--archs", ",".join(archs), "--json", str(out), "--out", str(md)])
+    assert rc == 0
+    result = json.loads(out.read_text())
+    (cpu,) = result["devices"]
+    cases = sorted({r["case"] for r in cpu["rows"]})
+    assert cases == ["dbsa_transformer_wmt_en_de/decoder", "dbsa_transformer_wmt_en_de/encoder",
+                     "pascal_transformer_iwslt_de_en/encoder"]
+    assert [(r["T"], r["B"]) for r in cpu["rows"] if r["case"] == cases[0]] == [(16, 6), (48, 2)]
+    heads = {r["case"]: r["heads"] for r in cpu["rows"]}
+    assert heads["pascal_transformer_iwslt_de_en/encoder"] == "2 pascal"
+    assert heads["dbsa_transformer_wmt_en_de/decoder"] == "1 dbsa"
+    for r in cpu["rows"]:
+        for part in ("attention", "layer"):
+            for backend in ("auto", "explicit"):
+                m = r[f"{part}_{backend}"]
+                assert all(math.isfinite(m[k]) and m[k] > 0 for k in ("stock_ms", "ms", "stock_peak_mb", "peak_mb"))
+                assert m["speed"] == pytest.approx(m["stock_ms"] / m["ms"])
+                assert m["mem"] == pytest.approx(m["peak_mb"] / m["stock_peak_mb"])
+        # the explicit path forms every head's scores: never less memory than the kernels the attention picks
+        assert r["attention_explicit"]["peak_mb"] >= r["attention_auto"]["peak_mb"]
+    text = md.read_text()
+    assert "| pascal_transformer_iwslt_de_en/encoder | 2 pascal | 48 | 2 |" in text
+
+
+def test_by_length_refuses_bad_lengths(tmp_path):
+    for bad in (["--lengths", "1,8"], ["--lengths", "64", "--layer-tokens", "32"], ["--lengths", "a"]):
+        with pytest.raises(SystemExit):
+            benchmark.main(["--quick", "--device", "cpu", *bad])
