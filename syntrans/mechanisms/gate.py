@@ -59,7 +59,7 @@ def mix(p_syn: torch.Tensor, p_raw: torch.Tensor, gates: torch.Tensor) -> torch.
     """A = G·A_syn + (1 − G)·A_raw per (sentence, head) (Hou et al., §3): p_* (B, h, T, S) (or the heads' outputs
     (B, h, T, d): the mix is linear), gates (B, h) → (B, h, T, S|d)."""
     g = gates.to(p_syn.dtype).view(gates.size(0), gates.size(1), 1, 1)
-    return g * p_syn + (1.0 - g) * p_raw
+    return torch.lerp(p_raw, p_syn, g)  # p_raw + G·(p_syn − p_raw), one pass over the (B, h, T, S) tensors
 
 
 class SyntaxGate(LayerMixer):
