@@ -451,6 +451,7 @@ class Nsd(Mechanism):
                 values = torch.full(x.shape[:2], BOS_NSD, dtype=torch.long, device=x.device)
             else:
                 values = saved["prev"].unsqueeze(1)  # (B, 1)
+            return owner.nsd.input(x, values)  # a prediction is in the range by construction: nothing to warn of
         if not owner.training:
             warn_clipped(values, s)
         return owner.nsd.input(x, values)
@@ -459,14 +460,17 @@ class Nsd(Mechanism):
         s = self.sides[side]
         if not s.output:
             return
-        logits = owner.nsd.classifier(states)  # (B, T, V)
         labels = (inputs.get(self.key) or {}).get("labels")
+        feeds = incremental_state is not None and s.embeds  # the prediction is the next step's input
+        if labels is None and not feeds:  # generation without labels: nothing reads the logits
+            return
+        logits = owner.nsd.classifier(states)  # (B, T, V)
         if labels is not None:
             ce, dist, count, clipped = nsd_losses(logits, labels, s.v_min, s.v_max)
             report_aux_loss(extra, f"nsd_{s.short}_ce", ce, count, float(self.cfg.ce_weight))
             report_aux_loss(extra, f"nsd_{s.short}_dist", dist, count, float(self.cfg.dist_weight))
             report_aux_metric(extra, f"nsd_{s.short}_clipped", 100.0 * clipped.float(), count)
-        if incremental_state is not None and s.embeds:
+        if feeds:
             predicted = owner.nsd.classifier.predict(logits[:, -1])  # (B,) the next input's NSD
             owner.set_incremental_state(incremental_state, self.key, {"prev": predicted})
 
