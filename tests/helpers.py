@@ -75,6 +75,13 @@ def build_task_and_model(data: Path, arch: str, *extra: str, seed: int = 1):
     return task, model
 
 
+def first_batch(task, split: str, n: int) -> dict:
+    """The first ``n`` sentences of ``split`` (loaded here) collated into one batch, as fairseq would batch them."""
+    task.load_dataset(split)
+    ds = task.dataset(split)
+    return ds.collater([ds[i] for i in range(n)])
+
+
 def run(tool, *args):
     """Run the venv's console script ``tool``; asserts it succeeded and returns its stdout + stderr."""
     env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}

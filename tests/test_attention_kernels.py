@@ -7,7 +7,9 @@ fairseq's order of operations):
 * flex attention's score modifications (PASCAL's S ⊙ W, the distance mask's bias) give the explicit path's outputs
   (torch runs flex attention's forward on CPU; its backward needs CUDA and is compared there);
 * heads without syntax form no (B, H, T, S) tensor: the largest allocation of a layer with one syntax head of eight
-  is one head's scores, not the layer's.
+  is one head's scores, not the layer's;
+* a method's heads whose probabilities the step does not need (parse heads at evaluation, the distance mask's bias)
+  form no scores of their own.
 """
 import pytest
 import torch
@@ -200,3 +202,20 @@ def test_heads_without_syntax_form_no_full_score_tensor(layout, syntax_heads):
     assert biggest <= 2 * syntax_heads * one_head < H * one_head, (biggest, one_head)
     explicit = largest_allocation(lambda: run(attn, x, pad, data, "explicit"))
     assert explicit >= H * one_head  # the reference path does form every head's: the measure can see it
+
+
+@pytest.mark.parametrize("layout, train, inputs, most", [
+    ("lisa", False, (), 0.5), ("dbsa", False, (), 0.5),  # at evaluation (no parents): no (B, T, S) tensor at all
+    ("distance", True, ("distance",), 1.0), ("distance", False, ("distance",), 1.0),  # the shared bias, no more
+])
+def test_syntax_heads_run_fused_where_their_probabilities_are_not_needed(layout, train, inputs, most):
+    """README: a method's heads run fused wherever the step does not need their probabilities: the parse heads at
+    evaluation and the distance-mask heads (an additive bias) in training too form no scores of their own; the
+    explicit path forms all eight heads'."""
+    T, B = 96, 4
+    x, pad, data = batch(T=T, lengths=(T, T - 5, 60, 30))
+    attn = syntax_attention(C, H, LAYOUTS[layout](), train=train)
+    data = {k: v for k, v in data.items() if k in inputs}
+    one_head = B * T * T * 4  # one head's float32 scores
+    assert largest_allocation(lambda: run(attn, x, pad, data, "auto")) <= most * one_head
+    assert largest_allocation(lambda: run(attn, x, pad, data, "explicit")) >= H * one_head

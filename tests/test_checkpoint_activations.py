@@ -6,7 +6,7 @@ The layers' reports (a parent loss inside the attention, the kept attention Sync
 the checkpointed layer, so they keep their gradient: before the redesign LISA and DBSA refused the flag."""
 import pytest
 import torch
-from helpers import build_task_and_model
+from helpers import build_task_and_model, first_batch
 
 from syntrans.criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
 
@@ -42,9 +42,7 @@ def test_same_loss_and_gradients_with_checkpointed_activations(tiny_data, name):
     task, plain = build_task_and_model(tiny_data, arch, *DROPOUT, *extra, seed=5)
     _, ckpt = build_task_and_model(tiny_data, arch, *DROPOUT, *extra, "--checkpoint-activations", seed=5)
     ckpt.load_state_dict(plain.state_dict())  # the same weights (building draws the same ones anyway)
-    task.load_dataset("train")
-    ds = task.dataset("train")
-    sample = ds.collater([ds[i] for i in range(8)])
+    sample = first_batch(task, "train", 8)
     loss_a, aux_a, grads_a = step(task, plain, sample, seed=11)
     loss_b, aux_b, grads_b = step(task, ckpt, sample, seed=11)
     assert set(aux_a) == set(aux_b) and (aux_a or name == "pascal")  # every auxiliary loss, reported by both
@@ -67,9 +65,7 @@ def test_batchnorm_statistics_move_once_per_step(tiny_data):
     task, plain = build_task_and_model(tiny_data, arch, *extra, seed=5)
     _, ckpt = build_task_and_model(tiny_data, arch, *extra, "--checkpoint-activations", seed=5)
     ckpt.load_state_dict(plain.state_dict())
-    task.load_dataset("train")
-    ds = task.dataset("train")
-    sample = ds.collater([ds[i] for i in range(8)])
+    sample = first_batch(task, "train", 8)
     step(task, plain, sample, seed=1)
     step(task, ckpt, sample, seed=1)
     stats = {n: b for n, b in plain.named_buffers() if "running" in n or "num_batches" in n}

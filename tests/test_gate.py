@@ -198,13 +198,11 @@ def test_gated_layer_needs_syntax_heads_and_mode_is_checked():
 
 
 def test_validation_logs_gate_values_per_layer_and_head(tiny_data):
-    from helpers import build_task_and_model
+    from helpers import build_task_and_model, first_batch
 
     task, model = build_task_and_model(tiny_data, "gated_distance_transformer_iwslt_de_en", "--distance-heads", "2",
                                        "--gate-layers", "1")
-    task.load_dataset("valid")
-    ds = task.dataset("valid")
-    sample = ds.collater([ds[i] for i in range(5)])
+    sample = first_batch(task, "valid", 5)
     model.eval()
     with torch.no_grad():
         _, extra = model(**sample["net_input"])

@@ -23,7 +23,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.modules import MultiheadAttention
 from fairseq.trainer import Trainer
 from fairseq_cli import train as fairseq_train
-from helpers import BIN, build_task_and_model, metric, metric_lines, tiny_train_argv
+from helpers import BIN, build_task_and_model, first_batch, metric, metric_lines, tiny_train_argv
 from omegaconf import open_dict
 
 from syntrans.criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
@@ -90,9 +90,7 @@ class Case:
         arch, extra = PRESETS[name]
         self.task, self.model = build_task_and_model(data, arch, *extra)
         randomise_dbsa(self.model)
-        self.task.load_dataset("valid")
-        ds = self.task.dataset("valid")
-        self.sample = ds.collater([ds[i] for i in range(8)])
+        self.sample = first_batch(self.task, "valid", 8)
         self.crit = SyntaxLabelSmoothedCrossEntropyCriterion(self.task, sentence_avg=False, label_smoothing=0.1)
         self.state = {k: v.clone() for k, v in self.model.state_dict().items()}
         self.ref = {train: self.run(None, train) for train in (False, True)}

@@ -319,16 +319,14 @@ def test_lisa_needs_parents_to_train_but_not_to_translate(tiny_data, tmp_path):
     train (its loss would be silently missing), and a PASCAL model is refused with the file it lacks."""
     import shutil
 
-    from helpers import build_task_and_model
+    from helpers import build_task_and_model, first_batch
 
     data = tmp_path / "data-bin"
     shutil.copytree(tiny_data, data)
     for f in data.glob("*.src.head.*"):
         f.unlink()
     task, model = build_task_and_model(data, "lisa_transformer_iwslt_de_en")
-    task.load_dataset("valid")
-    ds = task.dataset("valid")
-    sample = ds.collater([ds[i] for i in range(3)])
+    sample = first_batch(task, "valid", 3)
     assert "src_parent_first" not in sample["net_input"]
     model.eval()
     with torch.no_grad():
@@ -345,15 +343,13 @@ def test_lisa_needs_parents_to_train_but_not_to_translate(tiny_data, tmp_path):
 def test_l2_lisa_trains_through_the_model(tiny_data):
     """``--lisa-loss l2`` through the model: no U in the checkpoint keys (ce keeps it), a finite training loss, and
     the L2 loss alone sends gradient into the LISA head's slice of q_proj/k_proj of layer 0 and nowhere else there."""
-    from helpers import build_task_and_model
+    from helpers import build_task_and_model, first_batch
 
     _, ce_model = build_task_and_model(tiny_data, "lisa_transformer_iwslt_de_en")
     task, model = build_task_and_model(tiny_data, "lisa_transformer_iwslt_de_en", "--lisa-loss", "l2")
     assert set(ce_model.state_dict()) - set(model.state_dict()) == {"encoder.layers.0.self_attn.lisa.U"}
     assert set(model.state_dict()) <= set(ce_model.state_dict())
-    task.load_dataset("valid")
-    ds = task.dataset("valid")
-    sample = ds.collater([ds[i] for i in range(4)])
+    sample = first_batch(task, "valid", 4)
     model.train()
     loss, sample_size, log, _ = criterion_loss(task, model, sample)
     assert math.isfinite(loss.item()) and log["aux:lisa:n"] > 0

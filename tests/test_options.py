@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 import torch
-from helpers import build_task_and_model
+from helpers import build_task_and_model, first_batch
 
 from syntrans.mechanisms.dbsa import DbsaConfig
 from syntrans.mechanisms.distance import DistanceMaskConfig
@@ -71,6 +71,21 @@ def test_flat_layer_strings_become_lists_of_ints(flat, want):
 
 
 @pytest.mark.fast
+def test_negative_layer_numbers_count_from_the_last_layer():
+    """docs/methods.md: negative layer numbers count from the last layer; beyond either end is refused by flag."""
+    from syntrans.mechanisms.layer_lists import resolve_layers
+
+    assert resolve_layers([-1], 6, "--lisa-layers") == [5]
+    assert resolve_layers("0,-1", 6, "--lisa-layers") == [0, 5]
+    assert resolve_layers([-6, 0], 6, "--lisa-layers") == [0]
+    cfg = syntax_config(argparse.Namespace(encoder_layers=3, decoder_layers=2, dbsa_decoder_layers="-1"))
+    assert cfg.dbsa.decoder_layers == [-1]  # kept as given in the config; resolved against the side's own depth
+    for bad in ([-7], [6]):
+        with pytest.raises(ValueError, match=r"--lisa-layers: layers must lie in 0\.\.5 .* found -?\d"):
+            resolve_layers(bad, 6, "--lisa-layers")
+
+
+@pytest.mark.fast
 def test_all_means_every_layer_of_its_own_side():
     cfg = syntax_config(argparse.Namespace(encoder_layers=3, decoder_layers=2, dbsa_encoder_layers="all",
                                            dbsa_decoder_layers="all", gate_layers="all"))
@@ -129,9 +144,7 @@ def test_the_model_reads_the_options_object_with_the_declared_defaults(tiny_data
     (nsd,) = [m for m in model.plan.active if m.key == "nsd"]
     assert (nsd.cfg.ce_weight, nsd.cfg.dist_weight) == (declared.ce_weight, declared.dist_weight)
     assert nsd in model.encoder.syntax.mechanisms and nsd in model.decoder.syntax.mechanisms  # one config, both sides
-    task.load_dataset("valid")
-    ds = task.dataset("valid")
-    sample = ds.collater([ds[i] for i in range(2)])
+    sample = first_batch(task, "valid", 2)
     model.eval()
     with torch.no_grad():
         _, extra = model(**sample["net_input"])
@@ -145,3 +158,18 @@ def test_the_model_reads_the_options_object_with_the_declared_defaults(tiny_data
     assert isinstance(attn, SyntaxMultiheadAttention) and attn.block_keys == ("distance",)
     assert attn.distance.num_heads == 2 and attn.syntax_heads == 2  # the preset says 4; the flag wins
     assert not isinstance(model.encoder.layers[1].self_attn, SyntaxMultiheadAttention)  # no syntax heads there
+
+
+
+def test_target_embedding_mechanism_needs_embeddings_as_wide_as_the_decoder(tiny_data):
+    """A mechanism that changes the target embeddings (NSD target input) refuses embeddings that fairseq would
+    project into the decoder, naming the mechanism and both widths."""
+    import torch.nn as nn
+
+    from syntrans.models.decoder import SyntaxTransformerDecoder
+
+    _, model = build_task_and_model(tiny_data, "nsd_tgt_transformer_base", "--nsd-embed-dim", "8")
+    narrow = nn.Embedding(len(model.decoder.dictionary), 16, padding_idx=model.decoder.padding_idx)
+    with pytest.raises(ValueError, match=r"NSD .* changes the target embeddings .* \(--decoder-embed-dim\).* found "
+                                         r"target embeddings of 16 and a decoder of 32"):
+        SyntaxTransformerDecoder(model.cfg, model.plan, model.decoder.dictionary, narrow)

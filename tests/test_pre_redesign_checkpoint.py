@@ -106,8 +106,9 @@ def test_old_keys_load_under_todays_modules(tiny_data):
     ``decoder.project_in_dim``; today each side's NSD is one module (``encoder.nsd``, ``decoder.nsd``): the weights
     load there, unchanged, and fairseq's own ``project_in_dim`` stays empty. Its flat config (layer lists as strings)
     reads through today's typed one."""
-    import syntrans  # noqa: F401  (allow-lists the checkpoint's classes)
     from fairseq import checkpoint_utils
+
+    import syntrans  # noqa: F401  (allow-lists the checkpoint's classes)
 
     state = torch.load(FIXTURE / "checkpoint.pt", weights_only=True, map_location="cpu")
     old = state["model"]

@@ -26,7 +26,6 @@ from fairseq.models import ARCH_CONFIG_REGISTRY
 from fairseq.models.transformer import TransformerConfig
 from fairseq.modules import MultiheadAttention
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
-from torch.profiler import ProfilerActivity, profile
 
 from ..data.features import FEATURES
 from ..mechanisms.plan import SyntaxPlan
@@ -36,6 +35,7 @@ from ..models.layers import SyntaxDecoderLayer, SyntaxEncoderLayer
 from ..models.syntax_transformer import model_shape
 from ..modules.syntax_attention import SyntaxMultiheadAttention
 from .corpus import say
+from .measure import cpu_memory_events, running_peak
 
 BACKENDS = ("auto", "explicit")
 PARTS = ("attention", "layer")
@@ -223,17 +223,9 @@ def peak_bytes(run: Callable[[], None], device: str) -> int:
         run()
         _sync(device)
         return torch.cuda.max_memory_allocated() - before
-    for _ in range(2):
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            run()
-        events = [e for e in prof.profiler.kineto_results.events()
-                  if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
-    events.sort(key=lambda e: e.start_ns())
-    cur = peak = 0
-    for e in events:
-        cur += e.nbytes()
-        peak = max(peak, cur)
-    return peak
+    for _ in range(2):  # the first recorded run makes the blocks kept between runs recorded ones
+        events = cpu_memory_events(run)
+    return running_peak(events)[0]
 
 
 def measure(case: Case, T: int, opts, device: str) -> dict:

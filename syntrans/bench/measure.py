@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from fairseq import utils
@@ -58,6 +58,26 @@ def _tensors(obj):
     elif isinstance(obj, (list, tuple)):
         for v in obj:
             yield from _tensors(v)
+
+
+def cpu_memory_events(run: Callable[[], None]) -> list:
+    """The CPU allocator's allocation (+) and free (−) events recorded by torch's profiler during ``run()``, in time
+    order. Frees of blocks allocated before the recording are not reported: record a first run, so that the blocks
+    kept between runs are recorded ones, and count the second."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run()
+    events = [e for e in prof.profiler.kineto_results.events()
+              if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
+    return sorted(events, key=lambda e: e.start_ns())
+
+
+def running_peak(events: list) -> Tuple[int, int]:
+    """(highest net amount allocated, net amount at the end) of time-ordered memory events, in bytes."""
+    cur = peak = 0
+    for e in events:
+        cur += e.nbytes()
+        peak = max(peak, cur)
+    return peak, cur
 
 
 def held_bytes(bench: Bench, sample: dict) -> int:
@@ -169,15 +189,8 @@ class Runner:
                 b.optimizer.zero_grad(set_to_none=True)
                 held = held_bytes(b, sample)
                 torch.manual_seed(self.opts.seed)
-                with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-                    self.step(b, sample)
-                events = [e for e in prof.profiler.kineto_results.events()
-                          if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
-            events.sort(key=lambda e: e.start_ns())
-            cur = extra = 0
-            for e in events:
-                cur += e.nbytes()
-                extra = max(extra, cur)
+                events = cpu_memory_events(lambda: self.step(b, sample))
+            extra, cur = running_peak(events)
             # after the step the net change must be exactly the new gradients (kept state is replaced
             # by state of the same size): a non-zero residual means something was not accounted for
             grads = sum(p.grad.numel() * p.grad.element_size() for p in b.model.parameters() if p.grad is not None)

@@ -123,11 +123,16 @@ def _run(opts: BenchOptions) -> BenchRun:
         "seconds": time.perf_counter() - t_start,
     }
     text = render(result)
+    _write(opts, result, text)
+    return BenchRun(result, text)
+
+
+def _write(opts: BenchOptions, result: dict, text: str) -> None:
+    """The report to ``--out`` (markdown) and the result to ``--json``, where given."""
     if opts.out:
         Path(opts.out).write_text(text, encoding="utf-8")
     if opts.json:
         Path(opts.json).write_text(json.dumps(_finite_json(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return BenchRun(result, text)
 
 
 def _run_by_length(opts: BenchOptions, presets: List[str], devices: List[str]) -> BenchRun:
@@ -138,8 +143,5 @@ def _run_by_length(opts: BenchOptions, presets: List[str], devices: List[str]) -
     result.update({"torch": torch.__version__, "fairseq": fairseq.__version__, "python": sys.version.split()[0],
                    "presets": presets, "seconds": time.perf_counter() - t_start})
     text = render_by_length(result)
-    if opts.out:
-        Path(opts.out).write_text(text, encoding="utf-8")
-    if opts.json:
-        Path(opts.json).write_text(json.dumps(_finite_json(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _write(opts, result, text)
     return BenchRun(result, text)

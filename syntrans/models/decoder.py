@@ -31,8 +31,10 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
         del self._unbuilt
         self.syntax = plan.sides[SIDE]
         if self.syntax.embeds and self.project_in_dim is not None:
-            raise ValueError("a mechanism that changes the target embeddings needs --decoder-input-dim equal to "
-                             "--decoder-embed-dim")
+            titles = ", ".join(m.title for m in self.syntax.mechanisms if m.embeds(SIDE))
+            raise ValueError(f"{titles} changes the target embeddings and needs them as wide as the decoder "
+                             f"(--decoder-embed-dim), with no projection in between: found target embeddings of "
+                             f"{embed_tokens.embedding_dim} and a decoder of {C}")
         for key, module in plan.side_modules(SIDE, C).items():
             self.add_module(key, module)
 
