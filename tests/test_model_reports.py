@@ -53,3 +53,26 @@ def test_explicit_backend_gives_the_same_output(tiny_data):
         explicit, _ = model(**sample["net_input"], syntax_backend="explicit")
     torch.testing.assert_close(explicit, auto, rtol=1e-5, atol=1e-5)
     assert not torch.equal(explicit, torch.zeros_like(explicit))
+
+
+def test_record_attention_sees_module_forwards_not_generator_decoder_steps(tiny_data):
+    """docs/python-api.md: record_attention sees the forwards that go through the modules (the model's, the
+    encoder's, its forward_torchscript too), not fairseq's generator's decoder steps (decoder.forward called
+    directly)."""
+    from fairseq.sequence_generator import SequenceGenerator
+
+    from syntrans.modules.attention_record import record_attention
+
+    task, model, sample = dbsa_model(tiny_data)
+    with torch.no_grad():
+        with record_attention(model) as probs:
+            model.encoder.forward_torchscript(sample["net_input"])
+        assert sorted(probs) == [("encoder", 0)]
+        gen = SequenceGenerator([model], task.target_dictionary, beam_size=2, max_len_b=5)
+        with record_attention(model) as probs:
+            hypos = gen.generate([model], sample)
+        assert len(hypos) == sample["net_input"]["src_tokens"].size(0)
+        assert sorted(probs) == [("encoder", 0)]  # the encoder ran as a module; the decoder steps were not seen
+        with record_attention(model) as probs:
+            model(**sample["net_input"])
+        assert sorted(probs) == [("decoder", 0), ("encoder", 0)]
