@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from syntrans.bench.models import syntax_presets
 from syntrans.cli import benchmark
 
 #: The NSD presets with NSD parts on (the plain ``nsd_transformer`` has none: the vanilla parameters).
@@ -29,7 +30,7 @@ def quick_run(tmp_path_factory):
 
 
 def test_presets_are_discovered_from_the_registry():
-    presets = benchmark.syntax_presets()
+    presets = syntax_presets()
     assert "syntax_transformer" not in presets
     assert {"distance_transformer_iwslt_de_en", "distance_transformer_wmt_en_de", "pascal_transformer_wmt_en_de",
             "pascal_transformer_iwslt_de_en", "lisa_transformer_wmt_en_de", "lisa_transformer_iwslt_de_en",
@@ -39,7 +40,7 @@ def test_presets_are_discovered_from_the_registry():
 def test_quick_run_reports_every_model(quick_run):
     rc, result, markdown = quick_run
     assert rc == 0
-    presets = benchmark.syntax_presets()
+    presets = syntax_presets()
     assert result["presets"] == presets
     assert result["corpus"]["name"] == "synth"
     (cpu,) = result["devices"]

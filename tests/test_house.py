@@ -215,16 +215,16 @@ SYNTHETIC = [
     ("modules_not_data", "syntrans.modules.nsd_layers", False, "from ..data.features import BOS_NSD, NO_NSD\n", 1),
     ("modules_not_data", "syntrans.modules.nsd_layers", False, "from .. import data\n", 1),
     ("modules_not_data", "syntrans.modules.nsd_layers", False, "class A:\n    def f(self):\n        import syntrans.data\n", 1),
-    ("modules_not_data", "syntrans.modules.nsd_layers", False, "from .data import x\nfrom ..syntax.nsd import nsd\n", 0),
+    ("modules_not_data", "syntrans.modules.nsd_layers", False, "from .data import x\nfrom ..syntax.nsd_labels import nsd\n", 0),
     ("modules_not_data", "syntrans.modules", True, "from ..data import features\n", 1),
     ("modules_not_data", "syntrans.modules", True, "from .data_utils import x\n", 0),
     ("modules_not_data", "syntrans.models.nsd_side", False, "from ..data.features import BOS_NSD\n", 0),  # not modules/
     ("modules_not_data", "syntrans.modules.nsd_layers", False, "from fairseq.data import Dictionary\n", 0),
     # syntrans/syntax/ imports no fairseq
-    ("syntax_without_fairseq", "syntrans.syntax.nsd", False, "import fairseq\n", 1),
-    ("syntax_without_fairseq", "syntrans.syntax.nsd", False, "def f():\n    from fairseq.data import Dictionary\n", 1),
+    ("syntax_without_fairseq", "syntrans.syntax.nsd_labels", False, "import fairseq\n", 1),
+    ("syntax_without_fairseq", "syntrans.syntax.nsd_labels", False, "def f():\n    from fairseq.data import Dictionary\n", 1),
     ("syntax_without_fairseq", "syntrans.syntax", True, "try:\n    import fairseq_cli.train\nexcept ImportError:\n    pass\n", 1),
-    ("syntax_without_fairseq", "syntrans.syntax.nsd", False, "import numpy\nfrom .trees import leaves\nimport fairseqx\n", 0),
+    ("syntax_without_fairseq", "syntrans.syntax.nsd_labels", False, "import numpy\nfrom .trees import leaves\nimport fairseqx\n", 0),
     ("syntax_without_fairseq", "syntrans.modules.pascal", False, "from fairseq import utils\n", 0),  # not syntax/
     # no __class__ assignment
     ("no_class_assignment", "syntrans.models.x", False, "attn.__class__ = SyntaxBiasedMultiheadAttention\n", 1),

@@ -14,7 +14,7 @@ from helpers import build_task_and_model
 from syntrans.data.features import BOS_NSD, NO_NSD
 from syntrans.mechanisms.nsd import NsdInput, NsdSettings, nsd_classes, nsd_losses, warn_clipped
 from syntrans.syntax.align import pieces_per_word
-from syntrans.syntax.nsd import nsd
+from syntrans.syntax.nsd_labels import nsd
 
 C = 8
 

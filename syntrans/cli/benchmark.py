@@ -17,13 +17,10 @@ import argparse
 import sys
 from typing import List, Optional
 
-from ..bench.corpus import say
-from ..bench.models import syntax_presets
 from ..bench.options import DEFAULTS, BenchError, BenchOptions
-from ..bench.run import run_benchmark
 
 PROG = "syntrans-benchmark"
-__all__ = ["build_parser", "main", "options_from_args", "syntax_presets"]  # syntax_presets: what a run measures
+__all__ = ["build_parser", "main", "options_from_args"]
 
 
 # ------------------------------------------------------------------------------------------- options
@@ -114,8 +111,11 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-benchmark``; returns 0, or exits with a message naming a refused setting."""
+    args = build_parser().parse_args(argv)
+    from ..bench.corpus import say  # lazy: fairseq and torch (seconds), not for --help
+    from ..bench.run import run_benchmark
     try:
-        run = run_benchmark(options_from_args(build_parser().parse_args(argv)))
+        run = run_benchmark(options_from_args(args))
     except BenchError as e:
         raise SystemExit(f"{PROG}: error: {e}") from None
     sys.stdout.write(run.report)

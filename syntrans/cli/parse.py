@@ -15,9 +15,8 @@ import argparse
 import os
 import sys
 
-from ..parsing.driver import PARSERS, ParseJob, StrictParseError, merge_finished, parse_job
-from ..parsing.shards import InputError, shard_range
-from ..parsing.stanza_parser import MissingModelsError
+from ..parsing.names import PARSERS
+from ..parsing.shards import shard_range
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,6 +57,7 @@ def _info(msg: str) -> None:
 
 def run(args) -> int:
     """Run one ``syntrans-parse`` invocation with parsed arguments; returns the exit status."""
+    from ..parsing.driver import ParseJob, merge_finished, parse_job  # lazy: stanza and torch (seconds), not for --help
     if args.merge:
         merge_finished(args.output, args.num_shards, explicit=True, log=_info)
         return 0
@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
             _err(f"syntrans-parse: {args.output}: expected an existing output directory {out_dir}, found nothing; "
                  f"create it first")
             return 2
+    from ..parsing.driver import StrictParseError  # lazy: as in run()
+    from ..parsing.shards import InputError
+    from ..parsing.stanza_parser import MissingModelsError
     try:
         return run(args)
     except MissingModelsError as e:

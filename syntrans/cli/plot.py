@@ -49,11 +49,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..parsing.stanza_parser import MissingModelsError
-from ..parsing.trivial import KINDS
-from ..plots import attention as A
-from ..plots import gates as G
-from ..plots import sentence as S
+from ..parsing.names import KINDS
 from .argtypes import positive_int as _positive
 
 PROG = "syntrans-plot"
@@ -143,6 +139,7 @@ def _fmt_mean(value: float) -> str:
 
 def run_gates(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     """``syntrans-plot gates``; returns the summary line."""
+    from ..plots import gates as G  # lazy, like every figure's module: fairseq, torch or stanza (seconds), not for --help
     if args.checkpoint is not None:
         if args.data is None:
             parser.error("gates --checkpoint needs --data DATA_BIN")
@@ -177,6 +174,8 @@ def run_gates(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
 
 def run_sentence(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     """``syntrans-plot sentence``; returns the summary line."""
+    from ..parsing.stanza_parser import MissingModelsError
+    from ..plots import sentence as S
     S.check_output_paths(args.out, args.matrices)
     if (args.text is None) == (args.parse is None):
         parser.error("sentence needs either SENTENCE (tokenized text to parse) or --parse FILE --line N, not both")
@@ -213,6 +212,8 @@ def run_sentence(args: argparse.Namespace, parser: argparse.ArgumentParser) -> s
 
 def run_attention(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
     """``syntrans-plot attention``; returns the summary line."""
+    from ..plots import attention as A
+    from ..plots import sentence as S
     S.check_output_paths(args.out, args.matrices)  # a bad suffix is refused before the model is loaded
     attention = A.attention_from_checkpoint(args.checkpoint, args.data, args.split, args.sentence_index, args.device)
     fig, matrices = A.plot_attention(attention, title=args.title)

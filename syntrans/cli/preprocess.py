@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import List, Optional
 
-from ..data.preprocess import SidecarError, check_usage, preprocess, preprocessing_parser
+from ..data.preprocess_options import help_parser
 
 
 def _print(message: str) -> None:
@@ -19,6 +19,11 @@ def _print(message: str) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-preprocess``; returns the exit status (2 with a message on bad options or inputs)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "-h" in argv or "--help" in argv:  # fairseq's parser takes seconds to import: --help lists ours and names its
+        help_parser("syntrans-preprocess", __doc__.splitlines()[0].replace("``", "")).print_help()
+        return 0
+    from ..data.preprocess import SidecarError, check_usage, preprocess, preprocessing_parser  # lazy: fairseq
     parser = preprocessing_parser()
     args = parser.parse_args(argv)
     try:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..synth import write_corpus
-
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line options."""
@@ -38,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("need --max-len >= 3 and --min-len <= --max-len")
     if args.src == args.tgt:
         parser.error("--src and --tgt must differ")
+    from ..synth import write_corpus  # lazy: stanza's trees (seconds), not for --help
     for s in write_corpus(args.out_dir, sizes, args.seed, args.src, args.tgt, args.min_len, args.max_len):
         print(f"{s['split']}: {s['sentences']} sentences, mean length {s['mean_len']:.1f} words, "
               f"{s['overlap']} also in another split, {s['seconds']:.2f}s", flush=True)

@@ -33,14 +33,13 @@ import ast
 import itertools
 import sys
 import time
-from typing import Dict, Iterator, List, Optional, TextIO
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, TextIO
 
-from ..hub.predicted_syntax import NoParseHeads, Translation
-from ..hub.translator import PARSER_CHOICES, Translator
-from ..parsing.stanza_parser import MissingModelsError
-from ..syntax.heads import attachment
-from ..syntax.parsed import format_conllu, read_parsed
+from ..parsing.names import AUTO_PARSERS as PARSER_CHOICES
 from .argtypes import positive_int as _positive
+
+if TYPE_CHECKING:
+    from ..hub.predicted_syntax import Translation
 
 PROG = "syntrans-translate"
 
@@ -103,6 +102,7 @@ def line_batches(stream: TextIO, size: int) -> Iterator[List[str]]:
 
 def read_parse_file(path: str) -> Dict[int, list]:
     """line number → its parsed sentences, from a parsed corpus (errors name the file)."""
+    from ..syntax.parsed import read_parsed  # lazy: stanza's trees (seconds), not for --help
     by_line: Dict[int, list] = {}
     for s in read_parsed(path):
         by_line.setdefault(s.line, []).append(s)
@@ -122,6 +122,8 @@ def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str
 
 
 def run(args) -> int:
+    from ..hub.predicted_syntax import NoParseHeads  # lazy: fairseq and torch (seconds), not for --help
+    from ..hub.translator import Translator
     t0 = time.perf_counter()
     overrides = ast.literal_eval(args.model_overrides)
     if not isinstance(overrides, dict):
@@ -190,6 +192,8 @@ def run(args) -> int:
 def write_parses(streams: Dict[str, TextIO], done: List[Translation], first: int, uas: List[int]) -> None:
     """Write one batch's predicted parses as CoNLL-U (``# line`` counted from ``first``; a line without words has no
     sentence) and add the source parse's attachment against the given parse to ``uas`` [hits, words]."""
+    from ..syntax.heads import attachment  # lazy: as in read_parse_file
+    from ..syntax.parsed import format_conllu
     for side, stream in streams.items():
         sentences = []
         for k, t in enumerate(done):
@@ -210,6 +214,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for stream, given in ((sys.stdin, args.input), (sys.stdout, args.output)):
         if not given and hasattr(stream, "reconfigure"):
             stream.reconfigure(encoding="utf-8")
+    from ..parsing.stanza_parser import MissingModelsError  # lazy: stanza (seconds), not for --help
     try:
         return run(args)
     except MissingModelsError as e:

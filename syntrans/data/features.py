@@ -15,13 +15,13 @@ import torch
 
 from ..syntax.align import pieces_per_word
 from ..syntax.gaps import EOS_GAP, subword_gaps_array
-from ..syntax.nsd import BOS_NSD, NO_NSD, NSD_KINDS, line_nsd, subword_nsd
+from ..syntax.nsd_labels import BOS_NSD, NO_NSD, NSD_KINDS, line_nsd, subword_nsd
 from ..syntax.parents import subword_parents_array
 
 #: Parent position of a token that has none (EOS, padding).
 NO_PARENT = -1
 
-__all__ = ["BOS_NSD", "FEATURES", "Feature", "NO_NSD", "NO_PARENT"]  # the NSD fillers are defined in syntax.nsd
+__all__ = ["BOS_NSD", "FEATURES", "Feature", "NO_NSD", "NO_PARENT"]  # the NSD fillers are defined in syntax.nsd_labels
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ FEATURES: Dict[str, Feature] = {
     # chain parents of the decoder input tokens, (B, T) int64 padded like prev_output_tokens
     "tgt_parent_chain": Feature("tgt_parent_chain", "target", ("word", "head"), NO_PARENT,
                                 _decoder_input_parents, positions=True),
-    # syntactic distances of kind K (dS, dG, dR, dD; syntax.nsd): src_nsd_K per source token; tgt_nsd_in_K per
+    # syntactic distances of kind K (dS, dG, dR, dD; syntax.nsd_labels): src_nsd_K per source token; tgt_nsd_in_K per
     # decoder input token (BOS first), tgt_nsd_out_K per target token (as labels)
     **_nsd_features(),
 }

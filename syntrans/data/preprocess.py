@@ -19,20 +19,8 @@ from typing import List, Optional, Tuple
 from fairseq import options
 
 from .build_sidecars import SidecarError, SidecarReport, build_side
+from .preprocess_options import add_syntax_args
 from .sidecars import side_prefix
-
-
-def add_syntax_args(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("syntrans")
-    g.add_argument("--trainparse", metavar="FP", help="parsed corpora of the train split: FP.{lang}.conllu or .ptb")
-    g.add_argument("--validparse", metavar="FP", help="parsed corpora of the valid split(s), comma-separated")
-    g.add_argument("--testparse", metavar="FP", help="parsed corpora of the test split(s), comma-separated")
-    g.add_argument("--bpe-marker", default="@@", help="suffix of a BPE piece that continues into the next (subword-nmt: @@)")
-    g.add_argument("--binarize-trees", action="store_true",
-                   help="distances on CNF-binarized trees (the released distance-mask code); default: the paper's")
-    g.add_argument("--strict", action="store_true",
-                   help="error on multi-sentence lines, empty lines, failed parses and respelled words instead of reporting them")
-    g.add_argument("--sidecars-only", action="store_true", help="skip fairseq's binarization (data already in --destdir)")
 
 
 def preprocessing_parser() -> argparse.ArgumentParser:

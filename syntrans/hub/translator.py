@@ -23,12 +23,13 @@ import torch
 
 from ..checkpoints.loading import load_checkpoint
 from ..generation.recording import ParseRecordingGenerator
+from ..parsing.names import AUTO_PARSERS
 from .batch import collate, encode_source
 from .predicted_syntax import Translation, last_parses, source_parse, target_parse
 from .source_syntax import LineParse, SourceParser, as_sentences, line_arrays, memory_side, needed_kinds, needs_parse
 from .text import SourceText, TargetText
 
-PARSER_CHOICES = ("auto", "stanza", "right-branching", "left-branching", "flat")
+PARSER_CHOICES = AUTO_PARSERS
 
 
 def _stderr(message: str) -> None:

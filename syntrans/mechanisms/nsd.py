@@ -1,5 +1,5 @@
 """NSD (Ma et al. 2019, "Improving Neural Machine Translation with Neural Syntactic Distance"): the syntactic distance
-of every word (dS, dG, dR from the constituency tree, dD from the dependency heads; :mod:`syntrans.syntax.nsd`) as an
+of every word (dS, dG, dR from the constituency tree, dD from the dependency heads; :mod:`syntrans.syntax.nsd_labels`) as an
 input embedding with a syntactic positional encoding, and as an output predicted from the hidden states with the
 losses L_entdist and L_dist; on the source side, the target side or both.
 
@@ -27,7 +27,7 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import SyntaxPart
 from ..modules.precision import named_precision
-from ..syntax.nsd import BOS_NSD, NO_NSD, NSD_KINDS
+from ..syntax.nsd_labels import BOS_NSD, NO_NSD, NSD_KINDS
 from .base import FeatureNeeds, Mechanism, required_feature
 
 logger = logging.getLogger("syntrans.nsd")

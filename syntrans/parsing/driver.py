@@ -56,9 +56,8 @@ from .shards import (
     shard_range,
     write_marker,
 )
-from .trivial import KINDS, TrivialParser, fallback_parse, split_sentences
+from .trivial import TrivialParser, fallback_parse, split_sentences
 
-PARSERS = ("stanza",) + KINDS
 MAX_LISTED_FAILURES = 20
 
 

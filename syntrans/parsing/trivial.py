@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from stanza.models.constituency.parse_tree import Tree
 
 from ..syntax.parsed import ParsedSentence
+from .names import KINDS
 
-KINDS = ("right-branching", "left-branching", "flat")
 ROOT_LABEL = "ROOT"
 PHRASE_LABEL = "X"
 PRETERMINAL_LABEL = "W"

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..parsing.names import AUTO_PARSERS
 from . import markers
 from .binarize import binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
@@ -60,7 +61,7 @@ SMOKE_SIZES = {"train": 2000, "valid": 200, "test": 200}
 SMOKE_BPE_OPS = 1000
 SYNTHETIC_SEED = 1
 LOCAL_SUMS = "raw-SHA256SUMS"  # first-use sums of a licensed/local corpus's files, in OUT/.done
-PARSERS = ("auto", "stanza", "right-branching", "left-branching", "flat")
+PARSERS = AUTO_PARSERS
 RECIPE_FILE = "recipe.json"  # in OUT/.done: the recipe OUT is prepared under
 
 

@@ -1,16 +1,15 @@
-"""Pure syntax algorithms (no fairseq import): trees, distances, gaps, masks, NSD, parsed corpora."""
-from .gaps import EOS_GAP, SENTENCE_BREAK, SENTENCE_GAP, subword_gaps, subword_gaps_array
-from .masks import local_range_log_mask, local_range_mask
-from .nsd import NSD_KINDS, gap_depths, line_nsd, nsd, nsd_from_distances, nsd_from_heads, subword_nsd
-from .parents import PARENT_MODES, subword_parents, subword_parents_array
-from .parsed import ParsedSentence, format_conllu, group_by_line, read_parsed, write_conllu
-from .trees import as_tree, binarize, leaves, tree_distances, tree_height
+"""Pure syntax algorithms (no fairseq import): trees, distances, gaps, masks, NSD, parsed corpora.
 
-__all__ = [
-    "EOS_GAP", "SENTENCE_BREAK", "SENTENCE_GAP", "subword_gaps", "subword_gaps_array",
-    "local_range_log_mask", "local_range_mask",
-    "NSD_KINDS", "gap_depths", "line_nsd", "nsd", "nsd_from_distances", "nsd_from_heads", "subword_nsd",
-    "PARENT_MODES", "subword_parents", "subword_parents_array",
-    "ParsedSentence", "format_conllu", "group_by_line", "read_parsed", "write_conllu",
-    "as_tree", "binarize", "leaves", "tree_distances", "tree_height",
-]
+The names below are imported from their modules on first use (``from syntrans.syntax import tree_distances``
+works as usual), so that importing one light module of the package does not import torch or stanza.
+"""
+from ..lazy_exports import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "gaps": ("EOS_GAP", "SENTENCE_BREAK", "SENTENCE_GAP", "subword_gaps", "subword_gaps_array"),
+    "masks": ("local_range_log_mask", "local_range_mask"),
+    "nsd_labels": ("NSD_KINDS", "gap_depths", "line_nsd", "nsd", "nsd_from_distances", "nsd_from_heads", "subword_nsd"),
+    "parents": ("PARENT_MODES", "subword_parents", "subword_parents_array"),
+    "parsed": ("ParsedSentence", "format_conllu", "group_by_line", "read_parsed", "write_conllu"),
+    "trees": ("as_tree", "binarize", "leaves", "tree_distances", "tree_height"),
+})

@@ -1,0 +1,27 @@
+"""The options ``syntrans-preprocess`` adds to fairseq-preprocess's (no fairseq import: ``--help`` shows them)."""
+from __future__ import annotations
+
+import argparse
+
+FAIRSEQ_OPTIONS = ("and every option of fairseq-preprocess (source/target languages, --trainpref, --destdir, "
+                   "dictionaries, --workers; `fairseq-preprocess --help` lists them).")
+
+
+def add_syntax_args(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("syntrans")
+    g.add_argument("--trainparse", metavar="FP", help="parsed corpora of the train split: FP.{lang}.conllu or .ptb")
+    g.add_argument("--validparse", metavar="FP", help="parsed corpora of the valid split(s), comma-separated")
+    g.add_argument("--testparse", metavar="FP", help="parsed corpora of the test split(s), comma-separated")
+    g.add_argument("--bpe-marker", default="@@", help="suffix of a BPE piece that continues into the next (subword-nmt: @@)")
+    g.add_argument("--binarize-trees", action="store_true",
+                   help="distances on CNF-binarized trees (the released distance-mask code); default: the paper's")
+    g.add_argument("--strict", action="store_true",
+                   help="error on multi-sentence lines, empty lines, failed parses and respelled words instead of reporting them")
+    g.add_argument("--sidecars-only", action="store_true", help="skip fairseq's binarization (data already in --destdir)")
+
+
+def help_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """A parser for ``--help`` alone: the syntrans options, and a line for fairseq-preprocess's (not imported)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description, epilog="Takes the options above " + FAIRSEQ_OPTIONS)
+    add_syntax_args(parser)
+    return parser

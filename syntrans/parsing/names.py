@@ -1,0 +1,5 @@
+"""The parsers' names (no import of stanza: command lines list them in their ``--help``)."""
+
+KINDS = ("right-branching", "left-branching", "flat")  # the trivial parsers (syntrans.parsing.trivial)
+PARSERS = ("stanza",) + KINDS
+AUTO_PARSERS = ("auto",) + PARSERS  # "auto": the command picks (syntrans-prepare, syntrans-translate say how)
