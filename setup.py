@@ -1,5 +1,12 @@
 """Packaging for syntrans, a fairseq plugin for syntax-guided attention in NMT."""
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+# configs/ (the papers' settings as fairseq argument files) is installed as the package data ``syntrans.configs``: one
+# copy, browsable at the top of the repository, read by the commands from an installed wheel as from a clone.
+CONFIG_DIRS = sorted(p.name for p in Path(__file__).resolve().parent.joinpath("configs").iterdir() if p.is_dir())
+CONFIG_PACKAGES = ["syntrans.configs"] + [f"syntrans.configs.{d}" for d in CONFIG_DIRS]
 
 setup(
     name="syntrans",
@@ -9,7 +16,9 @@ setup(
     long_description_content_type="text/markdown",
     license="MIT",
     python_requires=">=3.8",
-    packages=find_packages(include=["syntrans", "syntrans.*"]),
+    packages=find_packages(include=["syntrans", "syntrans.*"]) + CONFIG_PACKAGES,
+    package_dir={"syntrans.configs": "configs"},
+    package_data={p: ["*.args", "*.md"] for p in CONFIG_PACKAGES},  # configs/__init__.py makes it a package
     install_requires=[
         # The official release cannot be imported on Python >= 3.11; the fork keeps
         # the same `fairseq` import package (0.12.2 fails to import there: mutable dataclass defaults).
@@ -17,16 +26,17 @@ setup(
         "fairseq-fixed==0.12.3.1; python_version >= '3.11'",
         "torch",
         "numpy",
-        "stanza",
-        "sacrebleu>=2",
-        "subword-nmt",
-        "sacremoses",
+        # lower bound: the version the tests run on (CI); upper bound: the next major version, whose API may differ
+        "stanza>=1.15,<2",
+        "sacrebleu>=2.6,<3",
+        "subword-nmt>=0.3.8,<0.4",
+        "sacremoses>=0.2,<0.3",
         "regex",  # Moses' remove-non-printing-char rule (\p{C}); sacremoses needs it too
         "langid",  # the language filter of syntrans-prepare --langid
         "tqdm",
     ],
     extras_require={
-        "test": ["pytest", "hypothesis", "ruff"],
+        "test": ["pytest", "hypothesis", "ruff", "build", "twine"],
         "plot": ["matplotlib"],
     },
     entry_points={

@@ -6,11 +6,13 @@ note; ``#`` comment lines. Two comment lines are read as directives:
   :mod:`syntrans.reproduce.batching` derives ``--update-freq`` for the GPUs at hand.
 
 ``python -m syntrans.reproduce.config_file CONFIG [--world-size N]`` prints the file's fairseq-train flags, one per
-line, followed by the batch flags for N GPUs (``scripts/train_with_config.sh`` uses it).
+line, followed by the batch flags for N GPUs (``scripts/train_with_config.sh`` uses it). CONFIG is a path, or a name
+under the installed configs (``pascal/wmt16_en_de.args``), so it works from a wheel as from a clone.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -19,8 +21,19 @@ from typing import Dict, List, Optional, Tuple
 
 from .batching import batch_flags, world_size_of
 
-#: the project's configs/ folder (the reproduction scripts resolve a table's config paths against it)
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+
+
+def installed_config_dir() -> Path:
+    """The configs/ folder: the package data ``syntrans.configs`` of an installed wheel or an editable install (setup.py
+    maps it to the repository's top-level configs/), else the clone's configs/ (syntrans on sys.path, not installed)."""
+    spec = importlib.util.find_spec("syntrans.configs")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    return Path(__file__).resolve().parents[2] / "configs"
+
+
+#: the configs/ folder (the reproduction scripts resolve a table's config paths against it)
+CONFIG_DIR = installed_config_dir()
 
 DECODE = "# decode:"
 TOKENS = "# tokens per update:"
@@ -55,12 +68,25 @@ def _directive(text: str, prefix: str):
     return value.strip(), note.rsplit(")", 1)[0].strip()
 
 
+def resolve_config(path) -> Path:
+    """``path`` when it is a file, else the same relative name under :data:`CONFIG_DIR` (``pascal/wmt16_en_de.args``
+    or ``configs/pascal/wmt16_en_de.args`` from anywhere, the installed copy); ConfigError when neither exists."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    parts = path.parts[1:] if path.parts[:1] == ("configs",) else path.parts
+    installed = CONFIG_DIR.joinpath(*parts) if parts and not path.is_absolute() else None
+    if installed is not None and installed.is_file():
+        return installed
+    where = f" nor {installed}" if installed is not None else ""
+    raise ConfigError(f"config {path} does not exist{where} (expected a configs/**/*.args file, or its name under "
+                      f"{CONFIG_DIR}, e.g. pascal/wmt16_en_de.args)")
+
+
 def read_args_file(path) -> ArgsFile:
     """Parse one arguments file: comment and blank lines dropped (but for the directives), flag lines split like a
     shell would (no expansion), a trailing ``# note`` kept per flag."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config {path} does not exist (expected a configs/**/*.args file)")
+    path = resolve_config(path)
     flags: List[str] = []
     decode: List[str] = []
     tokens = None
