@@ -12,8 +12,10 @@ are imported, in either order:
   what imports fairseq, once that syntrans import completes (an import hook that leaves when it has registered);
 - ``syntrans.register()`` (or ``import syntrans.plugin``) does it explicitly, importing fairseq.
 
+fairseq imported after syntrans does not configure the root logger (see :mod:`syntrans.quiet_import`).
 ``syntrans.syntax`` holds the pure algorithms (no fairseq inside).
 """
+import contextlib
 import importlib.abc
 import importlib.util
 import sys
@@ -27,10 +29,11 @@ def register() -> None:
 
 
 class _Loader(importlib.abc.Loader):
-    """Another loader, with ``after(module)`` run when it has executed the module (``before()`` first)."""
+    """Another loader, with ``after(module)`` run when it has executed the module (``before()`` first) inside the
+    ``context`` (a context manager factory)."""
 
-    def __init__(self, inner, before, after):
-        self._inner, self._before, self._after = inner, before, after
+    def __init__(self, inner, before, after, context=contextlib.nullcontext):
+        self._inner, self._before, self._after, self._context = inner, before, after, context
 
     def create_module(self, spec):
         return self._inner.create_module(spec)
@@ -38,7 +41,8 @@ class _Loader(importlib.abc.Loader):
     def exec_module(self, module):
         self._before()
         try:
-            self._inner.exec_module(module)
+            with self._context():
+                self._inner.exec_module(module)
         finally:
             self._after(module)
 
@@ -71,7 +75,8 @@ class _RegisterWhenBothLoaded(importlib.abc.MetaPathFinder):
         if spec is None or spec.loader is None:
             return None
         if name == "fairseq":
-            spec.loader = _Loader(spec.loader, lambda: None, self._fairseq_done)
+            from .quiet_import import fairseq_import_rolled_back
+            spec.loader = _Loader(spec.loader, lambda: None, self._fairseq_done, fairseq_import_rolled_back)
         else:
             spec.loader = _Loader(spec.loader, self._enter, self._leave)
         return spec

@@ -224,7 +224,7 @@ SYNTHETIC = [
     ("syntax_without_fairseq", "syntrans.syntax.nsd_labels", False, "import fairseq\n", 1),
     ("syntax_without_fairseq", "syntrans.syntax.nsd_labels", False, "def f():\n    from fairseq.data import Dictionary\n", 1),
     ("syntax_without_fairseq", "syntrans.syntax", True, "try:\n    import fairseq_cli.train\nexcept ImportError:\n    pass\n", 1),
-    ("syntax_without_fairseq", "syntrans.syntax.nsd_labels", False, "import numpy\nfrom .trees import leaves\nimport fairseqx\n", 0),
+    ("syntax_without_fairseq", "syntrans.syntax.gaps", False, "import numpy\nfrom .trees import leaves\nimport fairseqx\n", 0),
     ("syntax_without_fairseq", "syntrans.modules.pascal", False, "from fairseq import utils\n", 0),  # not syntax/
     # no __class__ assignment
     ("no_class_assignment", "syntrans.models.x", False, "attn.__class__ = SyntaxBiasedMultiheadAttention\n", 1),

@@ -17,7 +17,6 @@ import sys
 import time
 from typing import List, Optional
 
-from ..checkpoints.average import average_checkpoints, last_checkpoints, save_checkpoint
 from .argtypes import positive_int as _positive
 
 PROG = "syntrans-average-checkpoints"
@@ -41,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve_inputs(args, parser: argparse.ArgumentParser) -> List[str]:
     """The checkpoint files to average, oldest first."""
+    from ..checkpoints.average import last_checkpoints  # lazy: torch (a second), not for --help
     n = args.num_epoch_checkpoints or args.num_update_checkpoints
     if n is None:
         if args.checkpoint_upper_bound is not None:
@@ -60,6 +60,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-average-checkpoints``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    from ..checkpoints.average import average_checkpoints, save_checkpoint  # lazy: as in resolve_inputs
     t0 = time.perf_counter()
     try:
         paths = resolve_inputs(args, parser)

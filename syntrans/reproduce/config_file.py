@@ -22,7 +22,6 @@ from typing import Dict, List, Optional, Tuple
 from .batching import batch_flags, world_size_of
 
 
-
 def installed_config_dir() -> Path:
     """The configs/ folder: the package data ``syntrans.configs`` of an installed wheel or an editable install (setup.py
     maps it to the repository's top-level configs/), else the clone's configs/ (syntrans on sys.path, not installed)."""
