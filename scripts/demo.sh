@@ -3,7 +3,8 @@
 #   synthetic corpus with gold parses → BPE → syntrans-preprocess (fairseq binarization + sidecars)
 #   → fairseq-train: vanilla Transformer and distance-mask model, identical settings
 #   → fairseq-generate on the test set → a table of sacreBLEU and validation loss.
-# Environment knobs: DEMO_DIR (default demo/), DEMO_UPDATES (default 600), DEMO_TRAIN (default 12000),
+# Environment knobs: DEMO_DIR (default demo/), DEMO_UPDATES (default 600), DEMO_TRAIN (default 12000), DEMO_EVAL
+#   (validation and test sentences, default 500),
 #   DEMO_METHODS (default "vanilla distance"; also "pascal", "lisa", "dbsa", "syncattn", "nsd", "nsd_src", "nsd_tgt":
 #   several minutes more each;
 #   dbsa and syncattn use the target parses too). Every method takes its size from configs/demo.args: explicit
@@ -13,14 +14,14 @@ cd "$(dirname "$0")/.."
 DIR=${DEMO_DIR:-demo}
 UPDATES=${DEMO_UPDATES:-600}
 NTRAIN=${DEMO_TRAIN:-12000}
+NEVAL=${DEMO_EVAL:-500}
 read -r -a METHODS <<< "${DEMO_METHODS:-vanilla distance}"
-USER_DIR=$(python -c "import os, syntrans; print(os.path.dirname(syntrans.__file__))" 2>/dev/null)
-export PYTHONWARNINGS=ignore
+USER_DIR=$(python -c "import os, syntrans; print(os.path.dirname(syntrans.__file__))")
 mkdir -p "$DIR"
 start=$(date +%s)
 
 echo "== 1. synthetic corpus with gold constituency and dependency parses"
-syntrans-synth --out-dir "$DIR/raw" --train "$NTRAIN" --valid 500 --test 500 --seed 1 2>&1 | grep -v tensorboardX
+syntrans-synth --out-dir "$DIR/raw" --train "$NTRAIN" --valid "$NEVAL" --test "$NEVAL" --seed 1
 
 echo "== 2. joint BPE (subword-nmt, 500 merges)"
 cat "$DIR/raw/train.src" "$DIR/raw/train.tgt" | subword-nmt learn-bpe -s 500 > "$DIR/codes" 2>/dev/null
@@ -46,7 +47,9 @@ train() {  # name, arch flags…
   local name=$1; shift
   echo "== 4. fairseq-train $name"
   local t0=$(date +%s)
-  fairseq-train "$DIR/data-bin" "${COMMON[@]}" "$@" --save-dir "$DIR/ckpt/$name" > "$DIR/train.$name.log" 2>&1 \
+  # progress on the terminal (a line per logged interval and per epoch), fairseq's whole output in the log
+  fairseq-train "$DIR/data-bin" "${COMMON[@]}" "$@" --save-dir "$DIR/ckpt/$name" 2>&1 \
+    | python scripts/demo_progress.py "$name" "$UPDATES" "$DIR/train.$name.log" \
     || { tail -30 "$DIR/train.$name.log"; exit 1; }
   grep -E "\| valid on|done training" "$DIR/train.$name.log" | tail -2 | cut -c1-160
   echo "   ($name trained in $(( $(date +%s) - t0 ))s)"

@@ -43,7 +43,7 @@ def test_aux_loss_is_weighted_per_item():
     loss, sample_size, log = crit(model, batch())
     ce = nn.functional.cross_entropy(model.emb.view(-1, V), batch()["target"].view(-1), reduction="sum")
     by_hand = ce + 0.5 * (model.aux[:2] ** 2).sum() * (sample_size / 2)
-    assert float(loss) == pytest.approx(float(by_hand), rel=1e-6)
+    assert loss.item() == pytest.approx(by_hand.item(), rel=1e-6)
     assert log["aux:x:n"] == 2.0
 
 
@@ -56,7 +56,7 @@ def test_batch_without_items_gives_its_parameters_a_zero_gradient():
     crit = SyntaxLabelSmoothedCrossEntropyCriterion(TASK, sentence_avg=False, label_smoothing=0.0)
     loss, _, log = crit(model, batch())
     ce = nn.functional.cross_entropy(model.emb.view(-1, V), batch()["target"].view(-1), reduction="sum")
-    assert float(loss) == pytest.approx(float(ce), rel=1e-6) and log["aux:x:n"] == 0.0
+    assert loss.item() == pytest.approx(ce.item(), rel=1e-6) and log["aux:x:n"] == 0.0
     loss.backward()
     assert model.aux.grad is not None and torch.equal(model.aux.grad, torch.zeros(4))
     assert model.emb.grad is not None and model.emb.grad.abs().sum() > 0

@@ -91,10 +91,15 @@ def flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod: Optional[
 
         block_mask = create_block_mask(mask_mod, B, None, T, S, device=q.device)
     run = _flex_attention(q.device.type == "cuda" if compiled is None else compiled)
-    out = run(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, return_lse=return_lse)
-    if return_lse:
-        return out[0], out[1]
-    return out, None
+    if not return_lse:
+        return run(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale), None
+    try:  # torch >= 2.9 asks for the log-sum-exp with return_aux (its return_lse is deprecated)
+        from torch.nn.attention.flex_attention import AuxRequest
+    except ImportError:
+        out, lse = run(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, return_lse=True)
+        return out, lse
+    out, aux = run(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, return_aux=AuxRequest(lse=True))
+    return out, aux.lse
 
 
 def masked_scores(scores: torch.Tensor, attn_mask: Optional[torch.Tensor], pad: Optional[torch.Tensor]) -> torch.Tensor:
