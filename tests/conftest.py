@@ -7,6 +7,15 @@ import pytest
 from helpers import make_bpe_corpus
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (`make test` runs one worker per core), each worker and the tools it starts compute with one
+    thread: two workers of two threads each on two cores spin against each other."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ["OMP_NUM_THREADS"] = "1"
+        import torch
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory) -> Path:
     return make_bpe_corpus(tmp_path_factory.mktemp("tiny"))
