@@ -34,8 +34,9 @@ $(STAMP): $(VPY) setup.py
 	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet -e ".[test,plot]"
 	@touch $(STAMP)
 
+# one pytest worker per core (pytest-xdist), each test file on one worker (its module fixtures built once)
 test: install
-	$(VPY) -m pytest -q tests
+	$(VPY) -m pytest -q -n auto --dist loadfile tests
 
 # the quick tier (about a minute): the tests marked `fast` (pure functions, single-module model tests)
 test-fast: install

@@ -36,7 +36,7 @@ setup(
         "tqdm",
     ],
     extras_require={
-        "test": ["pytest", "hypothesis", "ruff", "build", "twine"],
+        "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "build", "twine"],
         "plot": ["matplotlib"],
     },
     entry_points={

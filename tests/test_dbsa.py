@@ -113,7 +113,7 @@ def test_parent_loss_uses_the_mean_of_the_heads_and_real_tokens_only(causal):
             if causal and par > i:
                 n_later += 1
                 continue
-            want -= math.log(probs[i, par])
+            want -= math.log(probs[i, par].item())
             n_arcs += 1
             n_hits += int(probs[i].argmax() == par)
     assert int(count) == n_arcs and int(dropped) == n_later and int(hits) == n_hits

@@ -285,7 +285,7 @@ def test_lisa_biaffine_scores_do_not_overflow_float16():
     assert torch.isinf(naive).any()  # what the head computed in float16 would give
     got = head.half().biaffine(q.half(), k.half())
     assert got.dtype == FP16 and torch.isfinite(got).all()
-    assert float(got[0, 0, 0]) == torch.finfo(FP16).max
+    assert got[0, 0, 0].item() == torch.finfo(FP16).max
     assert torch.allclose(got[0, :, 1].float(), ref[0, :, 1], rtol=1e-3)
     assert torch.isfinite(torch.softmax(got.float(), -1)).all()
 

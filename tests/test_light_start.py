@@ -72,7 +72,7 @@ def test_preprocess_help_names_fairseqs_options_and_lists_ours():
     assert "every option of fairseq-preprocess" in probe["help"]
 
 
-def test_parse_and_synth_run_without_fairseq(tmp_path):
+def test_parse_synth_and_plot_sentence_run_without_fairseq(tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("the cat sat .\na dog ran home .\n", encoding="utf-8")
     done = _python(
@@ -81,11 +81,13 @@ def test_parse_and_synth_run_without_fairseq(tmp_path):
         "from syntrans.cli.synth import main as synth\n"
         "assert parse([sys.argv[1], '-o', sys.argv[2], '--parser', 'right-branching']) == 0\n"
         "assert synth(['--out-dir', sys.argv[3], '--train', '5', '--valid', '2', '--test', '2']) == 0\n"
+        "from syntrans.cli.plot import main as plot\n"
+        "assert plot(['sentence', 'the cat sat .', '--parser', 'right-branching', '--out', sys.argv[4]]) == 0\n"
         "print('fairseq' in sys.modules)\n",
-        str(text), str(tmp_path / "out.conllu"), str(tmp_path / "synth"))
+        str(text), str(tmp_path / "out.conllu"), str(tmp_path / "synth"), str(tmp_path / "sentence.png"))
     assert done.stdout.strip().splitlines()[-1] == "False"
     assert (tmp_path / "out.conllu").read_text(encoding="utf-8").count("# line = ") == 2
-    assert (tmp_path / "synth" / "train.src.conllu").is_file()
+    assert (tmp_path / "synth" / "train.src.conllu").is_file() and (tmp_path / "sentence.png").stat().st_size > 0
 
 
 def test_prepare_steps_before_binarizing_do_not_import_fairseq(tmp_path):
@@ -150,3 +152,31 @@ def test_commands_hide_hydras_deprecation_warnings():
     assert "UserWarning" in plain.stderr, "fairseq's hydra calls no longer warn: drop the filter in syntrans/cli"
     ours = _python(HYDRA, "cli", cwd=ROOT)
     assert ours.stderr == "", ours.stderr
+
+
+def test_syntax_package_imports_a_functions_module_on_first_use():
+    done = _python("import sys\n"
+                   "import syntrans.syntax as s\n"
+                   "before = 'syntrans.syntax.masks' in sys.modules or 'torch' in sys.modules\n"
+                   "from syntrans.syntax import subword_gaps\n"
+                   "gaps = subword_gaps([2], [2, 1])  # a word of two pieces, then one of one\n"
+                   "print(before, 'syntrans.syntax.masks' in sys.modules, 'torch' in sys.modules, "
+                   "s.local_range_mask.__module__, s.nsd.__module__, gaps == [1, 3, 2000])\n")
+    assert done.stdout.split() == ["False", "False", "False", "syntrans.syntax.masks", "syntrans.syntax.nsd_labels", "True"]
+
+
+def test_register_registers_explicitly():
+    done = _python("import syntrans\nsyntrans.register()\nimport sys\n"
+                   "from fairseq.models import ARCH_MODEL_REGISTRY\n"
+                   "print('pascal_transformer_wmt_en_de' in ARCH_MODEL_REGISTRY)\n")
+    assert done.stdout.split()[-1] == "True"
+
+
+def test_pytest_hides_foreign_warnings_and_shows_ours():
+    """pyproject.toml's filterwarnings: hydra's deprecation warnings are hidden in the tests, a warning of ours is not."""
+    import warnings
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.warn_explicit("hydra.experimental.compose() is no longer experimental", UserWarning, "compose.py", 25,
+                               module="hydra.experimental.compose")
+        warnings.warn_explicit("something of ours", UserWarning, "x.py", 1, module="syntrans.models.layers")
+    assert [str(w.message) for w in seen] == ["something of ours"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..data.features import FEATURES
 from ..parsing import driver  # its functions looked up at call time, so that tests can patch them there
+from ..parsing.names import PARSERS
 from ..parsing.stanza_parser import MissingModelsError
 from ..syntax.align import bpe_word_index, bpe_words, check_line_words, line_facts
 from ..syntax.parsed import ParsedSentence
@@ -108,8 +109,8 @@ class SourceParser:
     def __init__(self, name: str, lang: str, batch_size: int = 32):
         if name == "auto":
             name = "stanza"
-        if name not in driver.PARSERS:
-            raise ValueError(f"unknown parser {name!r}: expected auto or one of {', '.join(driver.PARSERS)}")
+        if name not in PARSERS:
+            raise ValueError(f"unknown parser {name!r}: expected auto or one of {', '.join(PARSERS)}")
         self.name, self.lang, self.batch_size = name, lang, batch_size
         try:
             # the tokens are Moses-escaped: unescaped for stanza

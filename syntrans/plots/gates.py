@@ -26,8 +26,6 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..checkpoints.loading import load_checkpoint
-
 PathLike = Union[str, "os.PathLike[str]"]
 History = List[Tuple[Optional[int], Optional[int], np.ndarray]]
 
@@ -110,7 +108,8 @@ def gate_matrix_from_checkpoint(path: PathLike, data: PathLike, split: str = "va
 
     ``device``: where the model runs (default: CUDA when available, else CPU).
     """
-    model, _cfg, task = load_checkpoint(path, data, device=device)
+    from ..checkpoints.loading import load_checkpoint  # lazy: fairseq, which syntrans-plot sentence (sharing this
+    model, _cfg, task = load_checkpoint(path, data, device=device)  # module's figure helpers) does without
     try:
         return gate_matrix_from_model(model, task, split, max_sentences=max_sentences, max_tokens=max_tokens)
     except ValueError as e:

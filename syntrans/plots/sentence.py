@@ -29,12 +29,13 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-from ..mechanisms.pascal import pascal_weights
+from ..parsing.names import KINDS
 from ..parsing.stanza_parser import StanzaParser
-from ..parsing.trivial import KINDS, trivial_parse
+from ..parsing.trivial import trivial_parse
 from ..syntax.masks import local_range_mask
 from ..syntax.parents import subword_parents_array
 from ..syntax.parsed import ParsedSentence, read_parsed
+from ..syntax.pascal_weights import pascal_weights
 from ..syntax.trees import TreeLike, as_tree
 from .gates import IMAGE_SUFFIXES, _check_image_path, _figure, _save  # the figure helpers of syntrans-plot gates
 
