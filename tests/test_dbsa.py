@@ -118,7 +118,7 @@ def test_parent_loss_uses_the_mean_of_the_heads_and_real_tokens_only(causal):
             n_hits += int(probs[i].argmax() == par)
     assert int(count) == n_arcs and int(dropped) == n_later and int(hits) == n_hits
     assert n_later == (3 if causal else 0)  # 0→1, 1→2 and 3→4 of sentence 0 point forward
-    assert float(loss) == pytest.approx(want, rel=1e-5)
+    assert loss.item() == pytest.approx(want, rel=1e-5)
 
 
 def forced_module(parents_rel, T, causal, scale):
@@ -149,12 +149,12 @@ def test_uas_is_one_for_a_head_forced_to_gold_and_chance_for_a_uniform_head(caus
     inputs = side_inputs(torch.zeros(1, T, dtype=torch.bool), dbsa=parents)
     _, _, report = forced(x, x, x, need_weights=False, attn_mask=mask, syntax=inputs)
     loss, count, hits, _ = report["dbsa"]["stats"]
-    assert int(hits) == int(count) == T and float(loss) < 1e-6
+    assert int(hits) == int(count) == T and loss.item() < 1e-6
     uniform = forced_module(rel, T, causal, scale=0.0)  # every score 0: uniform over the allowed keys
     _, _, report = uniform(x, x, x, need_weights=False, attn_mask=mask, syntax=inputs)
     loss, count, hits, _ = report["dbsa"]["stats"]
     want = sum(math.log(i + 1) for i in range(T)) if causal else T * math.log(T)
-    assert float(loss) == pytest.approx(want, rel=1e-5)
+    assert loss.item() == pytest.approx(want, rel=1e-5)
 
 
 @pytest.mark.fast
@@ -171,7 +171,7 @@ def test_random_near_uniform_head_scores_chance():
     _, _, report = attn(x, x, x, need_weights=False, syntax=side_inputs(torch.zeros(B, Tn, dtype=torch.bool), dbsa=parents))
     loss, count, hits, _ = report["dbsa"]["stats"]
     assert abs(float(hits) / float(count) - 1 / Tn) < 0.03
-    assert float(loss) / float(count) == pytest.approx(math.log(Tn), rel=1e-3)
+    assert loss.item() / float(count) == pytest.approx(math.log(Tn), rel=1e-3)
 
 
 # ---- the whole model: features, losses, λ = 0, incremental decoding ----
@@ -235,28 +235,29 @@ def test_dbsa_and_sync_losses_equal_a_per_sentence_hand_computation(tiny_data, l
     S, J = src.size(1), prev.size(1)
     heads = [0, 1]
     want = {"dbsa_src": [0.0, 0], "dbsa_tgt": [0.0, 0], "sync": [0.0, 0]}
-    for row, index in enumerate(sample["id"].tolist()):
-        n, m = int(src[row].ne(1).sum()), int(prev[row].ne(1).sum())
-        s = slice(S - n, S)
-        t = slice(J - m, J) if left_pad_target else slice(0, m)
-        E = hand_probs(enc_attn, seen["enc"][s, row], heads).mean(0)  # (n, n)
-        Dm = hand_probs(dec_attn, seen["dec"][t, row], heads, causal=True).mean(0)  # (m, m)
-        for i, p in enumerate(chain_parents(ds.src_side, index)):  # the EOS (last) has no parent
-            want["dbsa_src"][0] -= math.log(E[i, int(p)])
-            want["dbsa_src"][1] += 1
-        for i, p in enumerate(chain_parents(ds.tgt_side, index)):  # decoder position i+1, parent p+1
-            if p <= i:
-                want["dbsa_tgt"][0] -= math.log(Dm[i + 1, int(p) + 1])
-                want["dbsa_tgt"][1] += 1
-        # C: cross-attention of the sync layer, mean over heads, over the sentence's real source keys
-        q = (seen["cross"][t, row] @ cross.q_proj.weight.T + cross.q_proj.bias) * cross.scaling
-        k = enc_out[s, row] @ cross.k_proj.weight.T + cross.k_proj.bias
-        Cm = torch.stack([torch.softmax(q[:, h * 8:(h + 1) * 8] @ k[:, h * 8:(h + 1) * 8].T, -1) for h in range(4)]).mean(0)
-        mapped = Cm @ E @ Cm.T
-        for tt in range(m):
-            d_prime = torch.softmax(mapped[tt, : tt + 1], -1)
-            want["sync"][0] += float(((d_prime - Dm[tt, : tt + 1]) ** 2).sum())
-        want["sync"][1] += m
+    with torch.no_grad():  # the hand computation: plain numbers, no graph
+        for row, index in enumerate(sample["id"].tolist()):
+            n, m = int(src[row].ne(1).sum()), int(prev[row].ne(1).sum())
+            s = slice(S - n, S)
+            t = slice(J - m, J) if left_pad_target else slice(0, m)
+            E = hand_probs(enc_attn, seen["enc"][s, row], heads).mean(0)  # (n, n)
+            Dm = hand_probs(dec_attn, seen["dec"][t, row], heads, causal=True).mean(0)  # (m, m)
+            for i, p in enumerate(chain_parents(ds.src_side, index)):  # the EOS (last) has no parent
+                want["dbsa_src"][0] -= math.log(E[i, int(p)])
+                want["dbsa_src"][1] += 1
+            for i, p in enumerate(chain_parents(ds.tgt_side, index)):  # decoder position i+1, parent p+1
+                if p <= i:
+                    want["dbsa_tgt"][0] -= math.log(Dm[i + 1, int(p) + 1])
+                    want["dbsa_tgt"][1] += 1
+            # C: cross-attention of the sync layer, mean over heads, over the sentence's real source keys
+            q = (seen["cross"][t, row] @ cross.q_proj.weight.T + cross.q_proj.bias) * cross.scaling
+            k = enc_out[s, row] @ cross.k_proj.weight.T + cross.k_proj.bias
+            Cm = torch.stack([torch.softmax(q[:, h * 8:(h + 1) * 8] @ k[:, h * 8:(h + 1) * 8].T, -1) for h in range(4)]).mean(0)
+            mapped = Cm @ E @ Cm.T
+            for tt in range(m):
+                d_prime = torch.softmax(mapped[tt, : tt + 1], -1)
+                want["sync"][0] += float(((d_prime - Dm[tt, : tt + 1]) ** 2).sum())
+            want["sync"][1] += m
     aux = extra["aux_losses"]
     for name, (loss, count) in want.items():
         assert int(aux[name]["ntokens"]) == count, name
@@ -272,13 +273,13 @@ def test_zero_weights_give_the_plain_label_smoothed_loss(tiny_data):
         net_output = model(**sample["net_input"])
     lprobs = model.get_normalized_probs(net_output, log_probs=True).view(-1, len(task.target_dictionary))
     plain, _ = label_smoothed_nll_loss(lprobs, sample["target"].view(-1), 0.1, ignore_index=task.target_dictionary.pad())
-    assert float(loss) == pytest.approx(float(plain), rel=1e-6)
+    assert loss.item() == pytest.approx(float(plain), rel=1e-6)
     assert all(float(log[f"aux:{k}"]) > 0 for k in ("dbsa_src", "dbsa_tgt", "sync"))  # computed, weighted by 0
     task2, model2, _, _ = model_and_batch(tiny_data)
     model2.load_state_dict(model.state_dict())
     with torch.no_grad():
         weighted, _, _ = SyntaxLabelSmoothedCrossEntropyCriterion(task2, False, 0.1)(model2.eval(), sample)
-    assert float(weighted) > float(loss) + 1.0
+    assert float(weighted) > loss.item() + 1.0
 
 
 def test_incremental_decoding_equals_the_teacher_forced_forward(tiny_data):
@@ -352,7 +353,7 @@ def test_several_dbsa_heads_average_and_keep_finite_gradients():
         loss, count, hits = dbsa_parent_loss(scores, parents)
         has = parents >= 0
         assert int(count) == int(has.sum()) > 0
-        assert float(loss) == pytest.approx(-float(by_hand[:, :, key][has].sum()), rel=1e-6)
+        assert loss.item() == pytest.approx(-float(by_hand[:, :, key][has].sum()), rel=1e-6)
         assert int(hits) == int((by_hand.argmax(-1) == key)[has].sum())
         total = total + loss
     assert torch.isfinite(by_hand[~masked]).all() and torch.isneginf(by_hand[masked]).all()

@@ -56,7 +56,7 @@ def test_sync_loss_equals_double_loop(left_pad_target):
         want += parts[-1]
     loss, count = sync_loss(E, D, C, tgt_pad)
     assert int(count) == sum(tgt_len)
-    assert float(loss) == pytest.approx(want, rel=1e-5)
+    assert loss.item() == pytest.approx(want, rel=1e-5)
     assert all(p > 0 for p in parts)  # both sentences contribute
 
 
@@ -70,13 +70,13 @@ def test_sync_loss_is_zero_when_D_matches_and_gradients_are_finite():
 
     d_prime = mapped_target_attention(E, C, tgt_pad)
     loss, _ = sync_loss(E, d_prime, C, tgt_pad)
-    assert float(loss) == 0.0
+    assert loss.item() == 0.0
     D = torch.rand(1, 5, 5, dtype=torch.float64, generator=g, requires_grad=True)
     C = C.clone().requires_grad_(True)
     E = E.clone().requires_grad_(True)
     loss, _ = sync_loss(E, D, C, tgt_pad)
     loss.backward()
-    assert float(loss) > 0
+    assert loss.item() > 0
     for x in (D, C, E):
         assert torch.isfinite(x.grad).all()
     assert D.grad[0, :2].abs().sum() == 0  # padding rows of D are not in the loss
