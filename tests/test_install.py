@@ -73,6 +73,20 @@ def fresh(dists, tmp_path_factory):
     return venv, py, env
 
 
+def test_tested_versions_lie_in_the_declared_ranges_and_pip_check_is_clean():
+    """The declared ranges of the text-processing dependencies hold the versions these tests run on."""
+    from importlib.metadata import distribution, version
+
+    from packaging.requirements import Requirement
+
+    declared = {Requirement(r).name: Requirement(r).specifier for r in distribution("syntrans").requires or []}
+    for name in ("stanza", "sacrebleu", "subword-nmt", "sacremoses"):
+        assert str(declared[name]), f"{name} has no declared range"
+        assert declared[name].contains(version(name)), f"{name} {version(name)} is outside {declared[name]}"
+    done = _run([sys.executable, "-m", "pip", "check"])
+    assert "No broken requirements found" in done.stdout, done.stdout
+
+
 def test_sdist_and_wheel_metadata_pass_twine_check(dists):
     done = _run([sys.executable, "-m", "twine", "check", "--strict", *dists])
     assert done.stdout.count("PASSED") == 2, done.stdout

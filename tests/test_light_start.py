@@ -165,6 +165,13 @@ def test_syntax_package_imports_a_functions_module_on_first_use():
     assert done.stdout.split() == ["False", "False", "False", "syntrans.syntax.masks", "syntrans.syntax.nsd_labels", "True"]
 
 
+def test_tree_distances_imports_trees_alone():
+    """docs/layout.md: `from syntrans.syntax import tree_distances` imports trees.py alone of the package."""
+    done = _python("import sys\nfrom syntrans.syntax import tree_distances\n"
+                   "print(sorted(m for m in sys.modules if m.startswith('syntrans.syntax')))\n")
+    assert done.stdout.strip() == "['syntrans.syntax', 'syntrans.syntax.trees']"
+
+
 def test_register_registers_explicitly():
     done = _python("import syntrans\nsyntrans.register()\nimport sys\n"
                    "from fairseq.models import ARCH_MODEL_REGISTRY\n"

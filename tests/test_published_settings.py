@@ -149,6 +149,23 @@ def test_config_file_command_prints_the_batch_flags(capsys):
     assert "25000 tokens per update" in err and "#" not in out
 
 
+def test_config_file_command_takes_a_name_under_the_configs(capsys, tmp_path, monkeypatch):
+    """A name (with or without the leading configs/) reads the same file as its path, from any folder; a missing one
+    is an error naming both places looked at."""
+    from syntrans.reproduce.config_file import main
+
+    monkeypatch.chdir(tmp_path)  # no configs/ here: the name resolves under CONFIG_DIR
+    outs = []
+    for arg in (str(CONFIG_DIR / "syncattn" / "wmt14_en_de.args"), "syncattn/wmt14_en_de.args",
+                "configs/syncattn/wmt14_en_de.args"):
+        assert main([arg, "--world-size", "2"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] == outs[2] and outs[0]
+    assert main(["syncattn/nope.args"]) == 2
+    err = capsys.readouterr().err
+    assert "syncattn/nope.args does not exist nor " in err and str(CONFIG_DIR / "syncattn" / "nope.args") in err
+
+
 def test_runner_passes_the_batch_and_says_so(tmp_path):
     from syntrans.reproduce.runner import Options, Reproduction
 

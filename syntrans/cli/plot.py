@@ -42,7 +42,6 @@ sentence, missing stanza models) are reported on stderr, exit status 2.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -236,9 +235,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-plot``; returns the exit status (2 on errors, with a message on stderr)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    for name in ("matplotlib", "PIL"):  # importing fairseq sets the root logger to DEBUG (its text_to_speech task)
-        if logging.getLogger(name).level == logging.NOTSET:
-            logging.getLogger(name).setLevel(logging.WARNING)
     try:
         summary = args.run(args, parser)
     except ModuleNotFoundError as e:
