@@ -4,17 +4,20 @@ code, gloo, one process per rank started here.
 fairseq cannot start CPU ranks itself (it spawns one per CUDA device and asserts there are some), so each rank is
 a ``fairseq-train`` of its own with an explicit rendezvous (``--distributed-init-method tcp://…`` and
 ``--distributed-rank r --distributed-no-spawn``), and ``--ddp-backend legacy_ddp``: torch's DDP, fairseq's
-default, is refused on CPU because fairseq passes it a device id. A rank that dies leaves the others waiting in a
-collective (gloo's default timeout is 30 minutes), so a watchdog stops the survivors at once.
+default, is refused on CPU because fairseq passes it a device id. ``backend="pytorch_ddp"`` runs fairseq-train
+through tests/torch_ddp_cpu.py, which drops that device id and nothing else. A rank that dies leaves the others
+waiting in a collective (gloo's default timeout is 30 minutes), so a watchdog stops the survivors at once.
 
 Like helpers.py, importing this module imports neither syntrans nor fairseq nor torch.
 """
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import List, Sequence
 
 from helpers import BIN
@@ -31,9 +34,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def rank_flags(rank: int, world_size: int, port: int) -> List[str]:
+TORCH_DDP_CPU = Path(__file__).resolve().parent / "torch_ddp_cpu.py"  # fairseq-train under torch's DDP on CPU
+
+
+def rank_flags(rank: int, world_size: int, port: int, backend: str = "legacy_ddp") -> List[str]:
     """The fairseq-train flags of one CPU rank (docs/distributed.md)."""
-    return ["--cpu", "--ddp-backend", "legacy_ddp", "--distributed-world-size", str(world_size),
+    return ["--cpu", "--ddp-backend", backend, "--distributed-world-size", str(world_size),
             "--distributed-backend", "gloo", "--distributed-init-method", f"tcp://127.0.0.1:{port}",
             "--distributed-rank", str(rank), "--distributed-no-spawn"]
 
@@ -61,9 +67,11 @@ class Ranks:
 
 
 def start_ranks(argv: Sequence, world_size: int = 2, rank_argv: Sequence[Sequence] = (), timeout: float = 300,
-                tool: str = "fairseq-train") -> Ranks:
+                tool: str = "fairseq-train", backend: str = "legacy_ddp") -> Ranks:
     """Run ``tool argv… rank_argv[r]… rank_flags(r)`` for every rank r and wait for all of them; as soon as one
-    fails, or ``timeout`` seconds pass, the others are stopped (they would wait for it in a collective)."""
+    fails, or ``timeout`` seconds pass, the others are stopped (they would wait for it in a collective).
+    ``backend`` ``pytorch_ddp``: fairseq-train through :data:`TORCH_DDP_CPU` (torch's DDP on CPU)."""
+    command = [sys.executable, str(TORCH_DDP_CPU)] if backend == "pytorch_ddp" else [str(BIN / tool)]
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_ENV and k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
     env["PYTHONWARNINGS"] = "ignore"
@@ -73,8 +81,8 @@ def start_ranks(argv: Sequence, world_size: int = 2, rank_argv: Sequence[Sequenc
     try:
         for r in range(world_size):
             extra = list(rank_argv[r]) if r < len(rank_argv) else []
-            procs.append(subprocess.Popen([str(BIN / tool), *map(str, argv), *map(str, extra),
-                                           *rank_flags(r, world_size, port)],
+            procs.append(subprocess.Popen([*command, *map(str, argv), *map(str, extra),
+                                           *rank_flags(r, world_size, port, backend)],
                                           stdout=files[r][0], stderr=files[r][1], env=env))
         deadline = time.monotonic() + timeout
         timed_out = False
@@ -101,9 +109,9 @@ def start_ranks(argv: Sequence, world_size: int = 2, rank_argv: Sequence[Sequenc
     return Ranks([p.returncode for p in procs], stopped, [t[0] for t in texts], [t[1] for t in texts], timed_out)
 
 
-def train_distributed(argv: Sequence, world_size: int = 2, timeout: float = 300) -> str:
+def train_distributed(argv: Sequence, world_size: int = 2, timeout: float = 300, backend: str = "legacy_ddp") -> str:
     """fairseq-train ``argv`` in ``world_size`` CPU processes; asserts every rank succeeded and returns rank 0's
     stdout + stderr (only rank 0 logs metrics and writes checkpoints)."""
-    ranks = start_ranks(argv, world_size, timeout=timeout)
+    ranks = start_ranks(argv, world_size, timeout=timeout, backend=backend)
     assert ranks.ok, f"fairseq-train in {world_size} processes failed:\n{ranks.report()}"
     return ranks.stdout[0] + ranks.stderr[0]

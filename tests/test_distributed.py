@@ -1,7 +1,9 @@
-"""Training in two CPU processes through fairseq's own distributed code (gloo, ``--ddp-backend legacy_ddp``; the
-launcher is tests/distributed.py): every method trains; two processes with one batch each end with the same model
-and the same logs as one process with ``--update-freq 2`` (so every auxiliary loss and statistic is reduced across
-processes the way fairseq reduces its loss); frozen gates stay frozen under gate warm-up; shares of the data that
+"""Training in two CPU processes through fairseq's own distributed code (gloo, ``--ddp-backend legacy_ddp``, and
+torch's DistributedDataParallel through tests/torch_ddp_cpu.py; the launcher is tests/distributed.py): every method
+trains; with dropout 0, two processes with one batch each end with the same model and the same logs as one process
+with ``--update-freq 2`` (so every auxiliary loss and statistic is reduced across processes the way fairseq reduces
+its loss), every method compared parameter for parameter in one of three models; frozen gates stay frozen under
+gate warm-up, and constant gates train, under torch's DDP without --find-unused-parameters; shares of the data that
 cannot train, or processes that read different data, are named instead of failing obscurely or hanging."""
 import math
 import re
@@ -45,11 +47,13 @@ RUNS = {  # run: flags after SMALL
 }
 SMOKE = ["--max-update", UPDATES, "--max-epoch", 1, "--validate-interval-updates", UPDATES]
 
-# one model with every auxiliary loss and statistic (LISA, DBSA both sides, SyncAttn, NSD both sides, a gate);
+# one model with every auxiliary loss and statistic (LISA, DBSA both sides, SyncAttn, NSD both sides, a gate over a
+# distance-mask head and a PASCAL head);
 # no BatchNorm in the gate (its running statistics are per process, see docs/distributed.md). It trains on the
 # small valid split (3 batches: the second update of each epoch has a dummy batch in one process) and validates
 # on the train split, whose NSD values partly lie outside the range taken from the training split (clipped > 0)
-COMBO = ["--arch", "syntax_transformer", "--distance-layers", "0", "--distance-heads", "1", "--gate-layers", "0",
+COMBO = ["--arch", "syntax_transformer", "--distance-layers", "0", "--distance-heads", "1", "--pascal-layers", "0",
+         "--pascal-heads", "1", "--gate-layers", "0",
          "--gate-hidden", "8", "--gate-no-batchnorm", "--lisa-layers", "1", "--dbsa-encoder-layers", "1",
          "--dbsa-decoder-layers", "0", "--sync-attn", "--sync-layer", "0", "--nsd-kind", "dD", "--nsd-src-output",
          "--nsd-tgt-input", "linear", "--nsd-tgt-output", "--weight-decay", "0.01",
@@ -82,19 +86,20 @@ def argv(data, save, *flags, last=()):
 
 @pytest.fixture(scope="module")
 def runs(tiny_data, tmp_path_factory):
-    """(name, processes) → (save dir, rank 0's log) of a run of ``flags``, each trained at most once per module:
-    2 processes, or 1 process with --update-freq 2."""
+    """(name, processes[, backend]) → (save dir, rank 0's log) of a run of ``flags``, each trained at most once per
+    module: 2 processes (``--ddp-backend`` legacy_ddp, or pytorch_ddp: torch's DDP), or 1 process with
+    --update-freq 2."""
     cache = {}
 
-    def get(name, processes, flags):
-        if (name, processes) not in cache:
+    def get(name, processes, flags, backend="legacy_ddp"):
+        if (name, processes, backend) not in cache:
             save = tmp_path_factory.mktemp(f"{name}_{processes}p")
             if processes == 2:
-                log = train_distributed(argv(tiny_data, save, *flags))
+                log = train_distributed(argv(tiny_data, save, *flags), backend=backend)
             else:
                 log = run("fairseq-train", *argv(tiny_data, save, *flags, "--update-freq", 2))
-            cache[name, processes] = (save, log)
-        return cache[name, processes]
+            cache[name, processes, backend] = (save, log)
+        return cache[name, processes, backend]
 
     return get
 
@@ -205,6 +210,50 @@ def test_gate_warmup_in_two_processes(tiny_data, runs):
     assert_close(params(save1 / "checkpoint_last.pt"), last, "epoch 2 (gates trained)")
     inner1, inner2 = metric_lines(log1, "train_inner"), metric_lines(log2, "train_inner")
     assert len(inner1) == len(inner2) and [inner_fields(x) for x in inner1] == [inner_fields(x) for x in inner2]
+
+
+# --- torch's DistributedDataParallel (fairseq's default on GPUs) without --find-unused-parameters ------------------
+
+# the gated preset with constant gates (the gated paper's Table 6 "Pure"), across the epoch where warm-up would
+# end: torch's DDP waits for a gradient of every parameter, so a gate network that no loss uses stops it. A
+# LISA head with Hou et al.'s L2 loss in layer 1 (the one method COMBO and WARMUP leave out)
+PURE = ["--arch", "gated_distance_transformer_iwslt_de_en", "--distance-heads", "2", "--gate-mode", "pure",
+        "--gate-syntax-dropout", "0", "--gate-warmup-epochs", "1", "--lisa-layers", "1", "--lisa-loss", "l2",
+        "--max-epoch", 2]
+
+
+def test_gate_warmup_under_torch_ddp(runs):
+    """Frozen gates under torch's DDP: the zero tie gives them a gradient in warm-up, and after warm-up they train;
+    the run equals one process with --update-freq 2 at the end of warm-up and after it (tests/torch_ddp_cpu.py:
+    fairseq's own wrapping, minus the GPU device id)."""
+    (save1, log1), (save2, log2) = runs("warmup", 1, WARMUP), runs("warmup", 2, WARMUP, "pytorch_ddp")
+    assert "wrapped in torch's DistributedDataParallel (find_unused_parameters=False)" in log2, log2[:3000]
+    assert_close(params(save1 / "checkpoint1.pt"), params(save2 / "checkpoint1.pt"), "torch DDP, end of warm-up")
+    assert_close(params(save1 / "checkpoint_last.pt"), params(save2 / "checkpoint_last.pt"), "torch DDP, epoch 2")
+    inner1, inner2 = metric_lines(log1, "train_inner"), metric_lines(log2, "train_inner")
+    assert len(inner1) == len(inner2) == 14 and [inner_fields(x) for x in inner1] == [inner_fields(x) for x in inner2]
+
+
+def test_gate_warmup_under_torch_ddp_with_find_unused_parameters(runs):
+    """With --find-unused-parameters torch finds the frozen gates itself and syntrans adds no tie (torch would
+    refuse a second gradient): the same run as without the flag."""
+    (save1, _), (save2, log2) = runs("warmup", 1, WARMUP), runs("warmup_unused", 2,
+                                                                 [*WARMUP, "--find-unused-parameters"], "pytorch_ddp")
+    assert "(find_unused_parameters=True)" in log2, log2[:3000]
+    assert_close(params(save1 / "checkpoint_last.pt"), params(save2 / "checkpoint_last.pt"), "find-unused, epoch 2")
+
+
+def test_constant_gates_train_under_torch_ddp(runs):
+    """--gate-mode pure under torch's DDP without --find-unused-parameters trains past the epoch where a warm-up
+    would end (it stopped there with "Expected to have finished reduction" while the unused gate network existed)
+    and equals one process with --update-freq 2."""
+    (save1, log1), (save2, log2) = runs("pure", 1, PURE), runs("pure", 2, PURE, "pytorch_ddp")
+    p1, p2 = params(save1 / "checkpoint_last.pt"), params(save2 / "checkpoint_last.pt")
+    assert not any(".gate." in k for k in p2), sorted(k for k in p2 if ".gate." in k)
+    assert_close(p1, p2, "pure gates and LISA-L2, torch DDP, epoch 2")
+    inner1, inner2 = metric_lines(log1, "train_inner"), metric_lines(log2, "train_inner")
+    assert len(inner2) == 14 and [inner_fields(x) for x in inner1] == [inner_fields(x) for x in inner2], log2[-3000:]
+    assert all(finite(line, "lisa") for line in inner2), inner2[-1]
 
 
 # --- shares of the data --------------------------------------------------------------------------------------

@@ -83,6 +83,31 @@ def test_avg_is_the_mean_of_syntax_and_stock_softmax():
 
 
 @pytest.mark.fast
+@pytest.mark.parametrize("mode", ["pure", "avg"])
+def test_constant_gates_have_no_parameters_and_load_older_checkpoints(mode, caplog):
+    """Pure and avg gates build no network: every parameter of the layer takes a gradient from the loss (torch's DDP
+    without --find-unused-parameters needs that). A state dict written when they still held an unused network
+    loads, its gate tensors named in the log, and gives the same attention."""
+    x, pad, gaps = batch()
+    attn = gated(mode, heads=2)
+    assert list(attn.gate.parameters()) == [] and list(attn.gate.buffers()) == []
+    out, _, _ = run(attn, x, pad, gaps)
+    out.sum().backward()
+    assert all(p.grad is not None for p in attn.parameters())
+    older = dict(attn.state_dict())
+    network = SyntaxGate(C, H, 8, mode="gated").state_dict()  # what an older constant gate saved as well
+    older.update({f"gate.{k}": v for k, v in network.items()})
+    fresh = gated(mode, heads=2, seed=5)
+    with caplog.at_level("INFO", logger="syntrans.mechanisms.gate"):
+        fresh.load_state_dict(older)  # strict: nothing else is left out
+    assert f"--gate-mode {mode}: the checkpoint's gate network gate.* ({len(network)} tensors) is not used" \
+        in caplog.text
+    torch.testing.assert_close(run(fresh, x, pad, gaps)[0], out, rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match="Unexpected key"):
+        fresh.load_state_dict({**older, "gate.fc3.weight": torch.zeros(1)})  # only the gate network is left out
+
+
+@pytest.mark.fast
 def test_closed_gate_is_bitwise_stock_attention():
     """G ≡ 0 (BatchNorm shifted far negative, running statistics at evaluation): fairseq's own attention."""
     x, pad, gaps = batch()

@@ -5,10 +5,12 @@ the stock softmax of the same scores.
 
 G = σ(BN(W₂·LayerNorm(ReLU(W₁·maxpool(X) + b₁)) + b₂)) from the layer's input X. Against the gate collapsing to 0 or
 1: pre-warm-up (the gate network frozen for the first K epochs), BatchNorm before the sigmoid, and "syntax ignoring"
-(dropout with rate p on A_syn in training). ``--gate-mode pure|avg`` fixes G at 1 or 0.5 (the paper's Table 6).
+(dropout with rate p on A_syn in training). ``--gate-mode pure|avg`` fixes G at 1 or 0.5 (the paper's Table 6) and
+builds no gate network: torch's DistributedDataParallel would otherwise wait for gradients of parameters no loss uses.
 At evaluation the gate values G of every gated layer × syntax head are logged as ``gate_l{layer}h{head}``.
 """
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
+import logging
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -25,6 +27,10 @@ from .base import Mechanism, reports_of
 from .layer_lists import resolve_layers
 
 GATE_MODES = ("gated", "pure", "avg")
+CONSTANT_GATES = {"pure": 1.0, "avg": 0.5}  # the ablations' fixed G (Hou et al., Table 6)
+NETWORK = ("fc1", "norm", "fc2", "bn")  # the submodules of the learned gate network
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -67,7 +73,9 @@ class SyntaxGate(LayerMixer):
 
     ``mode``: ``gated`` (learned), ``pure`` (G ≡ 1) or ``avg`` (G ≡ 0.5), the paper's ablations. While ``frozen``
     (pre-warm-up) the network runs without gradient, so its parameters do not move; BatchNorm still normalises with
-    the batch statistics in training and its running statistics at evaluation.
+    the batch statistics in training and its running statistics at evaluation. ``pure`` and ``avg`` build no
+    network (no parameters): a parameter that never receives a gradient stops torch's DistributedDataParallel
+    without ``--find-unused-parameters`` at the first update after warm-up.
     """
 
     key = "gate"
@@ -78,11 +86,13 @@ class SyntaxGate(LayerMixer):
         if mode not in GATE_MODES:
             raise ValueError(f"gate mode must be one of {', '.join(GATE_MODES)}, found {mode!r}")
         self.mode, self.num_heads = mode, num_heads
-        self.fc1 = nn.Linear(embed_dim, hidden)
-        self.norm = nn.LayerNorm(hidden)
-        self.fc2 = nn.Linear(hidden, num_heads)
-        self.bn: Optional[nn.BatchNorm1d] = nn.BatchNorm1d(num_heads) if batchnorm else None
-        self.warmup_epochs = int(warmup_epochs)
+        self.bn: Optional[nn.BatchNorm1d] = None
+        if mode == "gated":
+            self.fc1 = nn.Linear(embed_dim, hidden)
+            self.norm = nn.LayerNorm(hidden)
+            self.fc2 = nn.Linear(hidden, num_heads)
+            self.bn = nn.BatchNorm1d(num_heads) if batchnorm else None
+        self.warmup_epochs = int(warmup_epochs) if mode == "gated" else 0  # a constant gate has nothing to warm up
         self.syntax_dropout = float(syntax_dropout)
         self._frozen = self.warmup_epochs >= 1  # training starts in epoch 1
 
@@ -94,6 +104,18 @@ class SyntaxGate(LayerMixer):
         """Pre-warm-up from fairseq's epoch counter (1-based): frozen in epochs 1..K, trained from K + 1 on.
         fairseq calls this at every epoch start, also the resumed one, so a resumed run follows the same schedule."""
         self._frozen = epoch <= self.warmup_epochs
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        """Checkpoints written before constant gates lost their network hold its (never used, never trained)
+        weights: they are left out, with a log line naming them; G did not depend on them."""
+        if self.mode != "gated":
+            unused = [k for k in state_dict if k.startswith(prefix) and k[len(prefix):].split(".")[0] in NETWORK]
+            if unused:
+                logger.info("--gate-mode %s: the checkpoint's gate network %s* (%d tensors) is not used and not "
+                            "loaded (G is constant)", self.mode, prefix, len(unused))
+                for k in unused:
+                    del state_dict[k]
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def _logits(self, x: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
         """x (T, B, C) → the gate logits (B, H), in the parameters' dtype with autocast off (float32 under autocast:
@@ -118,7 +140,7 @@ class SyntaxGate(LayerMixer):
         under autocast, see :meth:`_logits`); ``pure``/``avg``, in x's dtype."""
         B = x.size(1)
         if self.mode != "gated":
-            return x.new_full((B, self.num_heads), 1.0 if self.mode == "pure" else 0.5)
+            return x.new_full((B, self.num_heads), CONSTANT_GATES[self.mode])
         with named_precision("the syntax gate (Hou et al., gated self-attention)", x), full_precision(x.device.type):
             if self.frozen:
                 with torch.no_grad():
@@ -187,4 +209,4 @@ class Gate(Mechanism):
                 report_aux_metric(extra, f"gate_l{i}h{h}", g[:, h].float().sum(), g.size(0))
 
 
-__all__ = ["GATE_MODES", "Gate", "GateConfig", "SyntaxGate", "masked_max_pool", "mix"]
+__all__ = ["CONSTANT_GATES", "GATE_MODES", "Gate", "GateConfig", "SyntaxGate", "masked_max_pool", "mix"]
