@@ -32,6 +32,9 @@ def single_threaded_tools():
 
 @pytest.fixture(autouse=True)
 def _no_unsafe_torch_load(monkeypatch):
-    # every test must pass with torch's safe loader: never the global unsafe switch
+    """Every test loads checkpoints with torch's own default (the safe loader since torch 2.6): neither of torch's
+    global switches is set during a test (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD: the full unpickler everywhere;
+    TORCH_FORCE_WEIGHTS_ONLY_LOAD: the safe one even where a caller asks for the full one). Whatever the
+    environment held is restored after the test."""
     monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", raising=False)
-    os.environ.pop("TORCH_FORCE_WEIGHTS_ONLY_LOAD", None)
+    monkeypatch.delenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", raising=False)

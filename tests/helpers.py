@@ -129,6 +129,50 @@ def metric(line, name):
     return None if m is None else float(m.group(1))
 
 
+def corpus_bleu4(hypotheses, references) -> dict:
+    """Corpus BLEU-4 of whitespace-tokenized strings, computed here from its definition (Papineni et al. 2002): clipped
+    n-gram precisions p_n for n = 1..4, their geometric mean (0 when one is 0, no smoothing), the brevity penalty BP;
+    returns ``bleu`` (× 100), ``precisions`` (× 100), ``bp``, ``ratio`` (hypothesis/reference length), ``syslen``,
+    ``reflen``. A reference's ``<unk>`` matches nothing, as in fairseq-generate's default scorer (``bleu``)."""
+    from collections import Counter
+    from math import exp, log
+
+    match, total, hyp_len, ref_len = [0] * 4, [0] * 4, 0, 0
+    for hyp, ref in zip(hypotheses, references, strict=True):
+        h, r = hyp.split(), ref.split()
+        hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
+        for n in range(1, 5):
+            hn = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
+            rn = Counter(g for g in (tuple(r[i:i + n]) for i in range(len(r) - n + 1)) if "<unk>" not in g)
+            match[n - 1] += sum(min(c, rn[g]) for g, c in hn.items())
+            total[n - 1] += max(len(h) - n + 1, 0)
+    precisions = [100.0 * m / t if t else 0.0 for m, t in zip(match, total)]
+    bp = min(1.0, exp(1 - ref_len / hyp_len)) if hyp_len else 0.0
+    bleu = 0.0 if min(match) == 0 else 100.0 * bp * exp(sum(log(m / t) for m, t in zip(match, total)) / 4)
+    return {"bleu": bleu, "precisions": precisions, "bp": bp, "ratio": hyp_len / ref_len, "syslen": hyp_len,
+            "reflen": ref_len}
+
+
+def check_generate_bleu(out) -> dict:
+    """fairseq-generate's printed 'BLEU4 = b, p1/p2/p3/p4 (BP=…, ratio=…, syslen=…, reflen=…)' equals, to its printed
+    digits, :func:`corpus_bleu4` of its own T-/H- lines (a check of the score, and of the lines against it); returns
+    the computed values."""
+    m = re.search(r"Generate \w+ with beam=\d+: BLEU4 = ([0-9.]+), ([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+) "
+                  r"\(BP=([0-9.]+), ratio=([0-9.]+), syslen=(\d+), reflen=(\d+)\)", out)
+    assert m, out[-2000:]
+    refs = dict(re.findall(r"^T-(\d+)\t(.*)$", out, flags=re.M))
+    hyps = {i: text for i, _score, text in re.findall(r"^H-(\d+)\t(\S+)\t(.*)$", out, flags=re.M)}
+    assert refs and refs.keys() == hyps.keys(), out[-2000:]
+    ids = sorted(refs, key=int)
+    ours = corpus_bleu4([hyps[i] for i in ids], [refs[i] for i in ids])
+    printed = [float(x) for x in m.groups()]
+    assert (int(printed[7]), int(printed[8])) == (ours["syslen"], ours["reflen"]), (m.group(0), ours)
+    assert abs(printed[0] - ours["bleu"]) <= 0.0051, (m.group(0), ours)  # printed with 2 decimals
+    assert all(abs(a - b) <= 0.051 for a, b in zip(printed[1:5], ours["precisions"])), (m.group(0), ours)
+    assert abs(printed[5] - ours["bp"]) <= 5.1e-4 and abs(printed[6] - ours["ratio"]) <= 5.1e-4, (m.group(0), ours)
+    return ours
+
+
 def generate(data, ckpt, *extra):
     """fairseq-generate on the test split of ``data`` with ``ckpt`` (beam 3, BPE removed); returns its output."""
     return run("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", ckpt,

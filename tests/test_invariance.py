@@ -1,36 +1,85 @@
-"""A sentence's encoder output and beam-search hypothesis do not depend on the rest of its batch
-(left-padded source, longer neighbours), for the vanilla model and every syntax method; with DBSA in the
-decoder, neither do its teacher-forced output (right-padded target) and its share of the auxiliary losses."""
+"""The model is correct for any batch and padding (README): a sentence gives the same results alone and inside a
+padded batch of longer and shorter sentences (two short, two long: every row padded differently), its source padded
+on the left (fairseq's default) or on the right (the task's ``left_pad_source`` false, see :func:`padded`), its
+target on the right. For every architecture in ``ARCHS`` and both source paddings:
+
+* the collated syntax features sit in their tokens' columns (``test_features_padded_like_tokens``, every feature);
+* the encoder output (``test_encoder_output_batch_invariant``);
+* the teacher-forced log-probabilities (``test_teacher_forced_output_batch_invariant``);
+* the beam-search hypothesis: same tokens, score within 1e-4 (``test_hypothesis_batch_invariant``);
+* the auxiliary losses' sums and counts and the metrics' sums and counts: a padded batch's are the sums of its
+  sentences' alone (``test_aux_losses_add_up_over_sentences``), at evaluation for every mechanism that reports any,
+  in training too for all but the gates (BatchNorm normalises the gate logits with the batch's statistics in
+  training, and the gated preset drops syntax attention at random: a gate's training forward depends on the batch
+  by design; at evaluation BatchNorm uses its running statistics).
+
+Models are the small random-init ones of ``helpers.build_task_and_model`` (DBSA's U randomised, dropout 0), built once
+per module and shared by the tests that only read them (in eval mode, under ``torch.no_grad``). Outputs are compared
+with atol = rtol = 1e-5, loss and metric sums with rel 1e-5 / abs 1e-4, counts exactly."""
 import pytest
 import torch
 from fairseq.sequence_generator import SequenceGenerator
 from helpers import build_task_and_model
 
-ARCHS = [("transformer", ()), ("distance_transformer_iwslt_de_en", ("--distance-heads", "2")),
-         ("distance_transformer_iwslt_de_en", ("--distance-heads", "4", "--distance-hard")),
-         ("pascal_transformer_iwslt_de_en", ()), ("pascal_transformer_iwslt_de_en", ("--pascal-heads", "3")),
-         ("lisa_transformer_iwslt_de_en", ()), ("lisa_transformer_iwslt_de_en", ("--lisa-gold-parents",)),
-         # distance heads 0-1, PASCAL head 2, LISA head 3 of layer 0; LISA head 0 of layer 1
-         ("distance_transformer_iwslt_de_en", ("--distance-heads", "2", "--pascal-layers", "0", "--pascal-heads", "1",
-                                               "--lisa-layers", "0,1")),
-         ("gated_distance_transformer_iwslt_de_en", ("--gate-warmup-epochs", "0")),
-         # a gate mixing PASCAL attention (heads 0-1 of layer 0) with stock attention
-         ("pascal_transformer_iwslt_de_en", ("--gate-layers", "0")),
-         # DBSA head 0 of encoder layer 0 and of decoder layer 0; SyncAttn adds a training loss only
-         ("dbsa_transformer_wmt_en_de", ()), ("syncattn_transformer_wmt_en_de", ()),
-         # the DBSA oracle: encoder layer 0's DBSA head attends to the gold parents
-         ("dbsa_transformer_wmt_en_de", ("--dbsa-gold-parents",)),
-         # LISA head 0 and DBSA head 1 of encoder layer 0; DBSA head 0 of decoder layer 0
-         ("lisa_transformer_iwslt_de_en", ("--dbsa-encoder-layers", "0", "--dbsa-decoder-layers", "0")),
-         # distance head 0, PASCAL head 1, DBSA heads 2-3 of encoder layer 0; DBSA heads 0-1 of every other layer
-         ("dbsa_transformer_wmt_en_de", ("--dbsa-heads", "2", "--dbsa-encoder-layers", "all", "--dbsa-decoder-layers",
-                                         "all", "--distance-layers", "0", "--distance-heads", "1", "--pascal-layers",
-                                         "0", "--pascal-heads", "1")),
-         # NSD: source dD input + PE + output; both sides (target NSD predicted step by step); dS concat input
-         ("nsd_src_transformer_base", ("--nsd-embed-dim", "8")), ("nsd_transformer_base", ("--nsd-embed-dim", "8")),
-         ("nsd_transformer", ("--nsd-kind", "dS", "--nsd-src-input", "concat", "--nsd-embed-dim", "8"))]
-HYP_ARCHS = [a for a in ARCHS if "--distance-hard" not in a[1] and "--pascal-heads" not in a[1]]
-DECODER_DBSA_ARCHS = [a for a in ARCHS if a[0].startswith(("dbsa", "syncattn")) or "--dbsa-decoder-layers" in a[1]]
+#: id → (arch, extra flags): the vanilla model and every syntax mechanism, alone and combined (LISA with its ce and
+#: its l2 loss; NSD on the source, the target, both)
+ARCHS = {
+    "transformer": ("transformer", ()),
+    "distance": ("distance_transformer_iwslt_de_en", ("--distance-heads", "2")),
+    "distance_hard": ("distance_transformer_iwslt_de_en", ("--distance-heads", "4", "--distance-hard")),
+    "pascal": ("pascal_transformer_iwslt_de_en", ()),
+    "pascal_3heads": ("pascal_transformer_iwslt_de_en", ("--pascal-heads", "3")),
+    "lisa": ("lisa_transformer_iwslt_de_en", ()),
+    "lisa_gold": ("lisa_transformer_iwslt_de_en", ("--lisa-gold-parents",)),
+    "lisa_l2": ("lisa_transformer_iwslt_de_en", ("--lisa-loss", "l2")),
+    # distance heads 0-1, PASCAL head 2, LISA head 3 of layer 0; LISA head 0 of layer 1
+    "distance_pascal_lisa": ("distance_transformer_iwslt_de_en", ("--distance-heads", "2", "--pascal-layers", "0",
+                                                                  "--pascal-heads", "1", "--lisa-layers", "0,1")),
+    # every head of every layer gated between the distance mask and stock attention
+    "gated_distance": ("gated_distance_transformer_iwslt_de_en", ("--gate-warmup-epochs", "0")),
+    # a gate mixing PASCAL attention (heads 0-1 of layer 0) with stock attention
+    "pascal_gate": ("pascal_transformer_iwslt_de_en", ("--gate-layers", "0")),
+    # DBSA head 0 of encoder layer 0 and of decoder layer 0; SyncAttn adds a training loss only
+    "dbsa": ("dbsa_transformer_wmt_en_de", ()),
+    "syncattn": ("syncattn_transformer_wmt_en_de", ()),
+    # the DBSA oracle: encoder layer 0's DBSA head attends to the gold parents
+    "dbsa_gold": ("dbsa_transformer_wmt_en_de", ("--dbsa-gold-parents",)),
+    # LISA head 0 and DBSA head 1 of encoder layer 0; DBSA head 0 of decoder layer 0
+    "lisa_dbsa": ("lisa_transformer_iwslt_de_en", ("--dbsa-encoder-layers", "0", "--dbsa-decoder-layers", "0")),
+    # distance head 0, PASCAL head 1, DBSA heads 2-3 of encoder layer 0; DBSA heads 0-1 of every other layer
+    "dbsa_all_distance_pascal": ("dbsa_transformer_wmt_en_de", (
+        "--dbsa-heads", "2", "--dbsa-encoder-layers", "all", "--dbsa-decoder-layers", "all", "--distance-layers", "0",
+        "--distance-heads", "1", "--pascal-layers", "0", "--pascal-heads", "1")),
+    # NSD: source dD input + PE + output; target (predicted step by step in decoding); both; dS concat input
+    "nsd_src": ("nsd_src_transformer_base", ("--nsd-embed-dim", "8")),
+    "nsd_tgt": ("nsd_tgt_transformer_base", ("--nsd-embed-dim", "8")),
+    "nsd_both": ("nsd_transformer_base", ("--nsd-embed-dim", "8")),
+    "nsd_ds_concat": ("nsd_transformer", ("--nsd-kind", "dS", "--nsd-src-input", "concat", "--nsd-embed-dim", "8")),
+}
+DECODER_DBSA_ARCHS = {k: a for k, a in ARCHS.items() if a[0].startswith(("dbsa", "syncattn"))
+                      or "--dbsa-decoder-layers" in a[1]}
+SIDES = ("left", "right")  # the source's padding; the target is right-padded
+
+_LISA = {"lisa", "lisa_uas"}
+_DBSA = {"dbsa_src", "dbsa_src_uas", "dbsa_tgt", "dbsa_tgt_uas", "dbsa_tgt_later"}
+_NSD_SRC, _NSD_TGT = ({f"nsd_{s}_ce", f"nsd_{s}_dist", f"nsd_{s}_clipped"} for s in ("src", "tgt"))
+#: id → the auxiliary losses and metrics its teacher-forced forward reports at evaluation on the split's parses
+#: (architectures that report none are left out)
+AUX = {
+    "lisa": _LISA, "lisa_gold": _LISA, "lisa_l2": _LISA, "distance_pascal_lisa": _LISA,
+    "gated_distance": {f"gate_l{i}h{h}" for i in range(2) for h in range(4)},
+    "pascal_gate": {"gate_l0h0", "gate_l0h1"},
+    "dbsa": _DBSA, "dbsa_gold": _DBSA, "dbsa_all_distance_pascal": _DBSA, "syncattn": _DBSA | {"sync"},
+    "lisa_dbsa": _LISA | _DBSA, "nsd_src": _NSD_SRC, "nsd_tgt": _NSD_TGT, "nsd_both": _NSD_SRC | _NSD_TGT,
+}
+assert set(AUX) <= set(ARCHS) and set(DECODER_DBSA_ARCHS) == {"dbsa", "syncattn", "dbsa_gold", "lisa_dbsa",
+                                                              "dbsa_all_distance_pascal"}
+#: (id, mode, backend) of the aux-sum check: every AUX architecture at evaluation, and in training all but the gates
+#: (module docstring); "flex" runs the LISA/DBSA losses from flex attention's log-sum-exp, as fused training on CUDA
+#: does (torch's eager flex attention on CPU)
+AUX_CASES = ([(k, "eval", "auto") for k in AUX] + [(k, "train", "auto") for k in AUX if not k.endswith("gate")
+                                                     and not k.startswith("gated")]
+             + [(k, mode, "flex") for k in ("lisa_dbsa", "dbsa_all_distance_pascal") for mode in ("eval", "train")])
 
 
 def randomise_dbsa(model, std: float = 0.5, seed: int = 0) -> int:
@@ -54,48 +103,194 @@ def setup(data, arch, extra):
     return task, model, task.dataset("valid")
 
 
+@pytest.fixture(scope="module")
+def built(tiny_data):
+    """id of ``ARCHS`` (or (arch, extra)) → (task, model) in eval mode, built once per module (:func:`setup`); the
+    tests that take a model from here only read it and leave it in eval mode."""
+    cache = {}
+
+    def get(key):
+        arch, extra = ARCHS[key] if isinstance(key, str) else key
+        if (arch, extra) not in cache:
+            cache[arch, extra] = setup(tiny_data, arch, extra)[:2]
+        task, model = cache[arch, extra]
+        model.eval()
+        return task, model
+
+    return get
+
+
+def padded(task, side: str):
+    """The valid split, loaded with its source padded on ``side`` and its target on the right: the task config's
+    left_pad_source, which fairseq's translation task hands to its datasets. (fairseq 0.12's ``--left-pad-source`` is
+    a store_true flag on a True default: the command line cannot turn it off; a fairseq-hydra-train config's
+    ``task.left_pad_source: false`` can.)"""
+    task.cfg.left_pad_source = side == "left"
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    assert ds.left_pad_source == (side == "left") and not ds.left_pad_target
+    return ds
+
+
 def pick(ds):
-    """A short sentence and the three longest of the split."""
-    sizes = ds.src_sizes
-    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
-    short = order[len(order) // 4]
-    return short, order[-3:]
+    """Two short sentences and the two longest of the split, all of different source and target lengths: in their
+    batch every row but the longest is padded, each by another amount."""
+    order = sorted(range(len(ds)), key=lambda i: (ds.src_sizes[i], ds.tgt_sizes[i], i))
+    ids = [order[len(order) // 5], order[len(order) // 3], order[-2], order[-1]]
+    assert len({int(ds.src_sizes[i]) for i in ids}) == 4 and len({int(ds.tgt_sizes[i]) for i in ids}) == 4
+    return ids
 
 
-@pytest.mark.parametrize("arch,extra", ARCHS)
-def test_encoder_output_batch_invariant(tiny_data, arch, extra):
-    task, model, ds = setup(tiny_data, arch, extra)
-    short, longs = pick(ds)
-    alone = ds.collater([ds[short]])
-    mixed = ds.collater([ds[i] for i in [*longs, short]])
-    assert mixed["net_input"]["src_tokens"].size(1) > alone["net_input"]["src_tokens"].size(1)
-    row = mixed["id"].tolist().index(short)
-    T = alone["net_input"]["src_tokens"].size(1)
+def columns(side: str, width: int, n: int) -> slice:
+    """The columns of a sentence of ``n`` tokens in a row of ``width`` padded on ``side``."""
+    return slice(width - n, width) if side == "left" else slice(0, n)
+
+
+def batches(ds, ids):
+    """(the padded batch of ``ids``, {id: (its row there, its batch alone)})."""
+    mixed = ds.collater([ds[i] for i in ids])
+    rows = mixed["id"].tolist()
+    return mixed, {i: (rows.index(i), ds.collater([ds[i]])) for i in ids}
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_features_padded_like_tokens(built, side):
+    """Every syntax feature (all of ``FEATURES`` requested at once), collated: each sentence's values sit in the
+    columns of its tokens (source: padded on ``side``; target: on the right), token positions shifted by the
+    sentence's left padding, the feature's pad value elsewhere; the tokens themselves too."""
+    from syntrans.data.features import FEATURES
+    from syntrans.data.syntax_dataset import SyntaxPairDataset
+
+    task, _ = built("transformer")
+    base = padded(task, side)
+    ds = SyntaxPairDataset(base.dataset, base.src_side, base.tgt_side, set(FEATURES))
+    items = {i: ds[i] for i in pick(ds)}
+    mixed = ds.collater(list(items.values()))
+    pad = task.source_dictionary.pad()
+    for row, i in enumerate(mixed["id"].tolist()):
+        item = items[i]
+        for name, f in FEATURES.items():
+            tokens, where = ((item["source"], side) if f.side == "source" else (item["target"], "right"))
+            ref = mixed["net_input"]["src_tokens"] if f.side == "source" else mixed["target"]
+            width, n = ref.size(1), len(tokens)
+            cols = columns(where, width, n)
+            expected_tokens = torch.full((width,), pad, dtype=ref.dtype)
+            expected_tokens[cols] = tokens
+            assert torch.equal(ref[row], expected_tokens), (name, side)
+            values = item[name]
+            if f.positions and where == "left":
+                values = torch.where(values >= 0, values + (width - n), values)
+            row_values = torch.full((width,), f.pad, dtype=values.dtype)
+            row_values[cols] = values
+            torch.testing.assert_close(mixed["net_input"][name][row], f.finish(row_values.unsqueeze(0))[0],
+                                       rtol=0, atol=0, msg=f"{name}, sentence {i}, source padded {side}")
+
+
+@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("key", list(ARCHS))
+def test_encoder_output_batch_invariant(built, key, side):
+    task, model = built(key)
+    ds = padded(task, side)
+    mixed, alone = batches(ds, pick(ds))
+    src = mixed["net_input"]["src_tokens"]
+    pad = task.source_dictionary.pad()
+    assert len({int(src[r].eq(pad).sum()) for r, _ in alone.values()}) == 4  # every row padded by another amount
     with torch.no_grad():
-        enc_alone = model.encoder.forward_torchscript(alone["net_input"])["encoder_out"][0]  # (T, 1, C)
         enc_mixed = model.encoder.forward_torchscript(mixed["net_input"])["encoder_out"][0]  # (T', B, C)
-    # left padding: the sentence occupies the last T columns of the mixed batch
-    torch.testing.assert_close(enc_mixed[-T:, row], enc_alone[:, 0], atol=1e-5, rtol=1e-5)
+        for i, (row, one) in alone.items():
+            T = one["net_input"]["src_tokens"].size(1)
+            cols = columns(side, src.size(1), T)
+            assert torch.equal(src[row, cols], one["net_input"]["src_tokens"][0])
+            enc_alone = model.encoder.forward_torchscript(one["net_input"])["encoder_out"][0]  # (T, 1, C)
+            torch.testing.assert_close(enc_mixed[cols, row], enc_alone[:, 0], atol=1e-5, rtol=1e-5,
+                                       msg=lambda m: f"sentence {i} (source padded {side}): {m}")
 
 
-@pytest.mark.parametrize("arch,extra", HYP_ARCHS)
-def test_hypothesis_batch_invariant(tiny_data, arch, extra):
-    task, model, ds = setup(tiny_data, arch, extra)
-    short, longs = pick(ds)
+@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("key", list(ARCHS))
+def test_teacher_forced_output_batch_invariant(built, key, side):
+    """A full teacher-forced forward (decoder DBSA heads on their explicit path, every auxiliary loss computed):
+    each sentence's log-probabilities over its real target positions are the same alone and in the batch, where its
+    target is right-padded and its source padded on ``side``."""
+    task, model = built(key)
+    ds = padded(task, side)
+    mixed, alone = batches(ds, pick(ds))
+    pad = task.target_dictionary.pad()
+    with torch.no_grad():
+        lp_mixed = model.get_normalized_probs(model(**mixed["net_input"]), log_probs=True)  # (B, J', V)
+        for i, (row, one) in alone.items():
+            J = one["target"].size(1)
+            assert not bool(mixed["target"][row, :J].eq(pad).any()) and bool(mixed["target"][row, J:].eq(pad).all())
+            lp_alone = model.get_normalized_probs(model(**one["net_input"]), log_probs=True)  # (1, J, V)
+            torch.testing.assert_close(lp_mixed[row, :J], lp_alone[0], atol=1e-5, rtol=1e-5,
+                                       msg=lambda m: f"sentence {i} (source padded {side}): {m}")
+    assert mixed["target"].size(1) > min(one["target"].size(1) for _, one in alone.values())
+
+
+@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("key", list(ARCHS))
+def test_hypothesis_batch_invariant(built, key, side):
+    """Beam search (beam 4): each sentence's best hypothesis alone and in the padded batch has the same tokens and a
+    score within 1e-4."""
+    task, model = built(key)
+    ds = padded(task, side)
+    mixed, alone = batches(ds, pick(ds))
     gen = SequenceGenerator([model], task.target_dictionary, beam_size=4, max_len_b=30)
-    hyps = {}
-    for name, ids in (("alone", [short]), ("mixed", [*longs, short])):
-        sample = ds.collater([ds[i] for i in ids])
-        with torch.no_grad():
-            out = gen.generate([model], sample)
-        hyps[name] = out[sample["id"].tolist().index(short)][0]
-    assert torch.equal(hyps["alone"]["tokens"], hyps["mixed"]["tokens"])
-    assert abs(float(hyps["alone"]["score"]) - float(hyps["mixed"]["score"])) < 1e-4
+    with torch.no_grad():
+        hyps_mixed = gen.generate([model], mixed)
+        for i, (row, one) in alone.items():
+            a, m = gen.generate([model], one)[0][0], hyps_mixed[row][0]
+            assert torch.equal(a["tokens"], m["tokens"]), (i, side, a["tokens"].tolist(), m["tokens"].tolist())
+            assert abs(float(a["score"]) - float(m["score"])) < 1e-4, (i, side, float(a["score"]), float(m["score"]))
 
 
-def test_distance_model_reads_gaps(tiny_data):
+def aux_sums(model, sample, backend: str):
+    """{name:part: value} of a teacher-forced forward's auxiliary losses (``loss``: the sum, ``n``: its count) and
+    metrics (``value``: the sum, ``metric_n``: its count), as syntax_label_smoothed_cross_entropy reads them."""
+    with torch.no_grad():
+        extra = model(**sample["net_input"], syntax_backend=backend)[1]
+    out = {f"{n}:loss": float(v["loss"]) for n, v in extra.get("aux_losses", {}).items()}
+    out.update({f"{n}:n": float(v["ntokens"]) for n, v in extra.get("aux_losses", {}).items()})
+    out.update({f"{n}:value": float(v["value"]) for n, v in extra.get("aux_metrics", {}).items()})
+    out.update({f"{n}:metric_n": float(v["ntokens"]) for n, v in extra.get("aux_metrics", {}).items()})
+    return out
+
+
+@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("key,mode,backend", AUX_CASES)
+def test_aux_losses_add_up_over_sentences(built, key, mode, backend, side):
+    """Every auxiliary loss (its sum and its count) and metric (its sum and its count: the UAS hits ×100, the
+    clipped NSD values ×100, the gate values G summed over sentences with the sentences as count) of a padded batch
+    is the sum of those of its sentences alone: padding adds nothing to them and takes nothing away. The gates in
+    eval mode only (module docstring); dropout is 0."""
+    task, model = built(key)
+    ds = padded(task, side)
+    ids = pick(ds)
+    model.train(mode == "train")
+    try:
+        mixed = aux_sums(model, ds.collater([ds[i] for i in ids]), backend)
+        alone = [aux_sums(model, ds.collater([ds[i]]), backend) for i in ids]
+    finally:
+        model.eval()
+    assert {k.split(":")[0] for k in mixed} == (AUX[key] if mode == "eval" else {n for n in AUX[key]
+                                                                                  if not n.startswith("gate_")})
+    for name, value in mixed.items():
+        parts = [a[name] for a in alone]
+        if name.endswith("n"):  # counts: exactly
+            assert value == sum(parts), (name, value, parts)
+        else:
+            assert value == pytest.approx(sum(parts), rel=1e-5, abs=1e-4), (name, value, parts)
+    for name in mixed:
+        if name.endswith(":n"):  # every sentence takes part in every loss
+            assert all(a[name] > 0 for a in alone), (name, [a[name] for a in alone])
+        if name.startswith("gate_") and name.endswith(":metric_n"):  # a gate value per sentence
+            assert mixed[name] == len(ids)
+
+
+def test_distance_model_reads_gaps(built):
     """The distance heads use the batch's gaps: other gaps give another encoder output."""
-    task, model, ds = setup(tiny_data, "distance_transformer_iwslt_de_en", ("--distance-heads", "2"))
+    task, model = built("distance")
+    ds = padded(task, "left")
     sample = ds.collater([ds[i] for i in range(4)])
     net = dict(sample["net_input"])
     with torch.no_grad():
@@ -105,11 +300,11 @@ def test_distance_model_reads_gaps(tiny_data):
     assert not torch.allclose(a, b)
 
 
-@pytest.mark.parametrize("arch,feature", [("pascal_transformer_iwslt_de_en", "src_parent_middle"),
-                                          ("lisa_transformer_iwslt_de_en", "src_parent_first")])
-def test_parent_models_read_parents(tiny_data, arch, feature):
+@pytest.mark.parametrize("key,feature", [("pascal", "src_parent_middle"), ("lisa_gold", "src_parent_first")])
+def test_parent_models_read_parents(built, key, feature):
     """PASCAL and LISA (with its oracle) use the batch's parents: other parents give another encoder output."""
-    task, model, ds = setup(tiny_data, arch, ("--lisa-gold-parents",) if "lisa" in arch else ())
+    task, model = built(key)
+    ds = padded(task, "left")
     sample = ds.collater([ds[i] for i in range(4)])
     net = dict(sample["net_input"])
     with torch.no_grad():
@@ -121,8 +316,9 @@ def test_parent_models_read_parents(tiny_data, arch, feature):
     assert not torch.allclose(a, b)
 
 
-def test_missing_gaps_is_a_clear_error(tiny_data):
-    task, model, ds = setup(tiny_data, "distance_transformer_iwslt_de_en", ("--distance-heads", "2"))
+def test_missing_gaps_is_a_clear_error(built):
+    task, model = built("distance")
+    ds = padded(task, "left")
     sample = ds.collater([ds[0]])
     net = {k: v for k, v in sample["net_input"].items() if k != "src_gaps"}
     with pytest.raises(ValueError, match="src_gaps"):
@@ -165,67 +361,14 @@ def test_only_chosen_layers_and_heads_are_biased(tiny_data):
     assert not torch.allclose(probs[:, :3], F.softmax(scores[:, :3], -1), atol=1e-3)  # the bias did something
 
 
-@pytest.mark.parametrize("arch,extra", DECODER_DBSA_ARCHS)
-def test_teacher_forced_output_batch_invariant(tiny_data, arch, extra):
-    """A full teacher-forced forward (decoder DBSA heads on their explicit path, SyncAttn's loss computed):
-    the short sentence's log-probabilities over its real target positions are the same alone and in a batch
-    where its target is right-padded."""
-    task, model, ds = setup(tiny_data, arch, extra)
-    short, longs = pick(ds)
-    alone = ds.collater([ds[short]])
-    mixed = ds.collater([ds[i] for i in [*longs, short]])
-    assert "tgt_parent_chain" in mixed["net_input"] and "src_parent_chain" in mixed["net_input"]
-    row = mixed["id"].tolist().index(short)
-    J = alone["target"].size(1)
-    pad = task.target_dictionary.pad()
-    assert mixed["target"].size(1) > J and bool(mixed["target"][row, J:].eq(pad).all())  # right-padded
-    assert not bool(mixed["target"][row, :J].eq(pad).any())
-    with torch.no_grad():
-        out_alone = model(**alone["net_input"])
-        out_mixed = model(**mixed["net_input"])
-        lp_alone = model.get_normalized_probs(out_alone, log_probs=True)  # (1, J, V)
-        lp_mixed = model.get_normalized_probs(out_mixed, log_probs=True)  # (B, J', V)
-    torch.testing.assert_close(lp_mixed[row, :J], lp_alone[0], atol=1e-5, rtol=1e-5)
-    losses = set(out_mixed[1]["aux_losses"])
-    assert {"dbsa_src", "dbsa_tgt"} <= losses
-    assert ("sync" in losses) == any(m.key == "sync" for m in model.plan.active), losses
-
-
-@pytest.mark.parametrize("arch,extra", [a for a in DECODER_DBSA_ARCHS if a[0] == "syncattn_transformer_wmt_en_de"])
-def test_aux_losses_add_up_over_sentences(tiny_data, arch, extra):
-    """The DBSA and SyncAttn losses (sums) and their counts, and the UAS hits, of a padded batch are the sums
-    of those of its sentences alone: padding adds nothing to them and takes nothing away."""
-    task, model, ds = setup(tiny_data, arch, extra)
-    short, longs = pick(ds)
-    ids = [*longs, short]
-
-    def aux(sample):
-        with torch.no_grad():
-            extra_out = model(**sample["net_input"])[1]
-        out = {f"{n}:loss": float(v["loss"]) for n, v in extra_out["aux_losses"].items()}
-        out.update({f"{n}:n": float(v["ntokens"]) for n, v in extra_out["aux_losses"].items()})
-        out.update({f"{n}:value": float(v["value"]) for n, v in extra_out["aux_metrics"].items()})
-        out.update({f"{n}:metric_n": float(v["ntokens"]) for n, v in extra_out["aux_metrics"].items()})
-        return out
-
-    mixed = aux(ds.collater([ds[i] for i in ids]))
-    alone = [aux(ds.collater([ds[i]])) for i in ids]
-    assert {k.split(":")[0] for k in mixed} == {"dbsa_src", "dbsa_tgt", "sync", "dbsa_src_uas", "dbsa_tgt_uas",
-                                                "dbsa_tgt_later"}
-    for key, value in mixed.items():
-        total = sum(a[key] for a in alone)
-        assert value == pytest.approx(total, rel=1e-5, abs=1e-4), (key, value, [a[key] for a in alone])
-    assert all(a["sync:loss"] > 0 and a["dbsa_tgt:n"] > 0 for a in alone)
-
-
-@pytest.mark.parametrize("arch,extra", DECODER_DBSA_ARCHS)
-def test_generation_scores_match_teacher_forcing(tiny_data, arch, extra):
+@pytest.mark.parametrize("key", list(DECODER_DBSA_ARCHS))
+def test_generation_scores_match_teacher_forcing(built, key):
     """Beam search runs the decoder's DBSA heads incrementally on fairseq's own path (U inside q_proj), the
     teacher-forced forward on the explicit one: the best hypothesis's positional scores are the same."""
-    task, model, ds = setup(tiny_data, arch, extra)
-    short, longs = pick(ds)
+    task, model = built(key)
+    ds = padded(task, "left")
     gen = SequenceGenerator([model], task.target_dictionary, beam_size=4, max_len_b=30)
-    sample = ds.collater([ds[i] for i in [*longs, short]])
+    sample = ds.collater([ds[i] for i in pick(ds)])
     with torch.no_grad():
         hypos = gen.generate([model], sample)
     eos = task.target_dictionary.eos()

@@ -311,7 +311,18 @@ def test_lisa_loss_scale_does_not_depend_on_batch_size_and_is_logged(tiny_data):
         crit.reduce_metrics([log1, log2])
     logged = agg.get_smoothed_values()
     assert logged["lisa"] == pytest.approx(float(log1["aux:lisa"]) / n_src, rel=1e-3)
-    assert 0.0 <= logged["lisa_uas"] <= 100.0
+    # the attachment score counted here from the head's recorded attention: argmax key = gold parent
+    from syntrans.modules.attention_record import record_attention
+
+    layer = next(i for i, x in enumerate(model.encoder.layers) if hasattr(x.self_attn, "lisa"))
+    heads = model.encoder.layers[layer].self_attn.lisa.heads
+    with torch.no_grad(), record_attention(model) as probs:
+        model(**one["net_input"])
+    gold = one["net_input"]["src_parent_first"]  # (1, T) the parent's position, -1 without one
+    has = gold >= 0
+    assert int(has.sum()) == n_src
+    hits = int((probs[("encoder", layer)][:, heads][:, 0].argmax(-1) == gold)[has].sum())  # (1, T) → hits
+    assert logged["lisa_uas"] == pytest.approx(100.0 * hits / n_src, abs=5e-5)  # logged to 4 decimals; two = one twice
 
 
 def test_lisa_needs_parents_to_train_but_not_to_translate(tiny_data, tmp_path):
@@ -353,8 +364,19 @@ def test_l2_lisa_trains_through_the_model(tiny_data):
     model.train()
     loss, sample_size, log, _ = criterion_loss(task, model, sample)
     assert math.isfinite(loss.item()) and log["aux:lisa:n"] > 0
-    assert 0.0 <= float(log["aux:lisa"]) / log["aux:lisa:n"] <= 2.0  # a squared distance between two distributions
-    _, extra = model(**sample["net_input"])
+    from syntrans.modules.attention_record import record_attention
+
+    with record_attention(model) as probs:
+        _, extra = model(**sample["net_input"])
+    # the loss summed here, query by query, from the head's recorded attention: Σ_i Σ_j (A_ij − M_ij)²
+    p, gold = probs[("encoder", 0)][:, 0].double(), sample["net_input"]["src_parent_first"]  # (B, T, S), (B, T)
+    want, rows = 0.0, 0
+    for b, t in (gold >= 0).nonzero().tolist():
+        one_hot = torch.zeros(p.size(-1), dtype=p.dtype)
+        one_hot[gold[b, t]] = 1.0
+        want, rows = want + float(((p[b, t] - one_hot) ** 2).sum()), rows + 1
+    assert log["aux:lisa:n"] == rows and float(log["aux:lisa"]) == pytest.approx(want, rel=1e-5)
+    assert extra["aux_losses"]["lisa"]["loss"].item() == pytest.approx(want, rel=1e-5)
     extra["aux_losses"]["lisa"]["loss"].backward()
     attn = model.encoder.layers[0].self_attn
     d = attn.head_dim

@@ -24,7 +24,7 @@ def smoke(tmp_path_factory, single_threaded_tools):
     # the table's script, as a user runs it (it finds syntrans-reproduce on PATH)
     cmd = ["bash", str(SCRIPT), *ARGV, "--work-dir", str(root / "work"), "--results-dir", str(root / "results")]
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    first = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env)
+    first = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env, timeout=900)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     return root, cmd, env
 
@@ -85,7 +85,7 @@ def test_rerun_skips_every_finished_step(smoke):
     root, cmd, env = smoke
     table = root / "results" / "distance_table1.md"
     before = table.read_text(encoding="utf-8")
-    again = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env)
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     out = again.stdout
     assert out.count("training finished before: skipped") == 4
