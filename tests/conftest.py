@@ -1,10 +1,13 @@
 """Shared fixtures: a tiny synthetic parsed corpus, BPE'd and binarized with its syntax sidecars. Only fixtures
 and hooks live here; the helpers the test modules share are in helpers.py (``from helpers import …``)."""
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import make_bpe_corpus
+from helpers import make_bpe_corpus, slow_command
+
+_POPEN = subprocess.Popen
 
 
 def pytest_configure(config):
@@ -14,6 +17,45 @@ def pytest_configure(config):
         os.environ["OMP_NUM_THREADS"] = "1"
         import torch
         torch.set_num_threads(1)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    with _SlowTierGuard(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    with _SlowTierGuard(item):
+        yield
+
+
+class _SlowTierGuard:
+    """While a test that is not marked ``slow`` runs (its fixtures included), starting a process that trains,
+    translates, installs or runs the demo (:func:`helpers.slow_command`) fails it, naming the command: the
+    ``slow`` mark is what `pytest -m "not slow"` leaves out, so it must be on every such test."""
+
+    def __init__(self, item):
+        self.item = item
+
+    def __enter__(self):
+        self.before = subprocess.Popen
+        if self.item.get_closest_marker("slow") is None:
+            nodeid = self.item.nodeid
+
+            def guarded(args, *a, **kw):
+                what = slow_command(args)
+                if what:
+                    raise AssertionError(f"{nodeid} starts {what} but is not marked slow (pytest.mark.slow)")
+                return _POPEN(args, *a, **kw)
+
+            subprocess.Popen = guarded
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.Popen = self.before
+        return False
 
 
 @pytest.fixture(scope="session")

@@ -56,6 +56,28 @@ def make_bpe_corpus(root: Path, sizes=None, merges: int = 200, seed: int = 1) ->
     return dest
 
 
+# what puts a test into the slow tier (pytest.mark.slow; conftest checks it): a process that trains, translates,
+# scores, installs or runs the demo
+SLOW_TOOLS = ("fairseq-train", "fairseq-generate", "fairseq-validate", "fairseq-interactive", "fairseq-hydra-train",
+              "syntrans-translate", "syntrans-reproduce", "syntrans-benchmark",
+              "torch_ddp_cpu.py", "demo.sh", "gpu_check.sh", "train_with_config.sh")
+SLOW_MODULES = ("venv", "pip", "build", "twine")  # python -m …
+
+
+def slow_command(args) -> str:
+    """The name of the slow tool ``args`` (a Popen argument list or string) starts, or '' when it starts none."""
+    argv = [str(a) for a in args] if isinstance(args, (list, tuple)) else str(args).split()
+    if "--help" in argv or "-h" in argv:  # a command's help trains nothing
+        return ""
+    names = [os.path.basename(a) for a in argv[:3]]
+    for name in names:
+        if name in SLOW_TOOLS:
+            return name
+    if len(argv) >= 3 and argv[1] == "-m" and argv[2] in SLOW_MODULES:
+        return f"python -m {argv[2]}"
+    return ""
+
+
 def build_task_and_model(data: Path, arch: str, *extra: str, seed: int = 1):
     """The syntax_translation task on ``data`` and a small model of ``arch`` built the way fairseq-train does."""
     import torch

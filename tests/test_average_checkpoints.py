@@ -104,6 +104,7 @@ def test_last_checkpoints_by_number_not_by_name(tmp_path):
         last_checkpoints(str(tmp_path), 4)
 
 
+@pytest.mark.slow
 def test_average_of_trained_checkpoints_decodes(tiny_data, tmp_path):
     """Two checkpoints of one run (updates 4 and 8) → the mean of each parameter → fairseq-generate decodes with it."""
     from fairseq import checkpoint_utils

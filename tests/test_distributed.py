@@ -147,6 +147,7 @@ def finite(line, key):
 
 # --- every method trains in two processes ---------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(METHODS))
 def test_method_trains_in_two_processes(name, runs):
     key, both, valid_only = METHODS[name]
@@ -175,6 +176,7 @@ def test_method_trains_in_two_processes(name, runs):
 
 # --- two processes = one process with --update-freq 2 ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_processes_equal_one_with_update_freq_2(runs):
     (save1, log1), (save2, log2) = runs("combo", 1, COMBO), runs("combo", 2, COMBO)
     assert_close(params(save1 / "checkpoint_last.pt"), params(save2 / "checkpoint_last.pt"), "combo, 4 updates")
@@ -196,6 +198,7 @@ def test_two_processes_equal_one_with_update_freq_2(runs):
     assert float(valid2[-1]["nsd_src_clipped"]) > 0 and float(valid2[-1]["nsd_tgt_clipped"]) > 0, valid2[-1]
 
 
+@pytest.mark.slow
 def test_gate_warmup_in_two_processes(tiny_data, runs):
     """legacy_ddp gives frozen gates zero gradients; they must not move (weight decay, Adam's step count)."""
     (save1, log1), (save2, log2) = runs("warmup", 1, WARMUP), runs("warmup", 2, WARMUP)
@@ -222,6 +225,7 @@ PURE = ["--arch", "gated_distance_transformer_iwslt_de_en", "--distance-heads", 
         "--max-epoch", 2]
 
 
+@pytest.mark.slow
 def test_gate_warmup_under_torch_ddp(runs):
     """Frozen gates under torch's DDP: the zero tie gives them a gradient in warm-up, and after warm-up they train;
     the run equals one process with --update-freq 2 at the end of warm-up and after it (tests/torch_ddp_cpu.py:
@@ -234,6 +238,7 @@ def test_gate_warmup_under_torch_ddp(runs):
     assert len(inner1) == len(inner2) == 14 and [inner_fields(x) for x in inner1] == [inner_fields(x) for x in inner2]
 
 
+@pytest.mark.slow
 def test_gate_warmup_under_torch_ddp_with_find_unused_parameters(runs):
     """With --find-unused-parameters torch finds the frozen gates itself and syntrans adds no tie (torch would
     refuse a second gradient): the same run as without the flag."""
@@ -243,6 +248,7 @@ def test_gate_warmup_under_torch_ddp_with_find_unused_parameters(runs):
     assert_close(params(save1 / "checkpoint_last.pt"), params(save2 / "checkpoint_last.pt"), "find-unused, epoch 2")
 
 
+@pytest.mark.slow
 def test_constant_gates_train_under_torch_ddp(runs):
     """--gate-mode pure under torch's DDP without --find-unused-parameters trains past the epoch where a warm-up
     would end (it stopped there with "Expected to have finished reduction" while the unused gate network existed)
@@ -262,6 +268,7 @@ ONE_BATCH = ["--arch", "transformer", "--max-tokens", 100000, "--batch-size", 40
              1, "--max-update", 1]  # the whole train (and valid) split in one batch
 
 
+@pytest.mark.slow
 def test_fewer_batches_than_processes_trains_and_says_so(tiny_data, tmp_path):
     log = train_distributed(argv(tiny_data, tmp_path, last=ONE_BATCH))
     assert re.search(r"WARNING \| syntrans.task \| split train: 1 batch for 2 processes: no batch of their own for "
@@ -279,12 +286,14 @@ def assert_named(ranks, pattern):
         assert ranks.returncodes[r] != 0 and re.search(pattern, ranks.stderr[r]), ranks.report()
 
 
+@pytest.mark.slow
 def test_skip_remainder_without_batches_is_named(tiny_data, tmp_path):
     ranks = start_ranks(argv(tiny_data, tmp_path, last=[*ONE_BATCH, "--skip-remainder-batch"]), timeout=120)
     assert_named(ranks, r"ValueError: split train: each of the 2 processes gets at most one of the 1 batch, and "
                         r"--skip-remainder-batch drops it")
 
 
+@pytest.mark.slow
 def test_processes_reading_different_data_are_named(tiny_data, tmp_path):
     """A node with another copy of the data (here: its train split is the valid one) is named before the
     processes' collectives stop matching (gloo aborts with a size mismatch; NCCL can wait for its timeout)."""
@@ -316,6 +325,7 @@ def test_share_messages():
 
 # --- resuming ---------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_resume_in_two_processes(tiny_data, tmp_path):
     """A 2-process run resumes from its checkpoint_last.pt: rank 0 reads it and sends it to rank 1, which unpickles
     it with torch's safe loader (fairseq's tensor placeholders allow-listed), and training goes on from update 2."""

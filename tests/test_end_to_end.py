@@ -7,6 +7,8 @@ from helpers import SMALL, USER_DIR, check_generate_bleu, run
 
 import syntrans  # noqa: F401  (allow-lists the checkpoint classes for torch's safe loader)
 
+pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
+
 
 def train(data, save, updates):
     return run("fairseq-train", data, "--user-dir", USER_DIR, "--task", "syntax_translation",

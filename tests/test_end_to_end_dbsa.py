@@ -26,7 +26,7 @@ def train_argv(data, save, arch, *extra, seed=3):
     return tiny_train_argv(data, save, "--arch", arch, *extra, seed=seed)
 
 
-pytestmark = pytest.mark.usefixtures("single_threaded_tools")  # conftest
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("single_threaded_tools")]  # conftest
 
 
 @pytest.fixture(scope="module")

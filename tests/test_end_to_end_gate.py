@@ -2,10 +2,13 @@
 across a resume from checkpoint_last.pt in the middle of warm-up; gates are logged; generation works."""
 import re
 
+import pytest
 import torch
 from helpers import SMALL, USER_DIR, run
 
 import syntrans  # noqa: F401  (allow-lists the checkpoint classes for torch's safe loader)
+
+pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
 
 K = 2  # pre-warm-up epochs
 

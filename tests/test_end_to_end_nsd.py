@@ -31,7 +31,7 @@ CASES = {  # name: (arch and flags, logged NSD losses)
 }
 
 
-pytestmark = pytest.mark.usefixtures("single_threaded_tools")  # conftest
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("single_threaded_tools")]  # conftest
 
 
 @pytest.fixture(scope="module")

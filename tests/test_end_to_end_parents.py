@@ -12,6 +12,8 @@ from helpers import BIN, N_TEST, UPDATES, USER_DIR, check_generate_bleu, generat
 
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
+pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
+
 WMT_HEADS = ["--encoder-attention-heads", "8"]  # 32 / 8 = 4 per head; the WMT PASCAL preset asks for 5 heads
 
 

@@ -1,11 +1,14 @@
 """Half precision on CPU (docs/half_precision.md): every syntax preset under torch.autocast (bfloat16 and float16) and
-cast whole to bfloat16/float16, on one fixed batch, against float32: losses, gradients, attachment scores and gates
-stay finite and close, and the low-precision tensors stay where they belong (the attention in half precision, no
-silent upcast of it; float32 where a mechanism says so). Then fairseq's own trainer in bf16 on CPU, and the ways
-fairseq-train's --bf16/--fp16/--amp behave on CPU, so the document stays true when fairseq changes.
+cast whole to bfloat16/float16, on one fixed batch, against float32: losses, gradients (group by group: each
+mechanism's own parameters, its attention layers, the rest), attachment scores and gates stay finite and close, and
+the low-precision tensors stay where they belong (the attention in half precision, no silent upcast of it; float32
+where a mechanism says so). Beam search of 40 sentences keeps to float32's hypotheses and log-probs. Then fairseq's
+own trainer in bf16 on CPU, and the ways fairseq-train's --bf16/--fp16/--amp behave on CPU, so the document stays
+true when fairseq changes.
 
 Tolerances are relative to float32 and 3-10x the worst difference measured on this batch with torch 2.13
-(numbers in docs/half_precision.md)."""
+(numbers in docs/half_precision.md); beam search's shares of agreeing hypotheses, which count near-tie flips of an
+untrained model, are looser bounds (GEN_TOL)."""
 import contextlib
 import logging
 import math
@@ -63,9 +66,9 @@ MODES = {"autocast_bf16": (BF16, True), "autocast_fp16": (FP16, True), "model_bf
 MODE_PARAMS = [pytest.param(m, marks=pytest.mark.fast) if m != "autocast_fp16" else m for m in MODES]
 
 # worst relative differences measured (torch 2.13, this batch; docs/half_precision.md): criterion loss/nll 2.1e-4,
-# auxiliary losses 2.0e-3 (L_sync), gates 1.6e-3
+# auxiliary losses 3.6e-3 (L_sync, autocast bf16), gates 2.1e-3 (model bf16)
 LOSS_RTOL = 2e-3
-AUX_RTOL = 1e-2
+AUX_RTOL = 1.5e-2
 GATE_RTOL = 1e-2
 
 # The gradients are compared group by group (relative L2 norm of the difference within the group): a mechanism's own
@@ -76,7 +79,7 @@ OWN_PARAMS = {"gate": ".gate.", "lisa": ".lisa.", "dbsa_U": ".q_proj.U", "nsd": 
 GROUPS = {"distance": {"syntax_attn"}, "gated": {"syntax_attn", "gate"}, "pascal": {"syntax_attn"},
           "lisa_ce": {"syntax_attn", "lisa"}, "lisa_l2": {"syntax_attn"}, "dbsa": {"syntax_attn", "dbsa_U"},
           "dbsa_2heads": {"syntax_attn", "dbsa_U"}, "syncattn": {"syntax_attn", "dbsa_U"}, "nsd": {"nsd"}}
-# group → tolerance per mode (the order of MODES: autocast bf16, autocast fp16, model bf16, model fp16), 3.5-5x the
+# group → tolerance per mode (the order of MODES: autocast bf16, autocast fp16, model bf16, model fp16), 3.4-5.3x the
 # worst over the presets measured (torch 2.13, this batch; docs/half_precision.md):
 #   rest         9.5e-3  5.4e-3  2.3e-2  5.5e-3       lisa    7.5e-3  3.8e-4  5.0e-3  6.3e-4
 #   syntax_attn  9.6e-3  4.9e-3  4.3e-2  6.1e-3       dbsa_U  6.5e-3  8.3e-4  7.6e-3  1.3e-3
@@ -221,8 +224,8 @@ def test_losses_and_gradients_close_to_float32(cases, name, mode):
 @pytest.mark.fast
 def test_a_lost_group_gradient_fails_the_comparison(cases):
     """The gated preset's float32 gradients with the gate's own gradients zeroed: its group is 1.0 off, past its
-    tolerance in every mode, while the relative L2 norm over all parameters (the comparison this one replaced, with
-    its tolerance 0.15) moves by less than that."""
+    tolerance in every mode, while the relative L2 norm over all parameters (the comparison this one replaced)
+    stays within that comparison's tolerance, 0.15."""
     case = cases("gated")
     ref = case.ref[True]["grads"]
     lost = {n: torch.zeros_like(g) if n in case.groups["gate"] else g for n, g in ref.items()}
@@ -238,8 +241,8 @@ class GenTol(NamedTuple):
     identical: float  # share of sentences with the float32 hypothesis
     bleu_gain: float  # (BLEU − chance) / (100 − chance), BLEU of the hypotheses against float32's
     shared: float  # share of the float32 hypotheses' tokens in the common prefixes
-    lp_mean: float  # most mean |Δ log p| on those tokens
-    lp_q99: float  # most 99th percentile of |Δ log p| on those tokens
+    lp_mean: float  # largest mean |Δ log p| on those tokens
+    lp_q99: float  # largest 99th percentile of |Δ log p| on those tokens
 
 
 # worst measured over the presets and both modes of a dtype (torch 2.13): bf16 identical 0.325, gain 0.68, shared
@@ -262,10 +265,12 @@ def beam_search(case, mode) -> list:
 
 
 def words(tokens) -> str:
+    """tokens (n,) → their ids as one space-separated string (a 'sentence' for sacreBLEU)."""
     return " ".join(map(str, tokens.tolist()))
 
 
 def common_prefix(a, b) -> int:
+    """How many leading tokens the token tensors a (n,) and b (m,) share."""
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
@@ -605,6 +610,7 @@ def gpu_check(out, *args, **env):
     return p.returncode, p.stdout + p.stderr
 
 
+@pytest.mark.slow
 def test_gpu_check_without_cuda_says_so(tmp_path):
     """With no CUDA device and no --plumbing, the script stops before any work and says why."""
     if torch.cuda.is_available():
@@ -616,6 +622,7 @@ def test_gpu_check_without_cuda_says_so(tmp_path):
     assert rc == 2 and "unknown preset 'bogus'" in out, out
 
 
+@pytest.mark.slow
 def test_gpu_check_plumbing_on_cpu(tiny_data, tmp_path, single_threaded_tools):
     """The script's plumbing on CPU in float32: one preset trained (3 updates), validated, decoded; the summary
     table has its row with a finite loss and BLEU and the script exits 0."""

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 600  # seconds for any one command here (a build takes ~10 s, the smoke reproduction ~1 min)
 

@@ -138,6 +138,7 @@ def last_valid_gates(log_text):
     return {(int(a), int(b)): float(v) for a, b, v in re.findall(r"gate_l(\d+)h(\d+) ([0-9.]+)", line)}
 
 
+@pytest.mark.slow
 def test_cli_from_checkpoint_and_log(trained, tiny_data, tmp_path, capsys):
     ckpt, log = trained
     logged = last_valid_gates(log.read_text())

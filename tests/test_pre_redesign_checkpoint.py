@@ -11,6 +11,8 @@ import pytest
 import torch
 from helpers import USER_DIR, generate
 
+pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
+
 FIXTURE = Path(__file__).parent / "fixtures" / "pre_redesign"
 
 

@@ -270,6 +270,7 @@ def printed(tiny_data, trained):
             for bpe in ((), ("--remove-bpe",))}
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("single_threaded_tools")
 def test_generate_lines_unchanged_by_print_syntax(tiny_data, trained, printed):
     """The output minus the SH-/TH-/Syntax lines is fairseq's own, byte for byte, with and without --remove-bpe;
@@ -303,6 +304,7 @@ def test_generate_lines_unchanged_by_print_syntax(tiny_data, trained, printed):
                          flags=re.M)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("single_threaded_tools")
 def test_batch_1_prints_what_batch_64_does(tiny_data, trained, printed, tmp_path):
     """--batch-size 1 prints the same SH-/TH- lines by id as batches of 64; with --results-path they go to
@@ -317,6 +319,7 @@ def test_batch_1_prints_what_batch_64_does(tiny_data, trained, printed, tmp_path
     assert [line for line in text.splitlines() if line.startswith("Syntax test:")] == summary
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("single_threaded_tools")
 def test_score_reference_scores_the_target_parse_and_the_oracle(tiny_data, trained):
     """--score-reference: TH- lines parse the reference (one head per T- piece), and the target's word UAS is

@@ -12,6 +12,8 @@ import pytest
 
 from syntrans.reproduce.scoring import bleu
 
+pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
+
 BIN = Path(sys.executable).parent
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce" / "distance_table1.sh"
 ARGV = ["--smoke", "--synthetic", "--datasets", "iwslt14_de_en", "--seeds", "1,2", "--smoke-updates", "24",

@@ -1,17 +1,18 @@
 """Resuming from checkpoint_last.pt is exact: N updates in one fairseq-train run and the same N updates as N/2, a
 stop, and a second fairseq-train on the same save dir with a larger --max-update end with bit-identical checkpoints
 (every tensor of the model, BatchNorm running statistics included; Adam's state; the lr scheduler and the data
-iterator) and log the same losses, for every method, with dropout, attention dropout and the gate's syntax dropout
-on, the stop in the middle of an epoch, and the next epoch boundary (and the end of the gate's warm-up) after the
-resume.
+iterator) and log the same losses (every update's, every validation's, the epoch summaries), for every method, with
+dropout, attention dropout and the gate's syntax dropout on and the stop in the middle of epoch 1; in one model the
+end of epoch 1 and the end of the gate's warm-up come after the resume.
 
 What fairseq does not make exact is named and pinned: a process resumed in epoch 2 or later (checkpoint_last.pt
 written at or after the end of epoch 1) trains on batches grouped differently from the uninterrupted run's. fairseq
-0.12.3 builds the training batches once per process, from a permutation seeded with --seed + the epoch the process
-starts in (``FairseqTask.get_batch_iterator``: ``numpy_seed(seed + epoch)`` around ``ordered_indices``) and keeps
-them for every later epoch (the iterator is cached; only the batch order is reshuffled per epoch, from --seed +
-epoch). The permutation only breaks ties between sentences of the same (source, target) lengths, so each step has
-a batch of the same shape and each epoch the same sentences, but sentences of equal lengths trade batches."""
+(0.12.3.1, as installed) builds the training batches once per process, from a permutation seeded with --seed + the
+epoch the process starts in (``FairseqTask.get_batch_iterator``: ``numpy_seed(seed + epoch)`` around
+``ordered_indices``) and keeps them for every later epoch (the iterator is cached; only the batch order is
+reshuffled per epoch, from --seed + epoch). The permutation only breaks ties between sentences of the same (source,
+target) lengths, so each step has a batch of the same shape and each epoch the same sentences, but sentences of
+equal lengths trade batches."""
 import re
 import shutil
 
@@ -102,11 +103,13 @@ def differences(a, b, path=""):
 
 # --- a resume in epoch 1 is exact ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
 def test_resume_gives_identical_checkpoint(name, runs):
-    straight, _, resumed, (first, second) = runs(name)
+    straight, _, resumed, (_, second) = runs(name)
     n = MODELS[name][1]
-    assert re.search(rf"Loaded checkpoint \S*checkpoint_last\.pt \(epoch 1 @ {n // 2} updates\)", second), second[-3000:]
+    loaded = rf"Loaded checkpoint \S*checkpoint_last\.pt \(epoch 1 @ {n // 2} updates\)"
+    assert re.search(loaded, second), second[-3000:]
     a, b = load(straight / "checkpoint_last.pt"), load(resumed / "checkpoint_last.pt")
     cfg = a["cfg"]["model"]  # the runs are what this file claims to test: dropout on everywhere
     assert cfg["dropout"] == cfg["attention_dropout"] == 0.1 and cfg["gate"]["syntax_dropout"] == 0.4, cfg
@@ -132,6 +135,7 @@ def test_resume_gives_identical_checkpoint(name, runs):
         assert a["extra_state"]["train_iterator"]["epoch"] == 2  # the epoch boundary lies after the resume
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
 def test_resume_logs_identical_losses(name, runs):
     _, log, _, parts = runs(name)
@@ -157,6 +161,12 @@ def test_resume_logs_identical_losses(name, runs):
 
 # --- a resume in a later epoch is not: fairseq regroups the batches ---------------------------------------------
 
+REGROUPING_GONE = ("a process resumed in epoch 2 now trains on the straight run's batches: fairseq (or the task) no "
+                   "longer regroups them. Make this an exactness test and update docs/reproduce.md (Resuming) and "
+                   "docs/commands.md")
+
+
+@pytest.mark.slow
 def test_resume_in_a_later_epoch_regroups_batches(tiny_data, runs, tmp_path):
     """The straight combo run's checkpoint of update 15 (epoch 2) as checkpoint_last.pt: fairseq-train resumes it
     with batches built for epoch 2 where the straight run kept those of epoch 1. The steps have the same shapes,
@@ -165,17 +175,16 @@ def test_resume_in_a_later_epoch_regroups_batches(tiny_data, runs, tmp_path):
     shutil.copy(straight / "checkpoint_2_15.pt", tmp_path / "checkpoint_last.pt")  # what fairseq wrote as last then
     later = run("fairseq-train", *argv(tiny_data, tmp_path, MODELS["combo"][0], 17))
     assert re.search(r"Loaded checkpoint \S*checkpoint_last\.pt \(epoch 2 @ 15 updates\)", later), later[-3000:]
-    built = re.compile(r"creating new batches for epoch (\d+)")
-    assert built.findall(log) == ["1", "1"] and built.findall(later) == ["2", "1"]  # (train, valid) per process
+    built = re.compile(r"creating new batches for epoch (\d+)")  # fairseq's line per split (train, valid)
+    assert built.findall(log) == ["1", "1"], built.findall(log)  # once per process: epoch 2 reuses epoch 1's
+    assert built.findall(later) == ["2", "1"], REGROUPING_GONE
 
     a = [fields(x) for x in metric_lines(log, "train_inner")[15:17]]
     b = [fields(x) for x in metric_lines(later, "train_inner")]
     assert [x[0] for x in a] == [x[0] for x in b] == ["epoch 002:      3 / 13", "epoch 002:      4 / 13"], (a, b)
     shape = ("bsz", "wpb", "lr", "num_updates")
     assert [[x[1][k] for k in shape] for x in a] == [[x[1][k] for k in shape] for x in b], (a, b)
-    assert a[0][1]["loss"] != b[0][1]["loss"], (
-        "a process resumed in epoch 2 now trains on the straight run's batches: fairseq (or the task) no longer "
-        "regroups them; make this an exactness test and update docs/reproduce.md (Resuming) and docs/commands.md")
+    assert a[0][1]["loss"] != b[0][1]["loss"], REGROUPING_GONE
     p, q = load(straight / "checkpoint_last.pt")["model"], load(tmp_path / "checkpoint_last.pt")["model"]
     assert any(not torch.equal(p[k], q[k]) for k in p)
     # what does carry over is the schedule: past its warm-up (epoch 1) the gate trains from the first update after
@@ -185,6 +194,7 @@ def test_resume_in_a_later_epoch_regroups_batches(tiny_data, runs, tmp_path):
     assert len(gate) == 8 and all(not torch.equal(start[k], q[k]) for k in gate), "the gate is frozen after the resume"
 
 
+@pytest.mark.fast
 def test_batches_depend_on_the_epoch_they_are_built_in(tiny_data):
     """The reason, without training: fairseq's batches of the train split built in epoch 1 (an uninterrupted run
     keeps them) and in epoch 2 (a process resumed there), both in epoch 2's shuffled order, as fairseq-train
@@ -206,4 +216,4 @@ def test_batches_depend_on_the_epoch_they_are_built_in(tiny_data):
         return sorted(tuple(map(int, ds.size(i))) for i in b)
 
     assert [lengths(b) for b in kept] == [lengths(b) for b in rebuilt]  # each step: a batch of the same shape
-    assert kept != rebuilt  # but sentences of equal lengths trade batches
+    assert kept != rebuilt, REGROUPING_GONE  # but sentences of equal lengths trade batches

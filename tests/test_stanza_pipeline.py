@@ -318,6 +318,7 @@ def trained(tiny_data, tmp_path_factory):
     return short_runs(tiny_data, tmp_path_factory, lambda name: MODELS[name])
 
 
+@pytest.mark.slow
 def test_syntrans_translate_parses_the_source_with_stanza(stanza_env, tiny_data, trained, tmp_path, capsys):
     ckpt, _ = trained("distance")
     src, out = tmp_path / "in.txt", tmp_path / "out.txt"
@@ -333,6 +334,7 @@ def test_syntrans_translate_parses_the_source_with_stanza(stanza_env, tiny_data,
     assert "summary: 7 sentences (1 empty, 0 parse fallbacks)" in err and "source parse: parser stanza" in err, err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pascal", "nsd_src_input"])
 def test_translator_with_the_stanza_parser(stanza_env, tiny_data, trained, name):
     ckpt, _ = trained(name)

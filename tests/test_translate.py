@@ -12,7 +12,7 @@ from syntrans.hub import SourceText, TargetText, Translator
 from syntrans.parsing import MissingModelsError
 from syntrans.syntax.parsed import read_parsed
 
-pytestmark = pytest.mark.usefixtures("single_threaded_tools")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("single_threaded_tools")]
 
 RAW = ["gen go beso fa den risa .", "", "to gitilo, \"beso\" & den lute ."]  # an empty line; Moses escapes on line 3
 
