@@ -1,0 +1,73 @@
+"""The Makefile's install step (README, "Install"), run for real by make with stand-in interpreters: a script that
+answers the three questions make asks a Python (is there a torch, which version, create a venv) and records every
+call with the PIP_CONSTRAINT it saw, so the pin is checked without downloading anything. The pin is the venv's torch,
+else the base interpreter's (the venv then created with --system-site-packages), else TORCH_VERSION; every pip call
+carries the pin through PIP_CONSTRAINT, so no step lets pip choose a torch build by itself."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.fast
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# a stand-in python: BASE_TORCH / VENV_TORCH say which torch it has (empty: none); every call is logged
+STAND_IN = """#!/bin/bash
+echo "$0 $*|PIP_CONSTRAINT=${PIP_CONSTRAINT:-}" >> "$CALLS"
+case "$*" in
+  "-c import torch") [ -n "$BASE_TORCH" ] && exit 0 || exit 1 ;;
+  "-c import torch; print(torch.__version__)") [ -n "$VENV_TORCH" ] && echo "$VENV_TORCH" && exit 0 || exit 1 ;;
+  "-m venv"*) dest="${@: -1}"; mkdir -p "$dest/bin"; cp "$0" "$dest/bin/python"; exit 0 ;;
+  "-m pip"*) exit 0 ;;
+esac
+echo "unexpected call: $*" >&2; exit 2
+"""
+
+
+def make_install(tmp_path, base_torch="", venv_torch="", existing_venv=False):
+    """`make install` with a stand-in base python and venv under tmp_path; returns (calls logged, the pin written)."""
+    tool = tmp_path / "base-python"
+    tool.write_text(STAND_IN)
+    tool.chmod(0o755)
+    venv = tmp_path / "venv"
+    if existing_venv:
+        (venv / "bin").mkdir(parents=True)
+        shutil.copy(tool, venv / "bin" / "python")
+    env = dict(os.environ, CALLS=str(tmp_path / "calls.log"), BASE_TORCH=base_torch, VENV_TORCH=venv_torch)
+    env.pop("MAKEFLAGS", None)
+    p = subprocess.run(["make", "-C", str(ROOT), "install", f"VENV={venv}", f"PYTHON={tool}", "TORCH_VERSION=1.2.3"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    return calls, (venv / "constraints.txt").read_text().strip(), venv
+
+
+def pip_calls(calls):
+    return [c for c in calls if " -m pip " in c.split("|")[0]]
+
+
+def test_pin_is_the_base_torch_seen_through_system_site_packages(tmp_path):
+    calls, pin, venv = make_install(tmp_path, base_torch="yes", venv_torch="2.5.1+cu121")
+    assert any("-m venv --system-site-packages" in c for c in calls), calls
+    assert pin == "torch==2.5.1+cu121"
+    pips = pip_calls(calls)
+    assert len(pips) == 2 and all(c.endswith(f"|PIP_CONSTRAINT={venv / 'constraints.txt'}") for c in pips), pips
+    assert any('-e .[test,plot]' in c for c in pips), pips
+
+
+def test_pin_is_torch_version_without_any_torch(tmp_path):
+    calls, pin, venv = make_install(tmp_path)
+    venvs = [c for c in calls if " -m venv " in c]
+    assert len(venvs) == 1 and "--system-site-packages" not in venvs[0], calls
+    assert pin == "torch==1.2.3"
+    assert all(c.endswith(f"|PIP_CONSTRAINT={venv / 'constraints.txt'}") for c in pip_calls(calls)), calls
+
+
+def test_pin_is_the_torch_already_in_the_venv(tmp_path):
+    calls, pin, _ = make_install(tmp_path, base_torch="", venv_torch="2.4.0", existing_venv=True)
+    assert not any(" -m venv " in c for c in calls), calls  # the venv is kept
+    assert pin == "torch==2.4.0"
+    assert (tmp_path / "venv" / ".syntrans-installed").exists()
