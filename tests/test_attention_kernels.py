@@ -21,7 +21,7 @@ from syntrans.mechanisms.distance import DistanceHeads, distance_log_mask
 from syntrans.mechanisms.gate import SyntaxGate
 from syntrans.mechanisms.lisa import LisaHead
 from syntrans.mechanisms.pascal import PascalHeads, PascalInputs
-from syntrans.modules.attention_kernels import flex
+from syntrans.modules.attention_kernels import flex, softmax_probs
 
 pytestmark = pytest.mark.fast
 
@@ -219,3 +219,17 @@ def test_syntax_heads_run_fused_where_their_probabilities_are_not_needed(layout,
     one_head = B * T * T * 4  # one head's float32 scores
     assert largest_allocation(lambda: run(attn, x, pad, data, "auto")) <= most * one_head
     assert largest_allocation(lambda: run(attn, x, pad, data, "explicit")) >= H * one_head
+
+
+def test_fully_masked_rows_get_zero_probabilities_and_gradients():
+    """A query row whose keys are all masked (a left-padded target's padding query under the causal mask) gets zero
+    probabilities and zero gradients, not NaN; the other rows are the plain softmax, bit for bit."""
+    scores = torch.randn(2, 3, 4, 5, dtype=torch.float64, requires_grad=True)  # (B, h, T, S)
+    masked = scores.masked_fill(torch.tensor([True] * 5).view(1, 1, 1, 5) & (torch.arange(4) == 1).view(1, 1, 4, 1),
+                                float("-inf"))  # query 1 of every head: every key masked
+    p = softmax_probs(masked)
+    assert torch.equal(p[:, :, 1], torch.zeros(2, 3, 5, dtype=torch.float32))
+    rows = [0, 2, 3]
+    assert torch.equal(p[:, :, rows], torch.softmax(scores.detach().float()[:, :, rows], -1))
+    (p * torch.randn_like(p)).sum().backward()
+    assert torch.isfinite(scores.grad).all() and torch.equal(scores.grad[:, :, 1], torch.zeros(2, 3, 5, dtype=torch.float64))

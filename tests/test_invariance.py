@@ -1,17 +1,19 @@
 """The model is correct for any batch and padding (README): a sentence gives the same results alone and inside a
 padded batch of longer and shorter sentences (two short, two long: every row padded differently), its source padded
 on the left (fairseq's default) or on the right (the task's ``left_pad_source`` false, see :func:`padded`), its
-target on the right. For every architecture in ``ARCHS`` and both source paddings:
+target on the right (fairseq's default) or, where the target's padding matters, on the left (``--left-pad-target``).
+For every architecture in ``ARCHS`` and both source paddings:
 
 * the collated syntax features sit in their tokens' columns (``test_features_padded_like_tokens``, every feature);
 * the encoder output (``test_encoder_output_batch_invariant``);
-* the teacher-forced log-probabilities (``test_teacher_forced_output_batch_invariant``);
+* the teacher-forced log-probabilities (``test_teacher_forced_output_batch_invariant``; left-padded targets too);
 * the beam-search hypothesis: same tokens, score within 1e-4 (``test_hypothesis_batch_invariant``);
 * the auxiliary losses' sums and counts and the metrics' sums and counts: a padded batch's are the sums of its
   sentences' alone (``test_aux_losses_add_up_over_sentences``), at evaluation for every mechanism that reports any,
   in training too for all but the gates (BatchNorm normalises the gate logits with the batch's statistics in
   training, and the gated preset drops syntax attention at random: a gate's training forward depends on the batch
-  by design; at evaluation BatchNorm uses its running statistics).
+  by design; at evaluation BatchNorm uses its running statistics); left-padded targets too where a loss is on the
+  target side.
 
 Models are the small random-init ones of ``helpers.build_task_and_model`` (DBSA's U randomised, dropout 0), built once
 per module and shared by the tests that only read them (in eval mode, under ``torch.no_grad``). Outputs are compared
@@ -58,7 +60,9 @@ ARCHS = {
 }
 DECODER_DBSA_ARCHS = {k: a for k, a in ARCHS.items() if a[0].startswith(("dbsa", "syncattn"))
                       or "--dbsa-decoder-layers" in a[1]}
-SIDES = ("left", "right")  # the source's padding; the target is right-padded
+#: padding id → (the source's side, the target's side)
+PADDINGS = {"src_left": ("left", "right"), "src_right": ("right", "right"), "tgt_left": ("left", "left")}
+SOURCE_PADDINGS = ("src_left", "src_right")  # where only the source's padding matters (encoder, beam search)
 
 _LISA = {"lisa", "lisa_uas"}
 _DBSA = {"dbsa_src", "dbsa_src_uas", "dbsa_tgt", "dbsa_tgt_uas", "dbsa_tgt_later"}
@@ -74,14 +78,14 @@ AUX = {
 }
 assert set(AUX) <= set(ARCHS) and set(DECODER_DBSA_ARCHS) == {"dbsa", "syncattn", "dbsa_gold", "lisa_dbsa",
                                                               "dbsa_all_distance_pascal"}
-#: (id, mode, backend) of the aux-sum check: every AUX architecture at evaluation, and in training all but the gates
-#: (module docstring); "flex" runs the LISA/DBSA losses from flex attention's log-sum-exp, as fused training on CUDA
-#: does (torch's eager flex attention on CPU)
-AUX_CASES = ([(k, "eval", "auto") for k in AUX] + [(k, "train", "auto") for k in AUX if not k.endswith("gate")
-                                                     and not k.startswith("gated")]
+#: (id, mode, backend, padding) of the aux-sum check: every AUX architecture at evaluation, and in training all but
+#: the gates (module docstring), under both source paddings, and with a left-padded target where a loss is on the
+#: target side; "flex" computes the LISA/DBSA losses from flex attention's log-sum-exp, as fused training on CUDA
+#: does (here torch's eager flex attention on CPU)
+_AUX_RUNS = ([(k, "eval", "auto") for k in AUX] + [(k, "train", "auto") for k in AUX if "gate" not in k]
              + [(k, mode, "flex") for k in ("lisa_dbsa", "dbsa_all_distance_pascal") for mode in ("eval", "train")])
-
-
+AUX_CASES = ([(*run, padding) for run in _AUX_RUNS for padding in SOURCE_PADDINGS]
+             + [(*run, "tgt_left") for run in _AUX_RUNS if AUX[run[0]] & ({"sync", "dbsa_tgt"} | _NSD_TGT)])
 def randomise_dbsa(model, std: float = 0.5, seed: int = 0) -> int:
     """Add N(0, std²) noise to every DBSA U (returns how many): U starts as the identity, where a DBSA head
     computes exactly a stock head, so an untrained model would not exercise the bi-affine path."""
@@ -120,15 +124,16 @@ def built(tiny_data):
     return get
 
 
-def padded(task, side: str):
-    """The valid split, loaded with its source padded on ``side`` and its target on the right: the task config's
-    left_pad_source, which fairseq's translation task hands to its datasets. (fairseq 0.12's ``--left-pad-source`` is
-    a store_true flag on a True default: the command line cannot turn it off; a fairseq-hydra-train config's
-    ``task.left_pad_source: false`` can.)"""
-    task.cfg.left_pad_source = side == "left"
+def padded(task, padding: str):
+    """The valid split, loaded with the ``padding`` of ``PADDINGS``: the task config's left_pad_source and
+    left_pad_target, which fairseq's translation task hands to its datasets. (fairseq 0.12's ``--left-pad-source``
+    is a store_true flag on a True default: the command line cannot turn it off, a fairseq-hydra-train config's
+    ``task.left_pad_source: false`` can; ``--left-pad-target`` turns the target's on.)"""
+    src, tgt = PADDINGS[padding]
+    task.cfg.left_pad_source, task.cfg.left_pad_target = src == "left", tgt == "left"
     task.load_dataset("valid")
     ds = task.dataset("valid")
-    assert ds.left_pad_source == (side == "left") and not ds.left_pad_target
+    assert (ds.left_pad_source, ds.left_pad_target) == (src == "left", tgt == "left")
     return ds
 
 
@@ -153,16 +158,16 @@ def batches(ds, ids):
     return mixed, {i: (rows.index(i), ds.collater([ds[i]])) for i in ids}
 
 
-@pytest.mark.parametrize("side", SIDES)
-def test_features_padded_like_tokens(built, side):
+@pytest.mark.parametrize("padding", list(PADDINGS))
+def test_features_padded_like_tokens(built, padding):
     """Every syntax feature (all of ``FEATURES`` requested at once), collated: each sentence's values sit in the
-    columns of its tokens (source: padded on ``side``; target: on the right), token positions shifted by the
-    sentence's left padding, the feature's pad value elsewhere; the tokens themselves too."""
+    columns of its tokens (source and target padded as ``padding`` says), token positions shifted by the sentence's
+    left padding, the feature's pad value elsewhere; the tokens themselves too."""
     from syntrans.data.features import FEATURES
     from syntrans.data.syntax_dataset import SyntaxPairDataset
 
     task, _ = built("transformer")
-    base = padded(task, side)
+    base = padded(task, padding)
     ds = SyntaxPairDataset(base.dataset, base.src_side, base.tgt_side, set(FEATURES))
     items = {i: ds[i] for i in pick(ds)}
     mixed = ds.collater(list(items.values()))
@@ -170,27 +175,29 @@ def test_features_padded_like_tokens(built, side):
     for row, i in enumerate(mixed["id"].tolist()):
         item = items[i]
         for name, f in FEATURES.items():
-            tokens, where = ((item["source"], side) if f.side == "source" else (item["target"], "right"))
+            tokens, where = ((item["source"], PADDINGS[padding][0]) if f.side == "source"
+                             else (item["target"], PADDINGS[padding][1]))
             ref = mixed["net_input"]["src_tokens"] if f.side == "source" else mixed["target"]
             width, n = ref.size(1), len(tokens)
             cols = columns(where, width, n)
             expected_tokens = torch.full((width,), pad, dtype=ref.dtype)
             expected_tokens[cols] = tokens
-            assert torch.equal(ref[row], expected_tokens), (name, side)
+            assert torch.equal(ref[row], expected_tokens), (name, padding)
             values = item[name]
             if f.positions and where == "left":
                 values = torch.where(values >= 0, values + (width - n), values)
             row_values = torch.full((width,), f.pad, dtype=values.dtype)
             row_values[cols] = values
             torch.testing.assert_close(mixed["net_input"][name][row], f.finish(row_values.unsqueeze(0))[0],
-                                       rtol=0, atol=0, msg=f"{name}, sentence {i}, source padded {side}")
+                                       rtol=0, atol=0, msg=f"{name}, sentence {i}, {padding}")
 
 
-@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("padding", SOURCE_PADDINGS)
 @pytest.mark.parametrize("key", list(ARCHS))
-def test_encoder_output_batch_invariant(built, key, side):
+def test_encoder_output_batch_invariant(built, key, padding):
     task, model = built(key)
-    ds = padded(task, side)
+    ds = padded(task, padding)
+    side = PADDINGS[padding][0]
     mixed, alone = batches(ds, pick(ds))
     src = mixed["net_input"]["src_tokens"]
     pad = task.source_dictionary.pad()
@@ -206,42 +213,43 @@ def test_encoder_output_batch_invariant(built, key, side):
                                        msg=lambda m: f"sentence {i} (source padded {side}): {m}")
 
 
-@pytest.mark.parametrize("side", SIDES)
-@pytest.mark.parametrize("key", list(ARCHS))
-def test_teacher_forced_output_batch_invariant(built, key, side):
+@pytest.mark.parametrize("key,padding", [(k, p) for k in ARCHS for p in SOURCE_PADDINGS] + [
+    (k, "tgt_left") for k in ARCHS])  # a left-padded target: a padding query's row fully masked in the decoder
+def test_teacher_forced_output_batch_invariant(built, key, padding):
     """A full teacher-forced forward (decoder DBSA heads on their explicit path, every auxiliary loss computed):
-    each sentence's log-probabilities over its real target positions are the same alone and in the batch, where its
-    target is right-padded and its source padded on ``side``."""
+    each sentence's log-probabilities over its real target positions are the same alone and in the batch, its source
+    and target padded as ``padding`` says."""
     task, model = built(key)
-    ds = padded(task, side)
+    ds = padded(task, padding)
     mixed, alone = batches(ds, pick(ds))
     pad = task.target_dictionary.pad()
     with torch.no_grad():
         lp_mixed = model.get_normalized_probs(model(**mixed["net_input"]), log_probs=True)  # (B, J', V)
         for i, (row, one) in alone.items():
             J = one["target"].size(1)
-            assert not bool(mixed["target"][row, :J].eq(pad).any()) and bool(mixed["target"][row, J:].eq(pad).all())
+            cols = columns(PADDINGS[padding][1], mixed["target"].size(1), J)
+            assert torch.equal(mixed["target"][row, cols], one["target"][0])
+            assert int(mixed["target"][row].eq(pad).sum()) == mixed["target"].size(1) - J
             lp_alone = model.get_normalized_probs(model(**one["net_input"]), log_probs=True)  # (1, J, V)
-            torch.testing.assert_close(lp_mixed[row, :J], lp_alone[0], atol=1e-5, rtol=1e-5,
-                                       msg=lambda m: f"sentence {i} (source padded {side}): {m}")
-    assert mixed["target"].size(1) > min(one["target"].size(1) for _, one in alone.values())
+            torch.testing.assert_close(lp_mixed[row, cols], lp_alone[0], atol=1e-5, rtol=1e-5,
+                                       msg=lambda m: f"sentence {i} ({padding}): {m}")
 
 
-@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("padding", SOURCE_PADDINGS)
 @pytest.mark.parametrize("key", list(ARCHS))
-def test_hypothesis_batch_invariant(built, key, side):
+def test_hypothesis_batch_invariant(built, key, padding):
     """Beam search (beam 4): each sentence's best hypothesis alone and in the padded batch has the same tokens and a
     score within 1e-4."""
     task, model = built(key)
-    ds = padded(task, side)
+    ds = padded(task, padding)
     mixed, alone = batches(ds, pick(ds))
     gen = SequenceGenerator([model], task.target_dictionary, beam_size=4, max_len_b=30)
     with torch.no_grad():
         hyps_mixed = gen.generate([model], mixed)
         for i, (row, one) in alone.items():
             a, m = gen.generate([model], one)[0][0], hyps_mixed[row][0]
-            assert torch.equal(a["tokens"], m["tokens"]), (i, side, a["tokens"].tolist(), m["tokens"].tolist())
-            assert abs(float(a["score"]) - float(m["score"])) < 1e-4, (i, side, float(a["score"]), float(m["score"]))
+            assert torch.equal(a["tokens"], m["tokens"]), (i, padding, a["tokens"].tolist(), m["tokens"].tolist())
+            assert abs(float(a["score"]) - float(m["score"])) < 1e-4, (i, padding, float(a["score"]), float(m["score"]))
 
 
 def aux_sums(model, sample, backend: str):
@@ -256,15 +264,14 @@ def aux_sums(model, sample, backend: str):
     return out
 
 
-@pytest.mark.parametrize("side", SIDES)
-@pytest.mark.parametrize("key,mode,backend", AUX_CASES)
-def test_aux_losses_add_up_over_sentences(built, key, mode, backend, side):
+@pytest.mark.parametrize("key,mode,backend,padding", AUX_CASES)
+def test_aux_losses_add_up_over_sentences(built, key, mode, backend, padding):
     """Every auxiliary loss (its sum and its count) and metric (its sum and its count: the UAS hits ×100, the
     clipped NSD values ×100, the gate values G summed over sentences with the sentences as count) of a padded batch
     is the sum of those of its sentences alone: padding adds nothing to them and takes nothing away. The gates in
     eval mode only (module docstring); dropout is 0."""
     task, model = built(key)
-    ds = padded(task, side)
+    ds = padded(task, padding)
     ids = pick(ds)
     model.train(mode == "train")
     try:
@@ -272,11 +279,10 @@ def test_aux_losses_add_up_over_sentences(built, key, mode, backend, side):
         alone = [aux_sums(model, ds.collater([ds[i]]), backend) for i in ids]
     finally:
         model.eval()
-    assert {k.split(":")[0] for k in mixed} == (AUX[key] if mode == "eval" else {n for n in AUX[key]
-                                                                                  if not n.startswith("gate_")})
+    assert {k.split(":")[0] for k in mixed} == AUX[key]
     for name, value in mixed.items():
         parts = [a[name] for a in alone]
-        if name.endswith("n"):  # counts: exactly
+        if name.endswith((":n", ":metric_n")):  # counts: exactly
             assert value == sum(parts), (name, value, parts)
         else:
             assert value == pytest.approx(sum(parts), rel=1e-5, abs=1e-4), (name, value, parts)
@@ -287,10 +293,59 @@ def test_aux_losses_add_up_over_sentences(built, key, mode, backend, side):
             assert mixed[name] == len(ids)
 
 
+@pytest.mark.parametrize("heads", [1, 2])
+@pytest.mark.parametrize("side,causal", [("left", False), ("right", False), ("left", True)])
+def test_fused_parent_loss_adds_up_over_sentences(side, causal, heads):
+    """The LISA/DBSA parent loss from a fused kernel's log-sum-exp (``parent_loss_from_lse``: flex attention, CUDA
+    training): the loss, count and hits of a padded batch are the sums of its sentences' alone, with the padding keys
+    made to score highest, so that a hit taken over them would differ (checked here: without the padding mask some
+    real query's best key is a padding one). Right padding under the causal mask is left out: there every padding
+    key follows every real query, so the causal mask hides it anyway."""
+    from syntrans.mechanisms.base import parent_loss_from_lse
+
+    g = torch.Generator().manual_seed(0)
+    d, T, lengths, scale = 8, 7, (7, 4, 2), 8 ** -0.5
+    B = len(lengths)
+    q, k = torch.randn(B, heads, T, d, generator=g), torch.randn(B, heads, T, d, generator=g)
+    pad = torch.ones(B, T, dtype=torch.bool)
+    parents = torch.full((B, T), -1)
+    alone = []
+    for b, n in enumerate(lengths):
+        cols = columns(side, T, n)
+        pad[b, cols] = False
+        own = torch.randint(0, n, (n,), generator=g)  # parents within the sentence, the last token (EOS) has none
+        own = torch.minimum(own, torch.arange(n)) if causal else own
+        own[-1] = -1
+        parents[b, cols] = torch.where(own >= 0, own + cols.start, own)
+        alone.append((cols, own))
+    k = torch.where(pad[:, None, :, None], 100 * q.mean(dim=2, keepdim=True), k)  # padding keys score highest
+
+    def scores(q, k, pad):
+        s = (q @ k.transpose(-1, -2)) * scale
+        if pad is not None:
+            s = s.masked_fill(pad[:, None, None, :], float("-inf"))
+        if causal:
+            s = s.masked_fill(torch.ones(s.size(-2), s.size(-1), dtype=torch.bool).triu(1), float("-inf"))
+        return s
+
+    def stats(q, k, pad, parents):
+        lse = torch.logsumexp(scores(q, k, pad), dim=-1)  # (B, n, T) what the kernel returns (−inf: no key at all)
+        return [float(x) for x in parent_loss_from_lse(q, k, lse, scale, parents, pad, causal)]
+
+    unmasked_best = scores(q, k, None).mean(dim=1).argmax(-1)  # (B, T) without the padding mask
+    assert bool((pad.gather(1, unmasked_best) & (parents >= 0)).any())  # padding keys would win somewhere
+    loss, count, hits = stats(q, k, pad, parents)
+    parts = [stats(q[b:b + 1, :, cols], k[b:b + 1, :, cols], None, own.unsqueeze(0))
+             for b, (cols, own) in enumerate(alone)]
+    assert loss == pytest.approx(sum(p[0] for p in parts), rel=1e-5, abs=1e-4)
+    assert (count, hits) == (sum(p[1] for p in parts), sum(p[2] for p in parts))
+    assert count == sum(n - 1 for n in lengths)
+
+
 def test_distance_model_reads_gaps(built):
     """The distance heads use the batch's gaps: other gaps give another encoder output."""
     task, model = built("distance")
-    ds = padded(task, "left")
+    ds = padded(task, "src_left")
     sample = ds.collater([ds[i] for i in range(4)])
     net = dict(sample["net_input"])
     with torch.no_grad():
@@ -304,7 +359,7 @@ def test_distance_model_reads_gaps(built):
 def test_parent_models_read_parents(built, key, feature):
     """PASCAL and LISA (with its oracle) use the batch's parents: other parents give another encoder output."""
     task, model = built(key)
-    ds = padded(task, "left")
+    ds = padded(task, "src_left")
     sample = ds.collater([ds[i] for i in range(4)])
     net = dict(sample["net_input"])
     with torch.no_grad():
@@ -318,7 +373,7 @@ def test_parent_models_read_parents(built, key, feature):
 
 def test_missing_gaps_is_a_clear_error(built):
     task, model = built("distance")
-    ds = padded(task, "left")
+    ds = padded(task, "src_left")
     sample = ds.collater([ds[0]])
     net = {k: v for k, v in sample["net_input"].items() if k != "src_gaps"}
     with pytest.raises(ValueError, match="src_gaps"):
@@ -366,7 +421,7 @@ def test_generation_scores_match_teacher_forcing(built, key):
     """Beam search runs the decoder's DBSA heads incrementally on fairseq's own path (U inside q_proj), the
     teacher-forced forward on the explicit one: the best hypothesis's positional scores are the same."""
     task, model = built(key)
-    ds = padded(task, "left")
+    ds = padded(task, "src_left")
     gen = SequenceGenerator([model], task.target_dictionary, beam_size=4, max_len_b=30)
     sample = ds.collater([ds[i] for i in pick(ds)])
     with torch.no_grad():

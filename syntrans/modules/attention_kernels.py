@@ -113,5 +113,10 @@ def masked_scores(scores: torch.Tensor, attn_mask: Optional[torch.Tensor], pad: 
 
 
 def softmax_probs(scores: torch.Tensor) -> torch.Tensor:
-    """Softmax over keys in float32 whatever the scores' dtype, as fairseq's unfused attention takes it."""
-    return F.softmax(scores.float(), dim=-1)
+    """Softmax over keys in float32 whatever the scores' dtype, as fairseq's unfused attention takes it. A query
+    row whose keys are all masked (a padding query of a left-padded target under the causal mask) gets zeros, not
+    the NaN of a softmax over −inf, which the next layer's probabilities × values would carry into the real rows
+    (0 · NaN) — in the forward and in the gradients. scores (B, h, T, S) → (B, h, T, S) float32."""
+    scores = scores.float()
+    dead = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (B, h, T, 1)
+    return F.softmax(scores.masked_fill(dead, 0.0), dim=-1).masked_fill(dead, 0.0)
