@@ -1,8 +1,10 @@
-"""The Makefile's install step (README, "Install"), run for real by make with stand-in interpreters: a script that
+"""The install step (README, "Install"): setup.py's requirements, and the Makefile's targets, run for real by make
+with stand-in interpreters (for the install: a script that
 answers the three questions make asks a Python (is there a torch, which version, create a venv) and records every
 call with the PIP_CONSTRAINT it saw, so the pin is checked without downloading anything. The pin is the venv's torch,
 else the base interpreter's (the venv then created with --system-site-packages), else TORCH_VERSION; every pip call
-carries the pin through PIP_CONSTRAINT, so no step lets pip choose a torch build by itself."""
+carries the pin through PIP_CONSTRAINT, so no step lets pip choose a torch build by itself. `make test` runs one
+pytest worker per core, `make test-fast` the tests marked fast, both after the install."""
 import os
 import shutil
 import subprocess
@@ -71,3 +73,44 @@ def test_pin_is_the_torch_already_in_the_venv(tmp_path):
     assert not any(" -m venv " in c for c in calls), calls  # the venv is kept
     assert pin == "torch==2.4.0"
     assert (tmp_path / "venv" / ".syntrans-installed").exists()
+
+
+def make_dry(target, tmp_path):
+    """The commands `make -n TARGET` would run, with an installed stand-in venv (so only TARGET's own recipe)."""
+    venv = tmp_path / target / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    (venv / ".syntrans-installed").write_text("")
+    os.utime(venv / ".syntrans-installed", (2**31, 2**31))  # newer than setup.py: the install is up to date
+    p = subprocess.run(["make", "-C", str(ROOT), "-n", target, f"VENV={venv}"], capture_output=True, text=True,
+                       timeout=60, env={k: v for k, v in os.environ.items() if k != "MAKEFLAGS"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    return [line for line in p.stdout.splitlines() if "pytest" in line]
+
+
+def test_make_test_runs_a_worker_per_core_and_test_fast_the_fast_tier(tmp_path):
+    (full,) = make_dry("test", tmp_path)
+    assert " -n auto " in full and " -m fast" not in full and full.endswith(" tests"), full
+    (fast,) = make_dry("test-fast", tmp_path)
+    assert " -m fast " in fast and fast.endswith(" tests"), fast
+
+
+def test_requirements_pick_fairseq_by_python_and_bound_each_range_by_the_next_major():
+    """fairseq-fixed 0.12.3.1 on Python ≥ 3.11, fairseq 0.12.2 below; stanza, sacrebleu, subword-nmt and sacremoses
+    from the tested version up to, not including, the next major version (the next minor for a 0.x package)."""
+    from importlib.metadata import distribution, version
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    requires = [Requirement(r) for r in distribution("syntrans").requires or []]
+    fairseq = {(r.name, str(r.specifier), str(r.marker)) for r in requires if r.name.startswith("fairseq")}
+    assert fairseq == {("fairseq", "==0.12.2", 'python_version < "3.11"'),
+                       ("fairseq-fixed", "==0.12.3.1", 'python_version >= "3.11"')}, fairseq
+    for name in ("stanza", "sacrebleu", "subword-nmt", "sacremoses"):
+        (req,) = [r for r in requires if r.name == name]
+        (upper,) = [Version(s.version) for s in req.specifier if s.operator == "<"]
+        (lower,) = [Version(s.version) for s in req.specifier if s.operator == ">="]
+        v = Version(version(name))
+        assert lower <= v < upper, (name, v, req.specifier)
+        assert upper == (Version(f"{v.major + 1}") if v.major else Version(f"0.{v.minor + 1}")), (name, upper, v)
