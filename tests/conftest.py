@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from helpers import make_bpe_corpus, slow_command
 
-_POPEN = subprocess.Popen
+# the real Popen, kept on the subprocess module itself: the same object however often this file is imported (pytest
+# loads it as a plugin; tests/test_test_rules.py imports it again, possibly while a guard is installed)
+_POPEN = subprocess.__dict__.setdefault("_syntrans_unguarded_popen", subprocess.Popen)
 
 
 def pytest_configure(config):

@@ -79,15 +79,19 @@ def item(marked: bool):
     return SimpleNamespace(nodeid="tests/t.py::test_x", get_closest_marker=lambda name: object() if marked else None)
 
 
-def test_an_unmarked_test_cannot_start_a_slow_process(monkeypatch):
-    assert subprocess.Popen is not _POPEN  # this test is not marked slow: conftest guards it
-    monkeypatch.setattr(subprocess, "Popen", _POPEN)  # that guard set aside while the test tries its own
-    unguarded = subprocess.Popen
-    with _SlowTierGuard(item(marked=False)):
-        with pytest.raises(AssertionError, match=r"tests/t\.py::test_x starts fairseq-train but is not marked slow"):
-            subprocess.run([str(BIN / "fairseq-train"), "--help"], timeout=60)
-        assert subprocess.run([sys.executable, "-c", "pass"], timeout=60).returncode == 0  # others still start
-    with _SlowTierGuard(item(marked=True)):  # marked: the process starts (here it does not exist)
-        with pytest.raises(FileNotFoundError):
-            subprocess.run(["/nonexistent/fairseq-train"], timeout=60)
-    assert subprocess.Popen is unguarded  # restored after each block
+def test_an_unmarked_test_cannot_start_a_slow_process():
+    guard = subprocess.Popen
+    assert guard is not _POPEN  # this test is not marked slow: conftest guards it
+    subprocess.Popen = _POPEN  # that guard set aside while the test tries its own (not monkeypatch: its undo would
+    try:  # come after conftest's guard is removed, and put the guard back for the tests that follow)
+        with _SlowTierGuard(item(marked=False)):
+            with pytest.raises(AssertionError, match=r"tests/t\.py::test_x starts fairseq-train but is not marked slow"):
+                subprocess.run([str(BIN / "fairseq-train"), "--version"], timeout=60)
+            assert subprocess.run([sys.executable, "-c", "pass"], timeout=60).returncode == 0  # others still start
+        assert subprocess.Popen is _POPEN  # restored after the block
+        with _SlowTierGuard(item(marked=True)):  # marked: the process starts (here it does not exist)
+            with pytest.raises(FileNotFoundError):
+                subprocess.run(["/nonexistent/fairseq-train"], timeout=60)
+        assert subprocess.Popen is _POPEN
+    finally:
+        subprocess.Popen = guard
