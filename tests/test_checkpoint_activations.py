@@ -33,7 +33,7 @@ def step(task, model, sample, seed):
     loss.backward()
     aux = {k: float(v) for k, v in log.items() if k.startswith("aux:") and not k.endswith(":n")}
     grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    return float(loss), aux, grads
+    return loss.item(), aux, grads
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
