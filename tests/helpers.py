@@ -78,6 +78,23 @@ def slow_command(args) -> str:
     return ""
 
 
+def lisa_attachments(model, sample):
+    """(hits, tokens with a parent) of the model's LISA head on ``sample``, counted here: the argmax key of the head's
+    recorded attention row against the gold parent (the batch's src_parent_first, -1 where none)."""
+    import torch
+
+    from syntrans.modules.attention_record import record_attention
+
+    (layer,) = [i for i, x in enumerate(model.encoder.layers) if hasattr(x.self_attn, "lisa")]
+    head = model.encoder.layers[layer].self_attn.lisa.heads.start
+    with torch.no_grad(), record_attention(model) as probs:
+        model(**sample["net_input"])
+    gold = sample["net_input"]["src_parent_first"]  # (B, T)
+    guess = probs[("encoder", layer)][:, head].argmax(-1)  # (B, T)
+    has = gold >= 0
+    return int((guess == gold)[has].sum()), int(has.sum())
+
+
 def build_task_and_model(data: Path, arch: str, *extra: str, seed: int = 1):
     """The syntax_translation task on ``data`` and a small model of ``arch`` built the way fairseq-train does."""
     import torch

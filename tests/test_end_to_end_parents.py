@@ -8,7 +8,19 @@ import pytest
 import torch
 from fairseq import checkpoint_utils
 from fairseq.modules import MultiheadAttention
-from helpers import BIN, N_TEST, UPDATES, USER_DIR, check_generate_bleu, generate, metric, metric_lines, run, short_runs
+from helpers import (
+    BIN,
+    N_TEST,
+    UPDATES,
+    USER_DIR,
+    check_generate_bleu,
+    generate,
+    lisa_attachments,
+    metric,
+    metric_lines,
+    run,
+    short_runs,
+)
 
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
@@ -140,27 +152,14 @@ def test_train_generate(name, tiny_data, trained, generated):
             assert getattr(attn, key) is attn.blocks[attn.block_keys.index(key)]
 
 
-def lisa_attachments(data, ckpt, split):
-    """(hits, tokens with a parent) of the LISA head of ``ckpt`` over ``split``, counted here: sentence by sentence,
-    the argmax key of the head's recorded attention row against the gold parent (the dataset's src_parent_first)."""
-    from syntrans.modules.attention_record import record_attention
-
+def split_attachments(data, ckpt, split):
+    """(hits, tokens with a parent) of the LISA head of ``ckpt`` over ``split``, sentence by sentence (no padding)."""
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)], arg_overrides={"data": str(data)})
     model = models[0].eval()
-    (layer,) = [i for i, x in enumerate(model.encoder.layers) if hasattr(x.self_attn, "lisa")]
-    head = model.encoder.layers[layer].self_attn.lisa.heads.start
     task.load_dataset(split)
     ds = task.dataset(split)
-    hits = words = 0
-    for i in range(len(ds)):
-        sample = ds.collater([ds[i]])  # one sentence: no padding
-        with torch.no_grad(), record_attention(model) as probs:
-            model(**sample["net_input"])
-        gold = sample["net_input"]["src_parent_first"][0]  # (T,) -1 where the token has no parent
-        guess = probs[("encoder", layer)][0, head].argmax(-1)  # (T,)
-        hits += int((guess == gold)[gold >= 0].sum())
-        words += int((gold >= 0).sum())
-    return hits, words
+    counts = [lisa_attachments(model, ds.collater([ds[i]])) for i in range(len(ds))]
+    return sum(h for h, _ in counts), sum(n for _, n in counts)
 
 
 def test_lisa_gold_parents_oracle(tiny_data, trained, generated):
@@ -173,7 +172,7 @@ def test_lisa_gold_parents_oracle(tiny_data, trained, generated):
     for tag, line in (("plain", plain), ("oracle", oracle)):
         values[tag] = {k: metric(line, k) for k in ("loss", "nll_loss", "lisa", "lisa_uas")}
         assert all(v is not None and math.isfinite(v) for v in values[tag].values()), (tag, line)
-    hits, words = lisa_attachments(tiny_data, ckpt, "valid")
+    hits, words = split_attachments(tiny_data, ckpt, "valid")
     assert 0 < hits < words  # a score strictly between 0 and 100: the comparison below is not 0 = 0
     assert values["plain"]["lisa_uas"] == pytest.approx(100.0 * hits / words, abs=0.0051), (plain, hits, words)
     assert values["oracle"]["nll_loss"] != values["plain"]["nll_loss"], (plain, oracle)

@@ -286,7 +286,7 @@ def criterion_loss(task, model, sample):
 
 def test_lisa_loss_scale_does_not_depend_on_batch_size_and_is_logged(tiny_data):
     from fairseq import metrics
-    from helpers import build_task_and_model
+    from helpers import build_task_and_model, lisa_attachments
 
     task, model = build_task_and_model(tiny_data, "lisa_transformer_iwslt_de_en", "--lisa-weight", "0.5")
     task.load_dataset("valid")
@@ -311,17 +311,8 @@ def test_lisa_loss_scale_does_not_depend_on_batch_size_and_is_logged(tiny_data):
         crit.reduce_metrics([log1, log2])
     logged = agg.get_smoothed_values()
     assert logged["lisa"] == pytest.approx(float(log1["aux:lisa"]) / n_src, rel=1e-3)
-    # the attachment score counted here from the head's recorded attention: argmax key = gold parent
-    from syntrans.modules.attention_record import record_attention
-
-    layer = next(i for i, x in enumerate(model.encoder.layers) if hasattr(x.self_attn, "lisa"))
-    heads = model.encoder.layers[layer].self_attn.lisa.heads
-    with torch.no_grad(), record_attention(model) as probs:
-        model(**one["net_input"])
-    gold = one["net_input"]["src_parent_first"]  # (1, T) the parent's position, -1 without one
-    has = gold >= 0
-    assert int(has.sum()) == n_src
-    hits = int((probs[("encoder", layer)][:, heads][:, 0].argmax(-1) == gold)[has].sum())  # (1, T) → hits
+    hits, count = lisa_attachments(model, one)  # counted here from the head's recorded attention
+    assert count == n_src
     assert logged["lisa_uas"] == pytest.approx(100.0 * hits / n_src, abs=5e-5)  # logged to 4 decimals; two = one twice
 
 
