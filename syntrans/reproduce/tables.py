@@ -7,7 +7,7 @@ data and decodes with the decoding settings of the system's config file (its ``#
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,18 @@ LICENSED = {"aspec": "--aspec-dir", "ldc": "--ldc-dir"}
 class System:
     name: str  # column label, e.g. "baseline", "distance-mask"
     config: str  # path under configs/
-    published: Optional[float]  # the paper's test BLEU; None where we record no number for that row
+    published: Optional[float]  # the paper's number of the table's metric (Table.kind); None where it gives none
     extra: Tuple[str, ...] = ()  # flags after the config's (later flags win), e.g. an ablation
+    #: the paper's other numbers for this cell, e.g. (("RIBES", 85.21),) or (("parameters", 36933680),)
+    published_more: Tuple[Tuple[str, float], ...] = ()
+    x: Optional[float] = None  # a figure's x value of this system (layer, τ, …); None: not on the x axis
+    #: recipe overrides of this system's data (syntrans.prep.recipe.Recipe fields), e.g. (("langid", None),); a
+    #: system with overrides trains on its own prepared copy of the dataset
+    data: Tuple[Tuple[str, Any], ...] = ()
+
+    def more(self, name: str) -> Optional[float]:
+        """The paper's number ``name`` of this cell (e.g. "RIBES"), or None."""
+        return dict(self.published_more).get(name)
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,17 @@ class Table:
     rows: Tuple[Row, ...]
     notes: Tuple[str, ...] = field(default_factory=tuple)
     reference: str = "baseline"  # the first system of every row, which the Δ columns compare against
+    #: what the table reports: "bleu" (BLEU of ``split``), "time" (training time and size, from the training logs),
+    #: "curve" (a figure: BLEU against System.x), "gates" (a figure: gate values per layer and head),
+    #: "length" (a figure: ΔBLEU against the reference by source length)
+    kind: str = "bleu"
+    split: str = "test"  # the split decoded and scored: "test", or "valid" where the paper reports validation BLEU
+    runs_of: Optional[str] = None  # the table whose trained runs (work dirs) this one reads instead of its own
+    #: the paper's significance level for the paired bootstrap marker (Koehn 2004), with where it says so;
+    #: (0.05, "ours: …") where the paper reports no test
+    significance: Tuple[float, str] = (0.05, "not stated: ours (p < 0.05)")
+    ribes: bool = False  # also score RIBES (where the paper reports it)
+    x_label: str = ""  # a figure's x axis
 
 
 def _ds(key: str, corpus: str, title: str) -> Dataset:
