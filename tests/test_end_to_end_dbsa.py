@@ -19,7 +19,7 @@ PRESETS = {"dbsa": "dbsa_transformer_wmt_en_de", "syncattn": "syncattn_transform
 U_KEYS = ["decoder.layers.0.self_attn.q_proj.U", "encoder.layers.0.self_attn.q_proj.U"]
 HEAD_DIM = 32 // 4
 DBSA_METRICS = ("dbsa_src", "dbsa_tgt", "dbsa_src_uas", "dbsa_tgt_uas", "dbsa_tgt_later")
-SIDECAR_KINDS = ("word", "head", "dist")
+SIDECAR_KINDS = ("word", "head", "dist", "label")
 
 
 def train_argv(data, save, arch, *extra, seed=3):

@@ -296,6 +296,8 @@ METHOD_NAMES = {
     "DBSA": r"\bdbsa",
     "SyncAttn": r"\bsync",
     "NSD": r"\bnsd",
+    "SLA": r"\bsla(\b|_)|\bSla(Heads|Config)\b",
+    "S&H": r"S&H|sennrich|\bsource_labels\b|\bSourceLabel|--labels-|\blabels_(input|embed_dim)\b",
 }
 #: the files that loop over mechanisms (the attention, the layers, encoder, decoder, model, config, plan, dataset,
 #: task, criterion): a method named there would spread it again
@@ -343,8 +345,10 @@ def test_the_name_patterns_can_fail():
     import re
 
     samples = {"distance-mask": "--distance-heads 4", "gate": "the gate values", "PASCAL": "PASCAL heads",
-               "LISA": "a LISA head", "DBSA": "DBSA heads", "SyncAttn": "SyncAttn's loss", "NSD": "NSD input"}
+               "LISA": "a LISA head", "DBSA": "DBSA heads", "SyncAttn": "SyncAttn's loss", "NSD": "NSD input",
+               "S&H": "the +S&H baseline", "SLA": "--sla-threshold 2"}
     for method, text in samples.items():
         assert re.search(METHOD_NAMES[method], text, re.IGNORECASE), method
     assert not re.search(METHOD_NAMES["gate"], "propagate the aggregate", re.IGNORECASE)
     assert not re.search(METHOD_NAMES["LISA"], "our normalisation", re.IGNORECASE)
+    assert not re.search(METHOD_NAMES["SLA"], "a slash or a slack", re.IGNORECASE)

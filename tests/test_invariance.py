@@ -41,6 +41,10 @@ ARCHS = {
     "gated_distance": ("gated_distance_transformer_iwslt_de_en", ("--gate-warmup-epochs", "0")),
     # a gate mixing PASCAL attention (heads 0-1 of layer 0) with stock attention
     "pascal_gate": ("pascal_transformer_iwslt_de_en", ("--gate-layers", "0")),
+    # SLA: every head of every encoder layer within dependency-tree distance 2, mixed with stock attention by a gate
+    # with no BatchNorm; and SLA heads alone (threshold 1) in heads 0-1 of layer 0
+    "sla_gate": ("sla_transformer_iwslt_de_en", ()),
+    "sla_heads": ("syntax_transformer", ("--sla-layers", "0", "--sla-heads", "2", "--sla-threshold", "1")),
     # DBSA head 0 of encoder layer 0 and of decoder layer 0; SyncAttn adds a training loss only
     "dbsa": ("dbsa_transformer_wmt_en_de", ()),
     "syncattn": ("syncattn_transformer_wmt_en_de", ()),
@@ -57,6 +61,8 @@ ARCHS = {
     "nsd_tgt": ("nsd_tgt_transformer_base", ("--nsd-embed-dim", "8")),
     "nsd_both": ("nsd_transformer_base", ("--nsd-embed-dim", "8")),
     "nsd_ds_concat": ("nsd_transformer", ("--nsd-kind", "dS", "--nsd-src-input", "concat", "--nsd-embed-dim", "8")),
+    # +S&H: the source dependency labels in the last 10 dimensions of the token embeddings
+    "sh": ("sh_transformer_wmt_en_de", ()),
 }
 DECODER_DBSA_ARCHS = {k: a for k, a in ARCHS.items() if a[0].startswith(("dbsa", "syncattn"))
                       or "--dbsa-decoder-layers" in a[1]}
@@ -73,6 +79,7 @@ AUX = {
     "lisa": _LISA, "lisa_gold": _LISA, "lisa_l2": _LISA, "distance_pascal_lisa": _LISA,
     "gated_distance": {f"gate_l{i}h{h}" for i in range(2) for h in range(4)},
     "pascal_gate": {"gate_l0h0", "gate_l0h1"},
+    "sla_gate": {f"gate_l{i}h{h}" for i in range(2) for h in range(4)},
     "dbsa": _DBSA, "dbsa_gold": _DBSA, "dbsa_all_distance_pascal": _DBSA, "syncattn": _DBSA | {"sync"},
     "lisa_dbsa": _LISA | _DBSA, "nsd_src": _NSD_SRC, "nsd_tgt": _NSD_TGT, "nsd_both": _NSD_SRC | _NSD_TGT,
 }

@@ -146,6 +146,65 @@ def test_dist_loss_of_one_token_sentences_and_constant_values():
     assert float(dist) == pytest.approx(3 * 0.25 + 2.0, rel=1e-6)
 
 
+def printed_dist_by_loops(logits, values, v_min, v_max):
+    """Eq. 19 as printed (Ma et al. 2019), by loops over each sentence's real tokens: Σ_i (d_i − d̂_i)² +
+    Σ_{i, j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊, summed over the sentences; d̂ the classifier's expected value."""
+    p = torch.softmax(logits.float(), -1)
+    total = 0.0
+    for b in range(values.size(0)):
+        real = [t for t in range(values.size(1)) if values[b, t] > NO_NSD]
+        d = {t: float(min(max(int(values[b, t]), v_min), v_max)) for t in real}
+        dh = {t: sum(float(p[b, t, k]) * (v_min + k) for k in range(p.size(-1))) for t in real}
+        total += sum((d[t] - dh[t]) ** 2 for t in real)
+        for x, i in enumerate(real):
+            for j in real[x + 1:]:
+                sign = (d[i] > d[j]) - (d[i] < d[j])
+                total += max(0.0, 1 - sign * (dh[i] - dh[j]))
+    return total
+
+
+@pytest.mark.fast
+def test_dist_loss_as_printed_equals_a_double_loop():
+    """--nsd-dist-norm printed: L_dist exactly as Eq. 19 prints it, on a batch padded on either side; the hinge sums
+    every pair once (i < j), unscaled, so it exceeds our per-sentence normalisation here."""
+    g = torch.Generator().manual_seed(1)
+    v_min, v_max = -2, 3
+    values = torch.tensor([[1, -2, 3, 0, NO_NSD], [NO_NSD, NO_NSD, 2, 2, -1]])
+    logits = torch.randn(2, 5, v_max - v_min + 1, generator=g)
+    ce, dist, count, _ = nsd_losses(logits, values, v_min, v_max, "printed")
+    ce_ours, dist_ours, _, _ = nsd_losses(logits, values, v_min, v_max, "sentence")
+    assert int(count) == 7 and float(ce) == float(ce_ours)  # L_entdist does not depend on the scaling
+    assert float(dist) == pytest.approx(printed_dist_by_loops(logits, values, v_min, v_max), rel=1e-5)
+    assert float(dist) > float(dist_ours)
+    with pytest.raises(ValueError, match="--nsd-dist-norm must be one of sentence, printed, found 'mean'"):
+        nsd_losses(logits, values, v_min, v_max, "mean")
+
+
+@pytest.mark.parametrize("norm", ["sentence", "printed"])
+def test_dist_norm_flag_scales_the_models_dist_loss(tiny_data, norm):
+    """--nsd-dist-norm reaches the model's reported L_dist: with printed, the loss equals Eq. 19 by loops over the
+    classifier's own logits on a padded batch of the synthetic corpus; with sentence (the default), it does not."""
+    extra_flags = ("--nsd-dist-norm", norm) if norm == "printed" else ()
+    task, model, ds = nsd_model(tiny_data, "nsd_transformer", "--nsd-src-output", *extra_flags)
+    (mech,) = [m for m in model.plan.active if m.key == "nsd"]
+    assert mech.cfg.dist_norm == norm
+    seen = []
+    model.encoder.nsd.classifier.register_forward_hook(lambda mod, args, out: seen.append(out.detach()))
+    sample = ds.collater([ds[i] for i in range(4)])
+    with torch.no_grad():
+        _, extra = model(**sample["net_input"])
+    (logits,) = seen  # (B, T, V)
+    labels = sample["net_input"]["src_nsd_dD"]
+    assert bool((labels == NO_NSD).sum(1).ne(1).any())  # padded: some row has more than its EOS without a value
+    c = model.encoder.nsd.classifier
+    printed = printed_dist_by_loops(logits, labels, c.v_min, c.v_max)
+    got = float(extra["aux_losses"]["nsd_src_dist"]["loss"])
+    if norm == "printed":
+        assert got == pytest.approx(printed, rel=1e-5)
+    else:
+        assert got < printed
+
+
 SIDE_FIELDS = {side: {f"nsd_{side}_input": "linear", f"nsd_{side}_spe": True, f"nsd_{side}_output": True}
                for side in ("src", "tgt")}
 

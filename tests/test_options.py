@@ -14,6 +14,8 @@ from syntrans.mechanisms.nsd import NsdConfig
 from syntrans.mechanisms.pascal import PascalConfig
 from syntrans.mechanisms.plan import SyntaxPlan
 from syntrans.mechanisms.registry import MECHANISMS
+from syntrans.mechanisms.sla import SlaConfig
+from syntrans.mechanisms.source_labels import LabelsConfig
 from syntrans.mechanisms.sync_attn import SyncAttnConfig
 from syntrans.models.config import syntax_config
 from syntrans.models.presets import set_fields
@@ -22,7 +24,7 @@ from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
 #: each mechanism's config group in the typed config and its declared config dataclass
 DECLARED = {"distance": DistanceMaskConfig, "pascal": PascalConfig, "lisa": LisaConfig, "gate": GateConfig,
-            "dbsa": DbsaConfig, "sync": SyncAttnConfig, "nsd": NsdConfig}
+            "dbsa": DbsaConfig, "sync": SyncAttnConfig, "nsd": NsdConfig, "labels": LabelsConfig, "sla": SlaConfig}
 
 
 def plan_of(layers=2, heads=4, **flat):

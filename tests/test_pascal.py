@@ -11,7 +11,7 @@ from helpers import side_inputs, syntax_attention
 
 from syntrans.mechanisms.distance import DistanceHeads
 from syntrans.mechanisms.lisa import LisaHead
-from syntrans.mechanisms.pascal import PascalHeads, PascalInputs, ignore_parents, pascal_weights
+from syntrans.mechanisms.pascal import PascalConfig, PascalHeads, PascalInputs, ignore_parents, pascal_weights
 from syntrans.mechanisms.plan import SyntaxPlan
 from syntrans.models.config import syntax_config
 from syntrans.models.syntax_transformer import model_shape
@@ -192,6 +192,133 @@ def test_collated_parents_follow_left_padding(tiny_data, left_pad):
         assert parents[row, real][-1].item() == -1  # EOS: no parent
         assert int((parents[row] == -1).sum()) == tokens.size(1) - n + 1  # padding: none either
         assert off <= parents[row, real][:-1].min().item() and parents[row, real].max().item() < off + n - 1
+
+
+# ------------------------------------------------------------------ the paper's ablations (§3.2 Table 3b, App. B)
+
+def hand_weight(kind, sigma, par, j):
+    """d_tj by hand: the Gaussian density N(j; p, σ²) (Eq. 3), or 1 on the parent's middle token(s) |j − p| < 1 and 0
+    elsewhere ("parent-only", Table 3b)."""
+    if kind == "parent-only":
+        return 1.0 if abs(j - par) < 1 else 0.0
+    return math.exp(-0.5 * ((j - par) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
+
+
+def hand_ablation(ours, x, rel, lengths, n_pascal, kind, op, sigma):
+    """Per sentence, real tokens only: each head's softmax; the first n_pascal heads take n_tj = s_tj · d_tj (Eq. 2)
+    or s_tj + d_tj (App. B) on the rows with a parent, each score by its own loop."""
+    d = C // H
+    T = x.size(0)
+    q = (x @ ours.q_proj.weight.T + ours.q_proj.bias) * d ** -0.5
+    k = x @ ours.k_proj.weight.T + ours.k_proj.bias
+    out = []
+    for b, n in enumerate(lengths):
+        p = T - n
+        probs = []
+        for h in range(H):
+            sl = slice(h * d, (h + 1) * d)
+            s = (q[p:, b, sl] @ k[p:, b, sl].T).tolist()  # (n, n) scaled scores as lists
+            if h < n_pascal:
+                for i, par in enumerate(rel[b]):
+                    for j in range(n):
+                        w = hand_weight(kind, sigma, par, j) if par >= 0 else 1.0
+                        s[i][j] = s[i][j] + w if op == "add" else s[i][j] * w
+            probs.append(torch.softmax(torch.tensor(s), -1))
+        out.append(torch.stack(probs))  # (H, n, n)
+    return out
+
+
+@pytest.mark.fast
+def test_parent_only_weights_by_hand():
+    """1 on the parent's middle token, both middle subwords at an x.5 middle, 0 elsewhere; no parent: ones."""
+    w = pascal_weights(torch.tensor([[2.0, 2.5, 0.0, -1.0]]), 5, 1.0, "parent-only")
+    assert w[0].tolist() == [[0, 0, 1, 0, 0], [0, 0, 1, 1, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1]]
+    with pytest.raises(ValueError, match="unknown PASCAL weights 'parent'"):
+        pascal_weights(torch.zeros(1, 2), 2, 1.0, "parent")
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("kind, op, sigma", [("gaussian", "multiply", 2.0), ("gaussian", "add", 1.0),
+                                             ("parent-only", "multiply", 1.0), ("parent-only", "add", 1.0),
+                                             ("gaussian", "add", 3.0)])
+def test_ablations_equal_hand_computation(kind, op, sigma):
+    """Each option (σ, parent-only, addition) on a padded batch of two sentences against a loop over scores; under
+    parent-only with multiplication a non-parent score becomes 0, not −∞: its key keeps softmax weight."""
+    _, ours = modules([PascalHeads(2, 0.0, op)])
+    x, pad, parents, lengths, rel = batch()
+    syntax = side_inputs(pad, backend="explicit", pascal=PascalInputs(parents, sigma, kind))
+    _, weights, _ = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, syntax=syntax)
+    expect = hand_ablation(ours, x, rel, lengths, 2, kind, op, sigma)
+    for b, n in enumerate(lengths):
+        p = x.size(0) - n
+        torch.testing.assert_close(weights[:, b, p:, p:], expect[b], atol=1e-6, rtol=1e-5)
+        assert torch.all(weights[:, b, p:, :p] == 0)  # padding keys get nothing
+    if kind == "parent-only" and op == "multiply":
+        assert torch.all(weights[:2, 0] > 0)  # every real key of sentence 0 keeps some weight (exp(0) / Z)
+    # the output, explicit and under flex attention's score modification (torch's eager reference off CUDA)
+    d = C // H
+    v = x @ ours.v_proj.weight.T + ours.v_proj.bias
+    for backend in ("explicit", "flex"):
+        syntax = side_inputs(pad, backend=backend, pascal=PascalInputs(parents, sigma, kind))
+        with torch.no_grad():  # flex attention runs forward only on CPU
+            out = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)[0]
+        for b, n in enumerate(lengths):
+            p = x.size(0) - n
+            ctx = torch.cat([expect[b][h] @ v[p:, b, h * d:(h + 1) * d] for h in range(H)], -1)
+            torch.testing.assert_close(out[p:, b], ctx @ ours.out_proj.weight.T + ours.out_proj.bias, atol=1e-5,
+                                       rtol=1e-5, msg=backend)
+
+
+@pytest.mark.fast
+def test_default_options_are_the_papers_product_bit_for_bit():
+    """The defaults (Gaussian, multiplication) compute exactly S ⊙ N(j; p_i, σ²), the weights formed in the test."""
+    x, pad, parents, _, _ = batch()
+    block = PascalHeads(2, 0.0)
+    assert block.op == "multiply" and PascalInputs(parents, 1.0).kind == "gaussian"
+    assert (PascalConfig().weights, PascalConfig().op, PascalConfig().sigma) == ("gaussian", "multiply", 1.0)
+    j = torch.arange(7.0)
+    w = torch.exp(-0.5 * (j - parents.unsqueeze(-1)) ** 2) / math.sqrt(2 * math.pi)
+    w = torch.where(parents.unsqueeze(-1) < 0, torch.ones_like(w), w)  # (B, T, S)
+    s = torch.randn(2, 2, 7, 7)
+    assert torch.equal(block.scores(s, None, None, side_inputs(pad, pascal=PascalInputs(parents, 1.0))),
+                       s * w.unsqueeze(1))
+
+
+@pytest.mark.fast
+def test_ignored_rows_leave_the_softmax_unchanged_under_addition():
+    """Parent ignoring sets a row of W to ones (§2.1): under addition every key of the row gains 1, so the row's
+    softmax is the stock one (up to rounding)."""
+    stock, ours = modules([PascalHeads(3, 1.0, "add")])
+    x, pad, parents, _, _ = batch()
+    ours.train()  # dropout 0: parent ignoring with q = 1 is the only training effect
+    got = ours(x, x, x, key_padding_mask=pad, need_weights=False,
+               syntax=side_inputs(pad, backend="explicit", pascal=PascalInputs(parents, 1.0, "parent-only")))[0]
+    torch.testing.assert_close(got, stock(x, x, x, key_padding_mask=pad, need_weights=False)[0], atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.fast
+def test_ablation_flags_reach_the_heads_and_the_weights():
+    """--pascal-op and --pascal-weights (flat config) build heads that add and inputs with parent-only weights; a
+    bad value is refused naming its flag."""
+    def plan(**flat):
+        cfg = syntax_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                               decoder_attention_heads=4, encoder_embed_dim=C, decoder_embed_dim=C,
+                                               pascal_layers="0", pascal_heads=2, **flat))
+        return SyntaxPlan(cfg, model_shape(cfg))
+
+    p = plan(pascal_op="add", pascal_weights="parent-only", pascal_sigma=2.0)
+    block = next(b for b in p.blocks("encoder", 0, C // 4) if isinstance(b, PascalHeads))
+    assert block.op == "add"
+    mech = next(m for m in p.active if m.key == "pascal")
+    parents = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
+    inputs = mech.prepare("encoder", {"src_parent_middle": parents}, torch.zeros(1, 2, dtype=torch.long),
+                          torch.zeros(1, 2, dtype=torch.bool), torch.float32, False)
+    assert inputs.weights().tolist() == [[[0.0, 1.0], [1.0, 1.0]]]
+    assert (inputs.kind, inputs.sigma) == ("parent-only", 2.0)
+    with pytest.raises(ValueError, match="--pascal-op must be one of multiply, add, found 'sum'"):
+        plan(pascal_op="sum")
+    with pytest.raises(ValueError, match="--pascal-weights must be one of gaussian, parent-only, found 'uniform'"):
+        plan(pascal_weights="uniform")
 
 
 @pytest.mark.fast

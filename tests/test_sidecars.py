@@ -458,7 +458,8 @@ def test_report_counts_lines(tmp_path, capsys):
     assert rep.empty == [3]
     assert rep.failed == [4, 5]
     assert rep.respelled == [6]
-    assert (rep.lines, rep.words, rep.kinds) == (6, 2 + 4 + 0 + 2 + 3 + 1, ["word", "head", "dist"])
+    # the CoNLL-U written by write_conllu has a DEPREL column ("root"/"dep" where the parse gives none): labels too
+    assert (rep.lines, rep.words, rep.kinds) == (6, 2 + 4 + 0 + 2 + 3 + 1, ["word", "head", "dist", "label"])
     s = rep.summary()
     assert "multi-sentence lines 2 (lines 2, 5)" in s and "empty lines 1 (lines 3)" in s and "failed parses 2 (lines 4, 5)" in s
     # the CLI prints the same report

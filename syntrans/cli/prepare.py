@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="separate BPE with merges per language, e.g. zh=61000,ja=46000")
     r.add_argument("--word-vocab", type=positive_int, metavar="N",
                    help="no BPE: word-level data, each dictionary keeping its N most frequent entries")
+    r.add_argument("--multitask", action="store_const", const=True,
+                   help="the +MULTI-TASK baseline's data (Bugliarello & Okazaki 2020, App. A): each training source "
+                        "also paired with its linearised dependency parse, sources wrapped in a task tag (<translate> "
+                        "or <parse>), the two tasks shuffled together; valid/test carry <translate>; no sidecars")
     return p
 
 
@@ -95,7 +99,8 @@ def recipe_from_args(args) -> Recipe | None:
     recipe = Recipe(max_len=args.max_len, ratio=args.ratio, lowercase=args.lowercase,
                     aggressive_dashes=args.aggressive_dashes, normalize_punctuation=args.normalize_punctuation,
                     remove_non_printing=args.remove_non_printing, langid=args.langid, train_limit=args.train_limit,
-                    bpe_ops_by_lang=args.bpe_ops_per_lang, joint=args.joint, word_vocab=args.word_vocab)
+                    bpe_ops_by_lang=args.bpe_ops_per_lang, joint=args.joint, word_vocab=args.word_vocab,
+                    multitask=args.multitask)
     return None if recipe.is_empty() else recipe
 
 

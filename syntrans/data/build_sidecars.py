@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 from ..syntax.align import bpe_word_index, bpe_words, check_line_words, line_facts
+from ..syntax.deprels import OTHER_LABEL, line_labels
 from ..syntax.gc_pause import gc_paused
 from ..syntax.parsed import group_by_line, read_parsed
 from . import sidecars
@@ -31,21 +32,25 @@ class SidecarReport:
     empty: List[int] = field(default_factory=list)
     failed: List[int] = field(default_factory=list)
     respelled: List[int] = field(default_factory=list)
+    other_labels: List[int] = field(default_factory=list)  # lines with a relation outside UD v2 (label "other")
     seconds: float = 0.0
 
     def summary(self) -> str:
         def some(xs):
             return f"{len(xs)}" + (f" (lines {', '.join(map(str, xs[:5]))}{', …' if len(xs) > 5 else ''})" if xs else "")
+        labels = (f"lines with a dependency relation outside UD v2 {some(self.other_labels)} (label 'other'); "
+                  if "label" in self.kinds else "")
         return (f"{self.text_file}: {self.lines} lines, {self.words} words → sidecars {'/'.join(self.kinds)}; "
                 f"multi-sentence lines {some(self.multi_sentence)} (gap 999 between sentences); "
                 f"empty lines {some(self.empty)} (empty sidecars); failed parses {some(self.failed)} "
                 f"(the parser's fallback tree is used); words spelled differently in the parse {some(self.respelled)}; "
-                f"{self.seconds:.2f}s")
+                f"{labels}{self.seconds:.2f}s")
 
 
 def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "@@", binarize: bool = False,
                strict: bool = False) -> SidecarReport:
-    """Write ``{out_prefix}.{word,head,dist}`` for a BPE text file and its parsed corpus.
+    """Write ``{out_prefix}.{word,head,dist,label}`` for a BPE text file and its parsed corpus (``head`` and ``label``
+    where the parses have dependencies, ``dist`` where they have constituency trees).
 
     Every line's word count (BPE pieces joined at ``marker``) must equal its parse's; multi-sentence
     lines, empty lines and failed parses are counted and reported (errors under ``strict``).
@@ -77,7 +82,7 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
                                f"the sentence for line {lacking[0].line} has none (all or none must)")
     need_tree = any(s.tree is not None for s in sentences)
     need_heads = any(s.heads is not None for s in sentences)
-    word_items, head_items, dist_items = [], [], []
+    word_items, head_items, dist_items, label_items = [], [], [], []
     for ln, (text, sents) in enumerate(zip(lines, groups), 1):
         pieces = text.split()
         try:
@@ -100,10 +105,14 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
             rep.failed.append(ln)
         heads, dists = line_facts(sents, binarize=binarize, need_tree=need_tree, need_heads=need_heads)
         word_items.append(widx)
-        if need_heads:
-            head_items.append(heads)
         if need_tree:
             dist_items.append(dists)
+        if need_heads:
+            head_items.append(heads)
+            labels = line_labels(sents)
+            label_items.append(labels)
+            if OTHER_LABEL in labels:
+                rep.other_labels.append(ln)
         rep.words += len(words)
     if strict:
         for xs, what in ((rep.multi_sentence, "holds several sentences"), (rep.empty, "is empty"),
@@ -119,5 +128,8 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
     if need_tree:
         sidecars.write(f"{out_prefix}.dist", dist_items)
         rep.kinds.append("dist")
+    if need_heads:
+        sidecars.write(f"{out_prefix}.label", label_items)
+        rep.kinds.append("label")
     rep.seconds = time.perf_counter() - t0
     return rep

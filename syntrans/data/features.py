@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..syntax.align import pieces_per_word
+from ..syntax.deprels import NO_LABEL, PAD_LABEL, subword_labels
 from ..syntax.gaps import EOS_GAP, subword_gaps_array
 from ..syntax.nsd_labels import BOS_NSD, NO_NSD, NSD_KINDS, line_nsd, subword_nsd
 from ..syntax.parents import subword_parents_array
@@ -61,6 +62,15 @@ def _decoder_input_parents(arrays: Dict[str, np.ndarray]) -> np.ndarray:
     return np.concatenate([[NO_PARENT], parents + 1]).astype(np.int64)
 
 
+def _word_first_per_token(arrays: Dict[str, np.ndarray]) -> np.ndarray:
+    """The first subword of each subword's own word (0-based position in the sentence), ``NO_PARENT`` in the EOS slot:
+    (n_sub + 1,) int64. With the "first" parents it gives the dependency tree over token positions (every token is
+    the node of its word's first subword, joined to its head word's first subword)."""
+    pieces = pieces_per_word(arrays["word"])
+    starts = np.cumsum(pieces) - pieces  # (n_words,)
+    return np.append(starts[arrays["word"]], NO_PARENT).astype(np.int64)
+
+
 
 def _nsd_per_token(kind: str, where: str) -> Callable[[Dict[str, np.ndarray]], np.ndarray]:
     """NSD of every subword (its word's value, :func:`subword_nsd`) of one sentence, (n_sub + 1,) int64:
@@ -74,6 +84,13 @@ def _nsd_per_token(kind: str, where: str) -> Callable[[Dict[str, np.ndarray]], n
         return np.concatenate([[BOS_NSD], values] if where == "start" else [values, [NO_NSD]]).astype(np.int64)
 
     return build
+
+
+def _labels_per_token(arrays: Dict[str, np.ndarray]) -> np.ndarray:
+    """Each source subword's dependency label id (its word's, :func:`subword_labels`) with ``NO_LABEL`` in the EOS
+    slot: (n_sub + 1,) int64."""
+    labels = subword_labels(arrays["label"], pieces_per_word(arrays["word"]))
+    return np.append(labels, NO_LABEL).astype(np.int64)
 
 
 def _nsd_features() -> Dict[str, Feature]:
@@ -102,9 +119,16 @@ FEATURES: Dict[str, Feature] = {
     # coordinates
     "src_parent_chain": Feature("src_parent_chain", "source", ("word", "head"), NO_PARENT,
                                 _parents_per_token("chain", np.int64), positions=True),
+    # the first subword of each source token's own word, (B, T) int64 in padded coordinates (with src_parent_first:
+    # the dependency tree over token positions, whose path lengths bound a tree-distance window)
+    "src_word_first": Feature("src_word_first", "source", ("word",), NO_PARENT, _word_first_per_token, positions=True),
     # chain parents of the decoder input tokens, (B, T) int64 padded like prev_output_tokens
     "tgt_parent_chain": Feature("tgt_parent_chain", "target", ("word", "head"), NO_PARENT,
                                 _decoder_input_parents, positions=True),
+    # dependency label ids (syntax.deprels) per source token, its word's; NO_LABEL at EOS, PAD_LABEL at padding:
+    # (B, T) int64
+    "src_dep_label": Feature("src_dep_label", "source", ("word", "label"), PAD_LABEL, _labels_per_token,
+                             fillers=(NO_LABEL,)),
     # syntactic distances of kind K (dS, dG, dR, dD; syntax.nsd_labels): src_nsd_K per source token; tgt_nsd_in_K per
     # decoder input token (BOS first), tgt_nsd_out_K per target token (as labels)
     **_nsd_features(),

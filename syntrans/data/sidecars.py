@@ -6,7 +6,9 @@ line, where ``kind`` is one of :data:`KINDS`:
 * ``word``: per subword token (EOS excluded) the 0-based index of its word in the line;
 * ``head``: per word its head, 1-based within the line, 0 = root (sentence offsets applied);
 * ``dist``: per gap between consecutive words the syntactic distance, ``SENTENCE_BREAK`` (−1)
-  between two sentences of one line.
+  between two sentences of one line;
+* ``label``: per word the id of its dependency relation (CoNLL-U DEPREL) in the fixed inventory of
+  :mod:`syntrans.syntax.deprels` (the 37 universal relations of UD v2, then "other"); written with ``head``.
 """
 from __future__ import annotations
 
@@ -16,7 +18,20 @@ from typing import Dict, Iterable, Sequence
 import numpy as np
 from fairseq.data import indexed_dataset
 
-KINDS = ("word", "head", "dist")
+KINDS = ("word", "head", "dist", "label")
+
+#: how to get a sidecar that data binarized by an earlier version lacks (kinds added since the first release)
+ADDED_LATER = {
+    "label": "it holds the dependency labels (the DEPREL column of the CoNLL-U parses), which data binarized before "
+             "syntrans stored them lacks: re-run syntrans-preprocess with the same parses (--sidecars-only keeps the "
+             "binarized tokens), or syntrans-prepare on its output folder (it redoes its binarize step)",
+}
+
+
+def how_to_write(kinds) -> str:
+    """How to get the sidecars ``kinds`` that a split lacks (for error messages)."""
+    later = [ADDED_LATER[k] for k in kinds if k in ADDED_LATER]
+    return "; ".join(later) if later else "write it with syntrans-preprocess from parsed corpora"
 
 
 def side_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> str:
@@ -81,8 +96,8 @@ def _first_mismatch(sizes: np.ndarray, expect: np.ndarray):
 def validate_side(side: Dict[str, Sidecar], token_sizes: np.ndarray, what: str) -> None:
     """Check sidecar lengths against the binarized tokens (sizes include EOS); raise naming the first bad sentence.
 
-    Vectorised over the corpus: ``word`` has one value per token but EOS; ``dist`` has one fewer
-    value than ``head`` (one per word) wherever both exist.
+    Vectorised over the corpus: ``word`` has one value per token but EOS; ``label`` has one value per word
+    as ``head`` has, and ``dist`` one fewer, wherever both exist.
     """
     n = len(token_sizes)
     for kind, sc in side.items():
@@ -96,6 +111,13 @@ def validate_side(side: Dict[str, Sidecar], token_sizes: np.ndarray, what: str) 
                 f"{side['word'].prefix}: sentence {i} (line {i + 1} of the text) has {side['word'].sizes[i]} "
                 f"subword entries but the binarized {what} has {expect[i]} tokens before EOS "
                 f"({n_bad} sentences differ); re-run syntrans-preprocess"
+            )
+    if "head" in side and "label" in side:
+        i, n_bad = _first_mismatch(side["label"].sizes, side["head"].sizes)
+        if n_bad:
+            raise ValueError(
+                f"{side['label'].prefix}: sentence {i} (line {i + 1} of the text) has {side['label'].sizes[i]} labels "
+                f"but {side['head'].prefix} has {side['head'].sizes[i]} words; re-run syntrans-preprocess"
             )
     if "head" in side and "dist" in side:
         expect = np.maximum(side["head"].sizes - 1, 0)

@@ -8,7 +8,7 @@ import torch
 from fairseq.data import BaseWrapperDataset, data_utils
 
 from .features import FEATURES
-from .sidecars import Sidecar, validate_side
+from .sidecars import Sidecar, how_to_write, validate_side
 
 
 def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentences: Optional[int],
@@ -52,11 +52,16 @@ class SyntaxPairDataset(BaseWrapperDataset):
             raise AttributeError(name)
         return getattr(self.dataset, name)
 
+    def lacking(self, name: str) -> List[str]:
+        """The sidecar kinds feature ``name`` needs that this split lacks."""
+        f = FEATURES[name]
+        side = self.src_side if f.side == "source" else self.tgt_side
+        return [k for k in f.needs if k not in side]
+
     def missing(self, name: str) -> Optional[str]:
         """Why feature ``name`` cannot be built here, or None."""
         f = FEATURES[name]
-        side = self.src_side if f.side == "source" else self.tgt_side
-        lacking = [k for k in f.needs if k not in side]
+        lacking = self.lacking(name)
         if lacking:
             return f"feature {name} needs the {f.side} sidecar(s) {', '.join(lacking)}"
         return None
@@ -82,7 +87,7 @@ class SyntaxPairDataset(BaseWrapperDataset):
             why = self.missing(name)
             if why:
                 raise FileNotFoundError(f"{why} ({self.sidecar_path(name)}), missing for sentence {index}; "
-                                        "run syntrans-preprocess with parses")
+                                        f"{how_to_write(self.lacking(name))}")
             arrays = {k: side[k][index] for k in f.needs}
             try:
                 value = f.build(arrays)

@@ -18,10 +18,11 @@ from ..parsing import driver  # its functions looked up at call time, so that te
 from ..parsing.names import PARSERS
 from ..parsing.stanza_parser import MissingModelsError
 from ..syntax.align import bpe_word_index, bpe_words, check_line_words, line_facts
+from ..syntax.deprels import line_labels
 from ..syntax.parsed import ParsedSentence
 
 #: sidecar kinds that need a parse (``word`` needs only the BPE text)
-PARSE_KINDS = ("head", "dist")
+PARSE_KINDS = ("head", "dist", "label")
 
 LineParse = Union[ParsedSentence, Sequence[ParsedSentence], None]
 
@@ -62,8 +63,8 @@ def as_sentences(parse: LineParse) -> List[ParsedSentence]:
 
 def line_arrays(pieces: Sequence[str], sentences: Sequence[ParsedSentence], where: str, marker: str = "@@",
                 binarize: bool = False) -> Dict[str, List[int]]:
-    """The sidecar items of one line: ``word`` (per subword its word), and ``head``/``dist`` where the parse has
-    them, as ``syntrans-preprocess`` writes them. ``sentences`` may be empty (no parse: ``word`` only).
+    """The sidecar items of one line: ``word`` (per subword its word), and ``head``/``dist``/``label`` where the parse
+    has them, as ``syntrans-preprocess`` writes them. ``sentences`` may be empty (no parse: ``word`` only).
 
     Raises ValueError naming ``where`` when the BPE text and the parse disagree on the number of words.
     """
@@ -79,6 +80,9 @@ def line_arrays(pieces: Sequence[str], sentences: Sequence[ParsedSentence], wher
         out["head"] = heads
     if dists is not None:
         out["dist"] = dists
+    labels = line_labels(sentences)
+    if labels is not None:
+        out["label"] = labels
     return out
 
 
@@ -90,7 +94,8 @@ def memory_side(items: Sequence[Dict[str, List[int]]], wheres: Sequence[str], re
     for kind in ("word",) + PARSE_KINDS:
         lacking = [w for it, w in zip(items, wheres) if kind not in it]
         if kind in required and lacking:
-            what = {"head": "dependency heads", "dist": "a constituency tree"}.get(kind, kind)
+            what = {"head": "dependency heads", "dist": "a constituency tree",
+                    "label": "dependency labels (DEPREL)"}.get(kind, kind)
             raise ValueError(f"{lacking[0]}: the model needs {what} of the source sentence, which its parse lacks "
                              f"({len(lacking)} line{'s' if len(lacking) > 1 else ''} of this batch)")
         if items and not lacking:

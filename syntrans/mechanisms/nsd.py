@@ -33,6 +33,9 @@ from .base import FeatureNeeds, Mechanism, required_feature
 logger = logging.getLogger("syntrans.nsd")
 
 NSD_INPUT_MODES = ("none", "concat", "add", "linear")
+#: how L_dist (Ma et al. 2019, Eq. 19) is scaled: "sentence" (ours: each term O(1) per token, see :func:`nsd_losses`)
+#: or "printed" (Eq. 19 as printed: the squared errors and the pairs' hinges summed)
+NSD_DIST_NORMS = ("sentence", "printed")
 SHORT = {"encoder": "src", "decoder": "tgt"}
 
 
@@ -61,9 +64,14 @@ class NsdConfig(FairseqDataclass):
     )
     dist_weight: float = field(
         default=1.0,
-        metadata={"help": "weight of L_dist (Eq. 19: squared error / variance of the sentence's values + each token's "
-                          "pairwise order hinge averaged over its pairs, both O(1) per token); 1 is the paper's "
-                          "unweighted Eq. 17"},
+        metadata={"help": "weight of L_dist (Eq. 19, scaled as --nsd-dist-norm says); 1 is the paper's unweighted "
+                          "Eq. 17"},
+    )
+    dist_norm: str = field(
+        default="sentence",
+        metadata={"help": "L_dist's scale: sentence (ours: squared error / variance of the sentence's values + each "
+                          "token's pairwise order hinge averaged over its pairs, both O(1) per token) or printed "
+                          "(Eq. 19 as printed: squared errors + hinges over all pairs i < j, summed)"},
     )
     src_min: Optional[int] = field(default=None, metadata={"help": "smallest source NSD value (default: from train)"})
     src_max: Optional[int] = field(default=None, metadata={"help": "largest source NSD value (default: from train)"})
@@ -199,7 +207,7 @@ class NsdClassifier(nn.Module):
         return logits.argmax(-1) + self.v_min
 
 
-def nsd_losses(logits: torch.Tensor, values: torch.Tensor, v_min: int, v_max: int):
+def nsd_losses(logits: torch.Tensor, values: torch.Tensor, v_min: int, v_max: int, norm: str = "sentence"):
     """L_entdist and L_dist (Ma et al. 2019, Eq. 20 and Eq. 19) of one side, summed over the sentences of the batch,
     with the number of tokens with a value and the number of gold values clipped to the range.
 
@@ -210,7 +218,7 @@ def nsd_losses(logits: torch.Tensor, values: torch.Tensor, v_min: int, v_max: in
     choice: differentiable, unlike the argmax). Summed as written its two terms are far larger per token than
     L_NMT and L_entdist (the squared error is of the order of the values' variance, the hinge sums O(n) pairs
     per token), and the unweighted total of Eq. 17 stalls translation. So each term is normalised to O(1) per
-    token (our normalisation):
+    token (our normalisation, ``norm`` "sentence"; ``norm`` "printed" sums the two terms as Eq. 19 prints them):
 
         L_dist = Σ_i (d_i − d̂_i)² / σ² + 2/(n − 1) · Σ_{i, j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊
 
@@ -221,6 +229,8 @@ def nsd_losses(logits: torch.Tensor, values: torch.Tensor, v_min: int, v_max: in
       (Σ_i 1/(n − 1) Σ_{j≠i} h_ij = 2/(n − 1) Σ_{i<j} h_ij); a pair with equal gold values counts 1, as written.
 
     logits (B, T, V), values (B, T) → (ce, dist, count, clipped) scalars."""
+    if norm not in NSD_DIST_NORMS:
+        raise ValueError(f"--nsd-dist-norm must be one of {', '.join(NSD_DIST_NORMS)}, found {norm!r}")
     cls, real, clipped = nsd_classes(values, v_min, v_max)  # (B, T)
     logp = F.log_softmax(logits.float(), dim=-1)  # (B, T, V)
     ce = -(logp.gather(-1, cls.unsqueeze(-1)).squeeze(-1) * real).sum()
@@ -229,13 +239,15 @@ def nsd_losses(logits: torch.Tensor, values: torch.Tensor, v_min: int, v_max: in
     d = (cls + v_min).float()  # (B, T)
     count = real.sum()
     n = real.sum(1).float()  # (B,) tokens with a value per sentence
-    mean = (d * real).sum(1) / n.clamp(min=1)  # (B,)
-    variance = (((d - mean.unsqueeze(1)) ** 2) * real).sum(1).div(n.clamp(min=1)).clamp(min=1.0)  # (B,) σ², constant
-    square = (((d - d_hat) ** 2 * real).sum(1) / variance).sum()
     T = values.size(1)
     later = torch.ones(T, T, dtype=torch.bool, device=values.device).triu(1)  # (T, T) j > i
     pairs = later & real.unsqueeze(2) & real.unsqueeze(1)  # (B, T, T)
     hinge = F.relu(1 - torch.sign(d.unsqueeze(2) - d.unsqueeze(1)) * (d_hat.unsqueeze(2) - d_hat.unsqueeze(1)))
+    if norm == "printed":  # Eq. 19: Σ_i (d_i − d̂_i)² + Σ_{i, j>i} [1 − sign(d_i − d_j)(d̂_i − d̂_j)]₊
+        return ce, ((d - d_hat) ** 2 * real).sum() + (hinge * pairs).sum(), count, clipped
+    mean = (d * real).sum(1) / n.clamp(min=1)  # (B,)
+    variance = (((d - mean.unsqueeze(1)) ** 2) * real).sum(1).div(n.clamp(min=1)).clamp(min=1.0)  # (B,) σ², constant
+    square = (((d - d_hat) ** 2 * real).sum(1) / variance).sum()
     per_sentence = (hinge * pairs).sum((1, 2)) * 2 / (n - 1).clamp(min=1)  # (B,)
     return ce, square + per_sentence.sum(), count, clipped
 
@@ -350,6 +362,8 @@ class Nsd(Mechanism):
             self.sides[side] = s
         if int(cfg.embed_dim or 0) < 0:
             raise ValueError(f"--nsd-embed-dim must be >= 0 (0: the default size), found {cfg.embed_dim}")
+        if cfg.dist_norm not in NSD_DIST_NORMS:
+            raise ValueError(f"--nsd-dist-norm must be one of {', '.join(NSD_DIST_NORMS)}, found {cfg.dist_norm!r}")
 
     def _check_loss_weights(self, s: NsdSettings) -> None:
         """The weights of L_entdist and L_dist (Ma et al. 2019, Eq. 17) of a side with an output: not negative; both 0
@@ -466,7 +480,7 @@ class Nsd(Mechanism):
             return
         logits = owner.nsd.classifier(states)  # (B, T, V)
         if labels is not None:
-            ce, dist, count, clipped = nsd_losses(logits, labels, s.v_min, s.v_max)
+            ce, dist, count, clipped = nsd_losses(logits, labels, s.v_min, s.v_max, str(self.cfg.dist_norm))
             report_aux_loss(extra, f"nsd_{s.short}_ce", ce, count, float(self.cfg.ce_weight))
             report_aux_loss(extra, f"nsd_{s.short}_dist", dist, count, float(self.cfg.dist_weight))
             report_aux_metric(extra, f"nsd_{s.short}_clipped", 100.0 * clipped.float(), count)
@@ -481,5 +495,5 @@ class Nsd(Mechanism):
             owner.set_incremental_state(incremental_state, self.key, {"prev": saved["prev"].index_select(0, new_order)})
 
 
-__all__ = ["NSD_INPUT_MODES", "Nsd", "NsdClassifier", "NsdConfig", "NsdInput", "NsdSettings", "NsdSide",
+__all__ = ["NSD_DIST_NORMS", "NSD_INPUT_MODES", "Nsd", "NsdClassifier", "NsdConfig", "NsdInput", "NsdSettings", "NsdSide",
            "nsd_classes", "nsd_embed_size", "nsd_losses"]

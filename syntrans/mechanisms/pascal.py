@@ -7,6 +7,10 @@ The parent positions p_i ("middle" subword convention, :func:`syntrans.syntax.pa
 mean position of the head word's subwords, x.5 allowed) come from the batch (``src_parent_middle``, float64 so that
 half-precision batch casts leave them exact). W is formed once per batch and shared by the layers (explicit path);
 under flex attention it is computed per score from the positions (no (B, T, S) tensor).
+
+The paper's ablations are options: the Gaussian's σ (``--pascal-sigma``; Table 3b lists the variance σ², 1 to 25),
+"parent-only" weights (``--pascal-weights``, §3.2, Table 3b) and addition instead of multiplication
+(``--pascal-op``, App. B); the defaults are the paper's model (Gaussian, σ = 1, multiplication).
 """
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
 import math
@@ -17,7 +21,7 @@ import torch
 from fairseq.dataclass import FairseqDataclass
 
 from ..modules.blocks import HeadBlock, SideInputs
-from ..syntax.pascal_weights import pascal_weights
+from ..syntax.pascal_weights import PASCAL_WEIGHTS, pascal_weights
 from .base import FeatureNeeds, Mechanism, required_feature
 from .layer_lists import resolve_layers
 
@@ -31,10 +35,30 @@ class PascalConfig(FairseqDataclass):
         metadata={"help": "0-based encoder layers with PASCAL heads (comma-separated, or 'all'); empty: none"},
     )
     heads: int = field(default=0, metadata={"help": "number of PASCAL heads per chosen layer (after any distance-mask heads)"})
-    sigma: float = field(default=1.0, metadata={"help": "standard deviation σ of the parent Gaussian"})
+    sigma: float = field(default=1.0, metadata={"help": "standard deviation σ of the parent Gaussian (Table 3b lists σ²)"})
     ignore: float = field(
         default=0.0, metadata={"help": "parent ignoring: probability q that a query row's weights are ones in training"}
     )
+    weights: str = field(
+        default="gaussian",
+        metadata={"help": "the weights W: gaussian (N(j; p_i, σ²), Eq. 3) or parent-only (1 on the parent's middle "
+                          "token, 0 elsewhere: Table 3b's ablation)"},
+    )
+    op: str = field(
+        default="multiply",
+        metadata={"help": "how W meets the scores: multiply (S ⊙ W, Eq. 2) or add (S + W: App. B's ablation)"},
+    )
+
+
+#: how the weights meet the scores: Eq. 2's product, or App. B's sum (Bugliarello & Okazaki 2020)
+PASCAL_OPS = ("multiply", "add")
+
+
+def weigh(scores: torch.Tensor, w: torch.Tensor, op: str) -> torch.Tensor:
+    """n_tj = s_tj · d_tj (Bugliarello & Okazaki 2020, Eq. 2), or n_tj = s_tj + d_tj for ``op`` "add" (App. B,
+    "replacing multiplication by addition": z = x + y). A row of ones (no parent, parent ignoring) leaves the
+    softmax as it is under either: ×1, or +1 on every key of the row (the softmax is shift-invariant)."""
+    return scores + w if op == "add" else scores * w
 
 
 def ignore_rows(shape, q: float, training: bool, device) -> Optional[torch.Tensor]:
@@ -58,24 +82,27 @@ def ignore_parents(weights: torch.Tensor, q: float, training: bool) -> torch.Ten
 class PascalInputs:
     """A batch's parent positions (B, T) float64 and, formed on first use and shared by the layers, W (B, T, S)."""
 
-    def __init__(self, positions: torch.Tensor, sigma: float):
-        self.positions, self.sigma = positions, float(sigma)
+    def __init__(self, positions: torch.Tensor, sigma: float, kind: str = "gaussian"):
+        self.positions, self.sigma, self.kind = positions, float(sigma), str(kind)
         self._weights: Optional[torch.Tensor] = None
 
     def weights(self) -> torch.Tensor:
         if self._weights is None:
-            self._weights = pascal_weights(self.positions, self.positions.size(1), self.sigma)
+            self._weights = pascal_weights(self.positions, self.positions.size(1), self.sigma, self.kind)
         return self._weights
 
 
 class PascalHeads(HeadBlock):
-    """S ⊙ W (Bugliarello & Okazaki 2020, §3, Eq. 3) in each of the block's heads, W with parent ignoring q."""
+    """S ⊙ W (Bugliarello & Okazaki 2020, §3, Eq. 2), or S + W (``op`` "add", App. B), in each of the block's heads,
+    W with parent ignoring q."""
 
     key = "pascal"
 
-    def __init__(self, num_heads: int, ignore: float):
+    def __init__(self, num_heads: int, ignore: float, op: str = "multiply"):
         super().__init__(num_heads)
-        self.ignore = float(ignore)
+        if op not in PASCAL_OPS:
+            raise ValueError(f"--pascal-op must be one of {', '.join(PASCAL_OPS)}, found {op!r}")
+        self.ignore, self.op = float(ignore), op
 
     def _inputs(self, inputs: SideInputs) -> PascalInputs:
         given = inputs.get(self.key)
@@ -86,7 +113,7 @@ class PascalHeads(HeadBlock):
 
     def scores(self, scores, q, k, inputs):
         w = ignore_parents(self._inputs(inputs).weights(), self.ignore, self.training).to(scores.dtype)  # (B, T, S)
-        return scores * w.unsqueeze(1)
+        return weigh(scores, w.unsqueeze(1), self.op)
 
     def score_mod(self, inputs: SideInputs) -> Optional[Callable]:
         given = self._inputs(inputs)
@@ -94,13 +121,20 @@ class PascalHeads(HeadBlock):
         drop = ignore_rows(p.shape, self.ignore, self.training, p.device)
         keep = p >= 0 if drop is None else (p >= 0) & ~drop  # rows that take a Gaussian
         sigma, norm = given.sigma, 1.0 / (given.sigma * math.sqrt(2.0 * math.pi))
+        parent_only, op = given.kind == "parent-only", self.op
 
         def times_gaussian(score, b, h, q_idx, kv_idx):
             z = (kv_idx.to(torch.float32) - p[b, q_idx]) / sigma
             w = torch.where(keep[b, q_idx], torch.exp(-0.5 * z * z) * norm, torch.ones_like(z))
             return score * w.to(score.dtype)
 
-        return times_gaussian
+        def weighed(score, b, h, q_idx, kv_idx):  # the ablations: parent-only weights and/or addition
+            d = kv_idx.to(torch.float32) - p[b, q_idx]
+            w = (d.abs() < 1).to(torch.float32) if parent_only else torch.exp(-0.5 * (d / sigma) ** 2) * norm
+            w = torch.where(keep[b, q_idx], w, torch.ones_like(w))
+            return weigh(score, w.to(score.dtype), op)
+
+        return times_gaussian if not parent_only and op == "multiply" else weighed
 
 
 class Pascal(Mechanism):
@@ -119,6 +153,10 @@ class Pascal(Mechanism):
             raise ValueError(f"--pascal-ignore is a probability in [0, 1], found {cfg.ignore}")
         if self.layers and not float(cfg.sigma) > 0:
             raise ValueError(f"--pascal-sigma must be > 0, found {cfg.sigma}")
+        if cfg.weights not in PASCAL_WEIGHTS:
+            raise ValueError(f"--pascal-weights must be one of {', '.join(PASCAL_WEIGHTS)}, found {cfg.weights!r}")
+        if cfg.op not in PASCAL_OPS:
+            raise ValueError(f"--pascal-op must be one of {', '.join(PASCAL_OPS)}, found {cfg.op!r}")
 
     @property
     def active(self) -> bool:
@@ -128,7 +166,7 @@ class Pascal(Mechanism):
         return int(self.cfg.heads) if side == "encoder" and layer in self.layers else 0
 
     def block(self, side: str, layer: int, num_heads: int, head_dim: int) -> HeadBlock:
-        return PascalHeads(num_heads, float(self.cfg.ignore))
+        return PascalHeads(num_heads, float(self.cfg.ignore), str(self.cfg.op))
 
     def features(self, side: str) -> FeatureNeeds:
         return FeatureNeeds(required={"src_parent_middle"}) if side == "encoder" and self.active else FeatureNeeds()
@@ -139,4 +177,4 @@ class Pascal(Mechanism):
         positions = required_feature(features, "src_parent_middle", tuple(tokens.shape), "the PASCAL heads")
         if positions.dtype in (torch.float16, torch.bfloat16):
             pascal_weights(positions, 1, 1.0)  # raises the rounding error, naming it
-        return PascalInputs(positions, float(self.cfg.sigma))
+        return PascalInputs(positions, float(self.cfg.sigma), str(self.cfg.weights))

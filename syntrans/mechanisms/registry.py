@@ -1,7 +1,7 @@
 """The registry: every syntax mechanism of a ``syntax_transformer``, in head order.
 
-A layer's syntax heads are consecutive from head 0, in this order (distance-mask, PASCAL, LISA, DBSA); the rest of
-a layer's heads are stock. The model config has one group per mechanism, under its key (:mod:`syntrans.models.config`).
+A layer's syntax heads are consecutive from head 0, in this order (distance-mask, PASCAL, LISA, DBSA, SLA); the rest
+of a layer's heads are stock. The model config has one group per mechanism, under its key (:mod:`syntrans.models.config`).
 A new mechanism is a module of this package plus its line here (and its presets, :mod:`syntrans.models.presets`).
 """
 from .dbsa import Dbsa
@@ -10,8 +10,11 @@ from .gate import Gate
 from .lisa import Lisa
 from .nsd import Nsd
 from .pascal import Pascal
+from .sla import Sla
+from .source_labels import SourceLabels
 from .sync_attn import SyncAttn
 
-MECHANISMS = (DistanceMask, Pascal, Lisa, Dbsa, Gate, SyncAttn, Nsd)
+# +S&H last: its labels replace the last dimensions of the embeddings whatever an earlier mechanism put there
+MECHANISMS = (DistanceMask, Pascal, Lisa, Dbsa, Sla, Gate, SyncAttn, Nsd, SourceLabels)
 
 BY_KEY = {m.key: m for m in MECHANISMS}

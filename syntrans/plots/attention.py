@@ -76,7 +76,7 @@ class SentenceAttention:
 
 
 #: how the figures name each mechanism's heads, by block key
-KIND_NAMES = {"distance": "distance", "pascal": "PASCAL", "lisa": "LISA", "dbsa": "DBSA"}
+KIND_NAMES = {"distance": "distance", "pascal": "PASCAL", "lisa": "LISA", "dbsa": "DBSA", "sla": "SLA"}
 
 
 def head_kinds(attn) -> List[str]:

@@ -5,7 +5,8 @@ when the step runs. Its inputs are ``OUT/bpe/{split}`` (text prefixes) and ``OUT
 (parse prefixes); ``--joined-dictionary`` when the BPE is joint; ``--nwordssrc N --nwordstgt N`` for
 word-level data with a vocabulary of N (each dictionary keeps its N most frequent entries, fairseq's four
 special symbols included, the rest becoming ``<unk>``). An existing ``OUT/data-bin`` is removed first
-(fairseq refuses to overwrite its dictionaries).
+(fairseq refuses to overwrite its dictionaries). With ``parse_dir`` None (the +MULTI-TASK data of
+:mod:`syntrans.prep.multitask`) no sidecars are written: fairseq's binaries and dictionaries only.
 """
 from __future__ import annotations
 
@@ -16,46 +17,58 @@ from pathlib import Path
 from .corpora import SPLITS
 from .errors import PrepError
 
+#: the sidecars the step writes for every split and side (the parse step's CoNLL-U has heads, labels and trees)
+SIDECAR_KINDS = ("word", "head", "dist", "label")
 
-def preprocess_argv(bpe_dir: Path, parse_dir: Path, data_bin: Path, src: str, tgt: str, joint: bool,
+
+def preprocess_argv(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str, tgt: str, joint: bool,
                     workers: int = 1, nwords: int | None = None) -> list[str]:
-    """The syntrans-preprocess arguments of the step."""
+    """The syntrans-preprocess arguments of the step (no ``--{split}parse`` when ``parse_dir`` is None)."""
     argv = ["--source-lang", src, "--target-lang", tgt, "--destdir", str(data_bin), "--workers", str(workers)]
     if joint:
         argv.append("--joined-dictionary")
     if nwords is not None:
         argv += ["--nwordssrc", str(nwords), "--nwordstgt", str(nwords)]
     for split in SPLITS:
-        argv += [f"--{split}pref", str(bpe_dir / split), f"--{split}parse", str(parse_dir / split)]
+        argv += [f"--{split}pref", str(bpe_dir / split)]
+        if parse_dir is not None:
+            argv += [f"--{split}parse", str(parse_dir / split)]
     return argv
 
 
-def binary_outputs(src: str, tgt: str) -> list[str]:
-    """Files (relative to data-bin) the step must leave: dictionaries, binaries and sidecars of every split."""
+def binary_outputs(src: str, tgt: str, sidecars: bool = True) -> list[str]:
+    """Files (relative to data-bin) the step must leave: dictionaries, binaries and (``sidecars``) sidecars of every
+    split."""
     out = [f"dict.{src}.txt", f"dict.{tgt}.txt"]
     for split in SPLITS:
         for lang in (src, tgt):
             base = f"{split}.{src}-{tgt}.{lang}"
             out += [f"{base}.bin", f"{base}.idx"]
-            out += [f"{base}.{kind}.{ext}" for kind in ("word", "head", "dist") for ext in ("bin", "idx")]
+            if sidecars:
+                out += [f"{base}.{kind}.{ext}" for kind in SIDECAR_KINDS for ext in ("bin", "idx")]
     return out
 
 
-def run_binarize(bpe_dir: Path, parse_dir: Path, data_bin: Path, src: str, tgt: str, joint: bool, workers: int = 1,
+def run_binarize(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str, tgt: str, joint: bool, workers: int = 1,
                  log: Callable[[str], None] = print, nwords: int | None = None) -> None:
-    from ..data.preprocess import parse_preprocess_args, preprocess  # lazy: imports fairseq
+    from ..data.preprocess import check_usage, fairseq_binarize, parse_preprocess_args, preprocess  # lazy: fairseq
 
     if data_bin.exists():
         shutil.rmtree(data_bin)
     argv = preprocess_argv(bpe_dir, parse_dir, data_bin, src, tgt, joint, workers, nwords)
-    log("binarize: syntrans-preprocess " + " ".join(argv))
+    log(f"binarize: {'fairseq-preprocess' if parse_dir is None else 'syntrans-preprocess'} " + " ".join(argv))
     try:
-        preprocess(parse_preprocess_args(argv), log=log)
+        args = parse_preprocess_args(argv)
+        if parse_dir is None:  # fairseq-preprocess alone: no sidecars
+            check_usage(args)
+            fairseq_binarize(args)
+        else:
+            preprocess(args, log=log)
     except (ValueError, FileNotFoundError) as e:  # SidecarError included
-        raise PrepError(f"syntrans-preprocess failed: {e}; inputs: "
-                        f"{bpe_dir}/{{split}}.{{{src},{tgt}}} and {parse_dir}/{{split}}.{{{src},{tgt}}}.conllu; "
+        parses = "" if parse_dir is None else f" and {parse_dir}/{{split}}.{{{src},{tgt}}}.conllu"
+        raise PrepError(f"syntrans-preprocess failed: {e}; inputs: {bpe_dir}/{{split}}.{{{src},{tgt}}}{parses}; "
                         f"run again with --force to redo every step") from None
-    missing = [p for p in binary_outputs(src, tgt) if not (data_bin / p).exists()]
+    missing = [p for p in binary_outputs(src, tgt, sidecars=parse_dir is not None) if not (data_bin / p).exists()]
     if missing:
         raise PrepError(f"syntrans-preprocess finished but {data_bin / missing[0]} is missing "
                         f"({len(missing)} expected files missing); run again with --force")

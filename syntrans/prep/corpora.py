@@ -88,7 +88,8 @@ class PairData:
     sets them: ``normalize_punctuation``/``remove_non_printing`` (Moses scripts before tokenization),
     ``langid`` (the language filter of training pairs), ``train_limit`` (the first N training pairs only),
     ``bpe_ops_by_lang`` (((lang, merges), ...) for separate BPE; empty: ``bpe_ops`` for every side) and
-    ``word_vocab`` (no BPE: words, a dictionary of the N most frequent per language).
+    ``word_vocab`` (no BPE: words, a dictionary of the N most frequent per language) and ``multitask`` (the
+    +MULTI-TASK data of :mod:`syntrans.prep.multitask`: translation and source-parse pairs, no sidecars).
     """
 
     langs: tuple[str, str]
@@ -109,6 +110,7 @@ class PairData:
     train_limit: int | None = None
     bpe_ops_by_lang: tuple[tuple[str, int], ...] = ()
     word_vocab: int | None = None
+    multitask: bool = False
 
     def merges(self) -> dict[str, int]:
         """{lang: BPE merges} of each side: ``bpe_ops_by_lang`` where given, else ``bpe_ops`` for both."""
@@ -288,7 +290,9 @@ _register(Corpus(
     {"en-de": PairData(
         EN_DE,
         _directional(EN_DE, [_EUROPARL_V7, _COMMONCRAWL, _NC_V11],
-                     _newstest("wmt15-test.tgz", "newstest2015", "en", "de"),  # valid: not stated: ours
+                     # valid: stated (Bugliarello & Okazaki 2020, App. A: "using newstest2015 and newstest2016 as
+                     # validation and test sets")
+                     _newstest("wmt15-test.tgz", "newstest2015", "en", "de"),
                      _newstest("wmt16-test.tgz", "newstest2016", "en", "de")),
         _WMT_CLEAN, lowercase=False,
         bpe_ops=32000, joint=True,  # not stated: ours (Vaswani et al.'s joint 32k-ish vocabulary)
@@ -311,7 +315,9 @@ _register(Corpus(
     {"en-de": PairData(
         EN_DE,
         _directional(EN_DE, [_EUROPARL_V7, _COMMONCRAWL, _NC_V12, _RAPID],
-                     _newstest("wmt16-test.tgz", "newstest2016", "en", "de"),  # valid: not stated: ours
+                     # valid: stated (Bugliarello & Okazaki 2020, App. A: "On WMT17, we use newstest2016 and
+                     # newstest2017 as validation and test sets")
+                     _newstest("wmt16-test.tgz", "newstest2016", "en", "de"),
                      _newstest("wmt17-test.tgz", "newstest2017", "en", "de")),
         _WMT_CLEAN, lowercase=False,
         bpe_ops=32000, joint=True,  # not stated: ours

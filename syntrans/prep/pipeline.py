@@ -8,7 +8,8 @@ Layout of OUT (``out_dir``)::
     tok/{split}.{lang}        Moses-tokenized text, training pairs cleaned (tokenize)
     bpe/codes, bpe/{split}.{lang}   BPE codes (codes.{lang} when separate) and segmented text (bpe)
     parse/{split}.{lang}.conllu     parses of tok/ (parse)
-    data-bin/                 fairseq binaries + syntax sidecars (binarize)
+    multitask/{split}.{lang}  recipe multitask only: the +MULTI-TASK text (syntrans.prep.multitask; binarize)
+    data-bin/                 fairseq binaries + syntax sidecars (binarize; multitask: of multitask/, no sidecars)
     ref/test.{lang}           raw test text, lowercased if the corpus is: sacreBLEU's reference (reference)
     .done/<step>.json         done-markers (settings, outputs, info); .done/raw-SHA256SUMS: first-use
                               sums of a licensed/local corpus's files; .done/recipe.json: the recipe
@@ -40,7 +41,7 @@ from pathlib import Path
 
 from ..parsing.names import AUTO_PARSERS
 from . import markers
-from .binarize import binary_outputs, run_binarize
+from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
 from .checksums import Digest, file_digest, read_sums
 from .clean import LANGUAGE, REASONS
@@ -49,6 +50,7 @@ from .download import check_local_files, fetch_downloads, local_files
 from .errors import PrepError
 from .extract import extract_text, read_lines
 from .langid_filter import check_languages
+from .multitask import MULTITASK_SEED, TAGS, write_multitask
 from .parse_step import resolve_parsers, run_parse, stanza_installed
 from .prepare_text import tokenize_corpus
 from .recipe import Recipe, apply_recipe, describe_settings, recipe_settings
@@ -303,42 +305,58 @@ def _parse(r: _Run) -> tuple[list[str], dict]:
 
 
 def _binarize_settings(r: _Run) -> dict:
-    settings = {"src": r.src, "tgt": r.tgt, "joint": r.pair.joint}
+    # the sidecar kinds: a folder binarized before a kind was added is binarized again (its marker lacks it)
+    settings = {"src": r.src, "tgt": r.tgt, "joint": r.pair.joint, "sidecars": list(SIDECAR_KINDS)}
     if r.pair.word_vocab is not None:
         settings["nwords"] = r.pair.word_vocab
+    if r.pair.multitask:  # named only when set: a folder prepared before it existed keeps its marker
+        settings["multitask"] = {"seed": MULTITASK_SEED, "tags": list(TAGS)}
     return settings
 
 
 def _binarize(r: _Run) -> tuple[list[str], dict]:
+    if r.pair.multitask:
+        sizes = write_multitask(r.out / "bpe", r.out / "parse", r.out / "multitask", r.src, r.tgt,
+                                words=r.pair.word_vocab is not None, log=r.log)
+        run_binarize(r.out / "multitask", None, r.out / "data-bin", r.src, r.tgt, r.pair.joint, r.workers, r.log,
+                     nwords=r.pair.word_vocab)
+        outs = [f"multitask/{s}.{lang}" for s in SPLITS for lang in (r.src, r.tgt)]
+        return outs + [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=False)], {"multitask": sizes}
     run_binarize(r.out / "bpe", r.out / "parse", r.out / "data-bin", r.src, r.tgt, r.pair.joint, r.workers, r.log,
                  nwords=r.pair.word_vocab)
     return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt)], {}
 
 
 def _reference_settings(r: _Run) -> dict:
-    return {"src": r.src, "tgt": r.tgt, "lowercase": r.pair.lowercase, "limit": r.limits["test"]}
+    return {"src": r.src, "tgt": r.tgt, "lowercase": r.pair.lowercase, "limits": [r.limits[s] for s in REF_SPLITS],
+            "splits": list(REF_SPLITS)}
+
+
+#: the splits whose raw text is kept as references (ref/<split>.<lang>): validation BLEU and test BLEU
+REF_SPLITS = ("valid", "test")
 
 
 def _reference(r: _Run) -> tuple[list[str], dict]:
     ref = r.out / "ref"
     ref.mkdir(parents=True, exist_ok=True)
     counts = {}
-    for lang in (r.src, r.tgt):
-        out = ref / f"test.{lang}"
-        tmp = out.with_name(out.name + ".tmp")
-        n = 0
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            for line in read_lines(r.out / "text" / f"test.{lang}"):
-                if r.limits["test"] is not None and n >= r.limits["test"]:
-                    break
-                line = line.rstrip("\r\n")
-                f.write((line.lower() if r.pair.lowercase else line) + "\n")
-                n += 1
-        tmp.replace(out)
-        counts[lang] = n
-    r.log(f"reference: {ref}/test.{{{r.src},{r.tgt}}}: {counts[r.tgt]} lines"
-          + (" (lowercased)" if r.pair.lowercase else ""))
-    return [f"ref/test.{r.src}", f"ref/test.{r.tgt}"], {"lines": counts}
+    for split in REF_SPLITS:
+        for lang in (r.src, r.tgt):
+            out = ref / f"{split}.{lang}"
+            tmp = out.with_name(out.name + ".tmp")
+            n = 0
+            with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+                for line in read_lines(r.out / "text" / f"{split}.{lang}"):
+                    if r.limits[split] is not None and n >= r.limits[split]:
+                        break
+                    line = line.rstrip("\r\n")
+                    f.write((line.lower() if r.pair.lowercase else line) + "\n")
+                    n += 1
+            tmp.replace(out)
+            counts[f"{split}.{lang}"] = n
+    r.log(f"reference: {ref}/{{valid,test}}.{{{r.src},{r.tgt}}}: {counts['valid.' + r.tgt]} and "
+          f"{counts['test.' + r.tgt]} lines" + (" (lowercased)" if r.pair.lowercase else ""))
+    return [f"ref/{s}.{lang}" for s in REF_SPLITS for lang in (r.src, r.tgt)], {"lines": counts}
 
 
 _STEP_FUNCS = {

@@ -23,6 +23,9 @@ fewer than ``min_len`` tokens) stay. The fields:
   or ``((lang, n), ...)``); ``joint``: one BPE model and dictionary for both sides, or one each.
 * ``word_vocab``: no BPE at all: the tokens are words, and each language's dictionary keeps its N most frequent
   ones (fairseq-preprocess ``--nwordssrc``/``--nwordstgt``; the rest become ``<unk>``).
+* ``multitask``: the data of the +MULTI-TASK baseline (Bugliarello & Okazaki 2020, App. A, after Currey & Heafield
+  2019): every training source also paired with its linearised parse, each source wrapped in a task tag, the two
+  tasks shuffled together; binarized without sidecars (:mod:`syntrans.prep.multitask`).
 
 A recipe that cannot apply to a pair (merges for a language the pair lacks, a filter on a corpus whose gold parses
 must stay line-aligned, …) raises :class:`PrepError` naming the setting, what was expected and what was found.
@@ -44,7 +47,8 @@ OFF = "off"
 _TEXT_SETTINGS = ("lowercase", "aggressive_dashes", "normalize_punctuation", "remove_non_printing")
 #: the settings that drop training pairs: refused for a corpus whose gold parses must stay line-aligned
 _DROPPING_SETTINGS = ("max_len", "ratio", "langid")
-_BOOLS = ("lowercase", "aggressive_dashes", "normalize_punctuation", "remove_non_printing", "langid", "joint")
+_BOOLS = ("lowercase", "aggressive_dashes", "normalize_punctuation", "remove_non_printing", "langid", "joint",
+          "multitask")
 
 
 def _whole(name: str, value, allow_off: bool = False) -> None:
@@ -72,6 +76,7 @@ class Recipe:
     bpe_ops_by_lang: tuple[tuple[str, int], ...] | None = None
     joint: bool | None = None
     word_vocab: int | None = None
+    multitask: bool | None = None
 
     def __post_init__(self):
         _whole("max_len", self.max_len, allow_off=True)
@@ -195,7 +200,7 @@ def apply_recipe(pair: PairData, recipe: Recipe | None) -> PairData:
                             f"filter would misalign; expected no filter for it")
     changes = {}
     for name in ("lowercase", "aggressive_dashes", "normalize_punctuation", "remove_non_printing", "langid",
-                 "train_limit", "bpe_ops", "joint", "word_vocab"):
+                 "train_limit", "bpe_ops", "joint", "word_vocab", "multitask"):
         value = getattr(recipe, name)
         if value is not None:
             changes[name] = value

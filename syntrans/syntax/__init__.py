@@ -6,6 +6,7 @@ works as usual), so that importing one light module of the package does not impo
 from ..lazy_exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "dependency_paths": ("NO_PATH", "subword_path_lengths", "word_path_lengths"),
     "gaps": ("EOS_GAP", "SENTENCE_BREAK", "SENTENCE_GAP", "subword_gaps", "subword_gaps_array"),
     "masks": ("local_range_log_mask", "local_range_mask"),
     "nsd_labels": ("NSD_KINDS", "gap_depths", "line_nsd", "nsd", "nsd_from_distances", "nsd_from_heads", "subword_nsd"),

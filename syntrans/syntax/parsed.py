@@ -58,6 +58,8 @@ class ParsedSentence:
             bad = [h for h in self.heads if not 0 <= h <= n]
             if bad:
                 raise ValueError(f"{where}: heads must lie in 0..{n}, found {bad[:5]}")
+        if self.deprels is not None and len(self.deprels) != n:
+            raise ValueError(f"{where}: {n} words but {len(self.deprels)} dependency relations")
         if self.tree is not None:
             try:
                 if isinstance(self.tree, str):  # one scan gives the leaf count and the distances

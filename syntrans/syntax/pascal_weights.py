@@ -6,9 +6,17 @@ import math
 
 import torch
 
+#: the weighing functions d_tj of PASCAL's Eq. 2 (Bugliarello & Okazaki 2020): "gaussian", the density of Eq. 3, and
+#: "parent-only", Table 3b's ablation ("weights are only placed to the middle token (i.e. the parent)", §3.2)
+PASCAL_WEIGHTS = ("gaussian", "parent-only")
 
-def pascal_weights(parents: torch.Tensor, src_len: int, sigma: float) -> torch.Tensor:
-    """W[b, i, j] = N(j; p_bi, σ²), the Gaussian density (Bugliarello & Okazaki 2020, §3, PASCAL weights).
+
+def pascal_weights(parents: torch.Tensor, src_len: int, sigma: float, kind: str = "gaussian") -> torch.Tensor:
+    """W[b, i, j] = N(j; p_bi, σ²), the Gaussian density (Bugliarello & Okazaki 2020, §2.1, Eq. 3), for ``kind``
+    "gaussian"; for "parent-only" (§3.2, Table 3b: "weights are only placed to the middle token (i.e. the parent)")
+    W[b, i, j] = 1 where |j − p_bi| < 1, else 0 (σ unused): 1 on the parent's middle subword, on both middle subwords
+    when the middle position is x.5 (an even number of subwords). The value 1 at the parent is ours (the paper gives
+    none; an indicator leaves the parent's score as it is under Eq. 2's product).
 
     parents: (B, T) parent positions in padded coordinates, negative where a query has no parent (EOS, padding):
     those rows are all ones, so their scores pass unchanged. Returns (B, T, src_len) float32 in every precision
@@ -22,6 +30,11 @@ def pascal_weights(parents: torch.Tensor, src_len: int, sigma: float) -> torch.T
                         "pass them as float32/float64 or integers (the batch's src_parent_middle is float64)")
     j = torch.arange(src_len, device=parents.device, dtype=torch.float32)  # (S,)
     p = parents.to(torch.float32).unsqueeze(-1)  # (B, T, 1)
+    if kind not in PASCAL_WEIGHTS:
+        raise ValueError(f"unknown PASCAL weights {kind!r}, expected one of {', '.join(PASCAL_WEIGHTS)}")
+    if kind == "parent-only":
+        w = ((j - p).abs() < 1).to(torch.float32)  # (B, T, S) the middle token(s) of the parent
+        return torch.where(p < 0, torch.ones_like(w), w)
     z = (j - p) / sigma  # (B, T, S); exact for integer and x.5 positions, so left padding shifts nothing
     w = torch.exp(-0.5 * z * z) / (sigma * math.sqrt(2.0 * math.pi))
     return torch.where(p < 0, torch.ones_like(w), w)

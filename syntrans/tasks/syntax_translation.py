@@ -84,7 +84,7 @@ class SyntaxTranslationTask(TranslationTask):
                 role = "its training loss needs" if name not in self.syntax_requests else "the model asks for"
                 raise FileNotFoundError(
                     f"split {split} of {self.cfg.data}: {role} {why}, which is missing "
-                    f"(expected {ds.sidecar_path(name)}); write it with syntrans-preprocess from parsed corpora"
+                    f"(expected {ds.sidecar_path(name)}); {sidecars.how_to_write(ds.lacking(name))}"
                 )
 
     def value_range(self, side: str, feature: str) -> Tuple[int, int]:

@@ -1,0 +1,102 @@
+"""Dependency parses as token sequences: the parse targets of the +MULTI-TASK baseline (pure, no fairseq).
+
+Bugliarello & Okazaki 2020, App. A (+MULTI-TASK, after Currey & Heafield 2019): "Each source sentence is first
+duplicated and associated its linearized parse as target sequence". They parse with dependency parsers (§3.1:
+Stanford CoreNLP) and do not say how a parse is linearised. Ours, a bracketed head-dependent structure:
+
+* a word's subtree is ``(label``, its left dependents' subtrees, the word's own tokens, its right dependents'
+  subtrees, ``)label``, where ``label`` is the word's dependency relation (the root's: ``root``);
+* dependents in sentence order, so the words of a projective parse come out in sentence order;
+* a line of several sentences (or several roots) is their subtrees one after the other.
+
+E.g. "the cat sat" with heads (2, 3, 0) and labels (det, nsubj, root) gives
+``(root (nsubj (det the )det cat )nsubj sat )root``. The words are emitted as given: BPE pieces when the caller
+passes each word's pieces (:func:`linearize_line`), so parse targets are segmented exactly like the source.
+A labelled closing token (as the ``)S`` of Vinyals et al. 2015's linearised trees) keeps the brackets apart from
+a word ``)``: Moses tokenization never yields a token that starts with a bracket and goes on with letters.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+from .align import bpe_words, check_line_words
+from .parsed import ParsedSentence
+
+OPEN = "("
+CLOSE = ")"
+
+
+def linearize_tree(heads: Sequence[int], labels: Sequence[str], words: Sequence[Sequence[str]],
+                   where: str = "sentence") -> List[str]:
+    """Bracketed tokens of one dependency tree (module docs); ``heads`` 1-based (0 = root), ``words[i]`` the tokens
+    word i is written as (one or more pieces). Raises ValueError naming ``where`` for a head out of range, a cycle
+    (a word no root reaches), a label with whitespace, or lengths that differ."""
+    n = len(heads)
+    if len(labels) != n or len(words) != n:
+        raise ValueError(f"{where}: {n} heads, {len(labels)} labels and {len(words)} words; expected equal counts")
+    kids: List[List[int]] = [[] for _ in range(n + 1)]  # kids[0]: the roots; kids[h]: dependents of word h (1-based)
+    for i, h in enumerate(heads, 1):
+        if not isinstance(h, int) or not 0 <= h <= n or h == i:
+            raise ValueError(f"{where}: word {i} has head {h!r}; expected 0 (root) or another word's 1..{n}")
+        kids[h].append(i)
+    for i, label in enumerate(labels, 1):
+        if not label or any(c.isspace() for c in label):
+            raise ValueError(f"{where}: word {i} has label {label!r}; expected a non-empty label without whitespace")
+    out: List[str] = []
+    seen = 0
+    # an explicit stack, not recursion: a right-branching fallback parse of a long line is a chain n deep
+    stack: List[object] = [("node", r) for r in reversed(kids[0])]
+    while stack:
+        kind, v = stack.pop()
+        if kind == "tok":
+            out.extend(v)
+            continue
+        seen += 1
+        left = [k for k in kids[v] if k < v]
+        right = [k for k in kids[v] if k > v]
+        label = labels[v - 1]
+        out.append(OPEN + label)
+        todo = [("node", k) for k in left] + [("tok", list(words[v - 1]))] + [("node", k) for k in right]
+        todo.append(("tok", [CLOSE + label]))
+        stack.extend(reversed(todo))
+    if seen != n:
+        raise ValueError(f"{where}: {n - seen} of {n} words are not reached from a root (a cycle in the heads "
+                         f"{list(heads)})")
+    return out
+
+
+def sentence_labels(sentence: ParsedSentence) -> List[str]:
+    """The dependency labels of a parsed sentence; ``root``/``dep`` where the parse gives none (as CoNLL-U is written
+    by :func:`~syntrans.syntax.parsed.format_conllu`)."""
+    if sentence.deprels is not None:
+        return [r if r not in ("", "_") else ("root" if h == 0 else "dep") for r, h in zip(sentence.deprels, sentence.heads)]
+    return ["root" if h == 0 else "dep" for h in sentence.heads]
+
+
+def linearize_line(sentences: Sequence[ParsedSentence], pieces: Sequence[str], marker: Optional[str] = "@@",
+                   where: str = "line") -> List[str]:
+    """The linearised parse of one corpus line: its ``sentences`` (in order) over the line's BPE ``pieces`` (each word
+    written as its pieces; ``marker`` None: the pieces are words). The words the pieces spell must be as many as the
+    parse's; every sentence needs dependency heads. ValueError naming ``where`` otherwise."""
+    groups: List[List[str]] = []  # the pieces of each word
+    cur: List[str] = []
+    for p in pieces:
+        cur.append(p)
+        if marker is None or not p.endswith(marker):
+            groups.append(cur)
+            cur = []
+    if cur:
+        raise ValueError(f"{where}: the last piece {cur[-1]!r} ends in the continuation marker {marker!r}: "
+                         f"the word never ends")
+    words = bpe_words(pieces, marker) if marker is not None else list(pieces)
+    check_line_words(words, [w for s in sentences for w in s.words], where)
+    out: List[str] = []
+    start = 0
+    for k, s in enumerate(sentences, 1):
+        if s.heads is None:
+            raise ValueError(f"{where}: sentence {k} of the line has no dependency heads; a parse target needs a "
+                             f"dependency parse (CoNLL-U with heads)")
+        n = len(s.words)
+        out += linearize_tree(s.heads, sentence_labels(s), groups[start:start + n], f"{where}, sentence {k}")
+        start += n
+    return out
