@@ -15,7 +15,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.syntrans-installed
 CONSTRAINTS := $(VENV)/constraints.txt
 
-.PHONY: install test test-fast demo benchmark clean
+.PHONY: install test test-fast demo benchmark reproduce-smoke clean
 
 install: $(STAMP)
 
@@ -44,6 +44,9 @@ test-fast: install
 
 demo: install
 	PATH=$(abspath $(VENV))/bin:$$PATH bash scripts/demo.sh
+
+reproduce-smoke: install
+	PATH=$(abspath $(VENV))/bin:$$PATH bash scripts/reproduce_smoke.sh
 
 benchmark: install
 	$(VPY) scripts/benchmark.py

@@ -31,13 +31,16 @@ setup(
         "sacrebleu>=2.6,<3",
         "subword-nmt>=0.3.8,<0.4",
         "sacremoses>=0.2,<0.3",
+        # RIBES (syntrans.reproduce.scoring.ribes); 3.10.4: Kendall's tau over every increasing pair, as the RIBES script
+        "nltk>=3.10.4,<4",
         "regex",  # Moses' remove-non-printing-char rule (\p{C}); sacremoses needs it too
         "langid",  # the language filter of syntrans-prepare --langid
         "tqdm",
     ],
     extras_require={
-        "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "build", "twine"],
+        "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "build", "twine", "submitit>=1.5,<2"],
         "plot": ["matplotlib"],
+        "cluster": ["submitit>=1.5,<2"],  # syntrans-reproduce --launcher slurm / submitit-local
     },
     entry_points={
         "console_scripts": [

@@ -1,6 +1,7 @@
 """One --smoke reproduction end to end on the synthetic corpus (CI): data preparation, two systems × two seeds of
-fairseq-train, checkpoint averaging, fairseq-generate with the config's beam, sacreBLEU, results/<table>.md with the
-published column and ours; then a re-run that skips every finished step."""
+fairseq-train, each a job of submitit's local executor, checkpoint averaging, fairseq-generate with the config's beam,
+sacreBLEU, the paired bootstrap, results/<table>.md with the published column and ours; then a re-run in this process
+(--launcher local) that skips every finished step."""
 import json
 import os
 import re
@@ -26,9 +27,22 @@ def smoke(tmp_path_factory, single_threaded_tools):
     # the table's script, as a user runs it (it finds syntrans-reproduce on PATH)
     cmd = ["bash", str(SCRIPT), *ARGV, "--work-dir", str(root / "work"), "--results-dir", str(root / "results")]
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    first = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env, timeout=900)
+    # the first run dispatches each (dataset, system, seed) as its own process through submitit's local executor
+    first = subprocess.run(cmd + ["--launcher", "submitit-local"], capture_output=True, text=True, cwd=root, env=env,
+                           timeout=900)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     return root, cmd, env
+
+
+def test_each_run_was_its_own_job(smoke):
+    """--launcher submitit-local: four jobs in the ledger, each trained in its own process (not the command's)."""
+    root, _, _ = smoke
+    ledger = json.loads((root / "work" / "jobs" / "ledger.json").read_text(encoding="utf-8"))
+    labels = sorted(entry["label"] for entry in ledger.values())
+    assert labels == [f"distance_table1/smoke/iwslt14_de_en/{s}/seed{k}" for s in ("baseline", "distance_mask")
+                      for k in (1, 2)], labels
+    logs = sorted((root / "work" / "jobs").rglob("*_log.out"))
+    assert len(logs) >= 4 and all(log.stat().st_size > 0 for log in logs[:4])
 
 
 def _row(md: str, system: str) -> list:
@@ -95,3 +109,60 @@ def test_rerun_skips_every_finished_step(smoke):
     assert "fairseq-train" not in out.replace("training finished before", "")
     strip = lambda s: [ln for ln in s.splitlines() if "wall time" not in ln]  # noqa: E731
     assert strip(table.read_text(encoding="utf-8")) == strip(before)
+
+
+def test_significance_is_sacrebleus_paired_bootstrap_of_the_written_outputs(smoke):
+    """The marker's p is the largest over the seed pairs of sacreBLEU's paired test run here on the same files."""
+    from syntrans.reproduce.significance import paired_bootstrap
+
+    root, _, _ = smoke
+    runs = root / "work" / "distance_table1" / "iwslt14_de_en"
+    ref = next((root / "work" / "data").glob("synthetic.src-tgt.smoke")) / "ref" / "test.tgt"
+    refs = ref.read_text(encoding="utf-8").splitlines()
+    read = lambda p: p.read_text(encoding="utf-8").splitlines()  # noqa: E731
+    ps = [paired_bootstrap(read(runs / "baseline" / f"seed{k}" / "hyp.checkpoint_avg_last2.detok.txt"),
+                           read(runs / "distance_mask" / f"seed{k}" / "hyp.checkpoint_avg_last2.detok.txt"),
+                           refs, "tgt", lowercase=False)[0] for k in (1, 2)]
+    md = (root / "results" / "distance_table1.md").read_text(encoding="utf-8")
+    cell = _row(md, "distance-mask")[6]
+    assert f"{max(ps):.2g}" in cell and ("n.s." in cell or "†" in cell or "‡" in cell), (cell, ps)
+    assert "level p < 0.01" in md or "p < 0.01" in md  # Hou et al. 2022 §4.2
+
+
+def test_a_training_time_table_reads_the_runs_of_its_table(smoke):
+    """distance_table4 trains nothing: it reads distance_table1's logs (updates, train_wall, size) and names the device."""
+    root, cmd, env = smoke
+    time_cmd = [c if c != str(SCRIPT) else str(SCRIPT.with_name("distance_table4.sh")) for c in cmd]
+    done = subprocess.run(time_cmd, capture_output=True, text=True, cwd=root, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "fairseq-train" not in done.stdout.replace("training finished before", "")
+    md = (root / "results" / "distance_table4.md").read_text(encoding="utf-8")
+    cells = _row(md, "distance-mask")
+    log = (root / "work" / "distance_table1" / "iwslt14_de_en" / "distance_mask" / "seed1" / "train.log").read_text()
+    params = re.search(r"num\. shared model params: ([\d,]+)", log).group(1)
+    assert cells[2] == "80" and cells[6] == "24, 24" and cells[7] == f"— / {params}" and "CPU" in cells[8], cells
+    seconds = [json.loads((root / "work" / "distance_table1" / "iwslt14_de_en" / "distance_mask" / f"seed{k}" /
+                           "train.done").read_text())["seconds"] / 60 for k in (1, 2)]
+    assert cells[3].startswith(f"{sum(seconds) / 2:.2f} ± "), (cells[3], seconds)
+
+
+def test_a_validation_table_decodes_the_validation_set_with_a_deep_enough_smoke_model(tmp_path, single_threaded_tools):
+    """pascal_table3a (Bugliarello & Okazaki 2020, Table 3a): validation BLEU; its layer-6 system needs 6 layers."""
+    script = SCRIPT.with_name("pascal_table3a.sh")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cmd = ["bash", str(script), "--smoke", "--synthetic", "--datasets", "nc11_en_de", "--systems", "layer 1,layer 6",
+           "--seeds", "1", "--smoke-updates", "12", "--smoke-sizes", "200,30,20", "--work-dir", str(tmp_path / "work"),
+           "--results-dir", str(tmp_path / "results")]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run = tmp_path / "work" / "pascal_table3a" / "nc11_en_de" / "layer_6" / "seed1"
+    command = json.loads((run / "train.done").read_text())["command"]
+    assert command[len(command) - 1 - command[::-1].index("--encoder-layers") + 1] == "6"
+    assert command[len(command) - 1 - command[::-1].index("--pascal-layers") + 1] == "5"  # the system's flag wins
+    score = json.loads((run / "score.valid.checkpoint_best.json").read_text())
+    refs = Path(score["refs"]).read_text(encoding="utf-8").splitlines()
+    assert Path(score["refs"]).name == "valid.tgt" and len(refs) == 30
+    hyps = (run / "hyp.valid.checkpoint_best.detok.txt").read_text(encoding="utf-8").splitlines()
+    assert score["bleu"] == pytest.approx(bleu(hyps, refs, "tgt", lowercase=False)[0])
+    md = (tmp_path / "results" / "pascal_table3a.md").read_text(encoding="utf-8")
+    assert "Decoded (valid set)" in md

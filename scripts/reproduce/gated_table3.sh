@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hou et al. (gated self-attention), Table 3: baseline, LISA, PASCAL, gated on IWSLT14 and NC11 de↔en.
+# Hou et al. (gated self-attention), Table 3: baseline, LISA, PASCAL, SLA, gated on IWSLT14 and NC11 de↔en, WMT18 en→tr.
 # Prepares the data, trains every system over the seeds, decodes with the paper's beam and length penalty, scores
 # detokenized output with sacreBLEU and writes results/gated_table3.md next to the paper's published numbers.
 # Re-running resumes: finished steps are skipped. Options: syntrans-reproduce --help, e.g.

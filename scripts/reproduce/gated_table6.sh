@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hou et al. (gated self-attention), Table 6: baseline, PASCAL, gated on WMT18 en→tr.
+# Hou et al. (gated self-attention), Table 6: the gate fixed at 1 (Pure) or 0.5 (Avg), or learned (Ours), on five datasets.
 # Prepares the data, trains every system over the seeds, decodes with the paper's beam and length penalty, scores
 # detokenized output with sacreBLEU and writes results/gated_table6.md next to the paper's published numbers.
 # Re-running resumes: finished steps are skipped. Options: syntrans-reproduce --help, e.g.

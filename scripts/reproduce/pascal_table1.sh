@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bugliarello & Okazaki 2020, Table 1: baseline, LISA, PASCAL on NC11 en↔de, WMT18 en→tr, WMT16 and WMT17 en→de.
+# Bugliarello & Okazaki 2020, Table 1: baseline, LISA, PASCAL, MULTI-TASK, S&H on NC11 en↔de, WMT18 en→tr, WMT16/17 en→de, WAT en→ja (--aspec-dir; RIBES too).
 # Prepares the data, trains every system over the seeds, decodes with the paper's beam and length penalty, scores
 # detokenized output with sacreBLEU and writes results/pascal_table1.md next to the paper's published numbers.
 # Re-running resumes: finished steps are skipped. Options: syntrans-reproduce --help, e.g.

@@ -1,10 +1,19 @@
-"""Rebuild one published table: prepare each dataset, train every system over the seeds, (average checkpoints),
-decode the test set with the paper's beam and length penalty, score detokenized output with sacreBLEU, and write
-results/<table>.md. Every step is skipped when it finished before (and says so), so a re-run resumes a job."""
+"""Rebuild one published table or figure: prepare each dataset, train every system over the seeds, (average
+checkpoints), decode the table's split with the paper's beam and length penalty, score detokenized output with
+sacreBLEU (RIBES where the paper reports it), test every system against the row's reference with sacreBLEU's paired
+bootstrap, and write results/<table>.md (and the figure's PNG beside it). Every step is skipped when it finished before
+(and says so), so a re-run resumes a job.
+
+The work is a list of units, one (dataset, system, seed) each: train, average, decode, score (:func:`run_unit`, a
+module-level function a cluster job can run). The data of every unit is prepared first, by this process; the units then
+run here one after another (``--launcher local``) or as jobs (:mod:`syntrans.reproduce.launcher`); the table is written
+from what the units left on disk."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -12,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..prep import prepare_corpus
 from .batching import world_size_of
@@ -20,8 +29,9 @@ from .config_file import CONFIG_DIR, ArgsFile, config_batch, read_args_file
 from .published import protocol
 from .published_data import data_settings
 from .report import results_markdown
-from .scoring import bleu, detokenize, generate_hypotheses
-from .tables import LICENSED, TABLES, Dataset, System, Table
+from .scoring import bleu, detokenize, generate_hypotheses, ribes
+from .significance import paired_bootstrap
+from .tables import LICENSED, TABLES, Dataset, Row, System, Table
 
 
 class RunError(RuntimeError):
@@ -51,6 +61,7 @@ class Options:
     config_dir: Path = CONFIG_DIR
     workers: int = 1
     command: str = ""  # the command line, quoted in the results file
+    launch: Any = None  # a launcher.LaunchOptions; None: every unit in this process, one after another
 
 
 #: flags after a config's in a --smoke run: a tiny model, a few hundred updates, a short warm-up (later flags win)
@@ -60,10 +71,34 @@ SMOKE_MODEL = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embe
                "--num-workers", "0"]
 
 
-def smoke_flags(cfg: ArgsFile, updates: int) -> List[str]:
-    flags = SMOKE_MODEL + ["--max-update", str(updates), "--warmup-updates", str(max(10, updates // 4))]
-    if cfg.value("--gate-warmup-epochs") is not None:
-        flags += ["--gate-warmup-epochs", "1"]  # the published K (50–80 epochs) would freeze the gates for the whole run
+def _last_value(flags: List[str], name: str) -> Optional[str]:
+    """The value of the last ``name`` among fairseq flags (later flags win), or None."""
+    values = [v for f, v in zip(flags, flags[1:]) if f == name]
+    return values[-1] if values else None
+
+
+def smoke_layers(flags: List[str]) -> int:
+    """The layers a smoke model needs: 2, or more where a flag ``--…-layers`` names a deeper layer (0-based), e.g. a
+    table's layer sweep (``--pascal-layers 5`` needs 6 layers)."""
+    deepest = 1
+    for name, value in zip(flags, flags[1:]):
+        if name.startswith("--") and name.endswith("-layers") and name not in ("--encoder-layers", "--decoder-layers"):
+            for part in value.split(","):
+                if part.strip().isdigit():
+                    deepest = max(deepest, int(part))
+    return deepest + 1
+
+
+def smoke_flags(cfg: ArgsFile, updates: int, extra: Tuple[str, ...] = ()) -> List[str]:
+    """Flags after a config's (and a system's extra flags) in a --smoke run: :data:`SMOKE_MODEL`, as many layers as
+    the system's layer flags need, a few hundred updates and a short warm-up."""
+    layers = str(smoke_layers(list(cfg.flags) + list(extra)))
+    flags = SMOKE_MODEL + ["--encoder-layers", layers, "--decoder-layers", layers]
+    flags += ["--max-update", str(updates), "--warmup-updates", str(max(10, updates // 4))]
+    warmup = _last_value(list(cfg.flags) + list(extra), "--gate-warmup-epochs")
+    if warmup is not None and warmup.isdigit() and int(warmup) > 1:
+        # the published K (50–80 epochs) would freeze the gates for the whole run; an ablation's K = 0 stays
+        flags += ["--gate-warmup-epochs", "1"]
     if cfg.value("--nsd-embed-dim") is not None:
         flags += ["--nsd-embed-dim", "64"]  # e ∈ ℝ^d (Ma et al. 2019, Eq. 10) for the tiny model's 64 dims
     return flags
@@ -91,23 +126,47 @@ def _run(cmd: List[str], log_path: Path, what: str) -> None:
                        f"--- end of the log ---\n{tail}")
 
 
+#: the kinds of table whose units decode and score (the others read the training logs only)
+DECODED_KINDS = ("bleu", "curve", "length")
+
+
+def device_name() -> str:
+    """The device a training runs on, named for a training-time table: the GPU's name, else the CPU's."""
+    try:
+        import torch  # heavy: only in a training unit
+
+        if torch.cuda.is_available():
+            n = torch.cuda.device_count()
+            return f"{n}× {torch.cuda.get_device_name(0)}"
+    except Exception:  # noqa: BLE001  (no torch or no driver: the CPU)
+        pass
+    return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+
+
 class Reproduction:
     def __init__(self, opts: Options, log: Callable[[str], None] = print):
         if opts.table not in TABLES:
             raise RunError(f"unknown table {opts.table!r}; tables: {', '.join(TABLES)}")
         self.opts, self.log = opts, log
         self.table: Table = TABLES[opts.table]
+        # the table whose runs this one reads (a training-time table, a figure drawn from another table's runs)
+        self.runs: Table = TABLES[self.table.runs_of] if self.table.runs_of else self.table
         self.user_dir = str(Path(__file__).resolve().parents[1])
         self.notes: List[str] = []
         self.facts: Dict[str, str] = {}  # per dataset: what data and parser it ran on
         self.signatures: set = set()
         self.protocols: Dict[str, str] = {}  # per dataset: seeds and checkpoint selection
+        self._prepared: Dict[tuple, Any] = {}
         if opts.smoke and not opts.synthetic and opts.raw_dir is None:
             raise RunError("--smoke needs real text from --raw-dir (e.g. ../shared/data/multi30k) or --synthetic")
         known = {r.dataset.key for r in self.table.rows}
         bad = sorted(set(opts.datasets or ()) - known)
         if bad:
             raise RunError(f"--datasets {','.join(bad)}: not in {self.table.key} (its datasets: {', '.join(sorted(known))})")
+
+    @property
+    def decodes(self) -> bool:
+        return self.table.kind in DECODED_KINDS
 
     # ---- data
     def _data_request(self, ds: Dataset):
@@ -127,14 +186,31 @@ class Reproduction:
             return (ds.corpus, ds.src, ds.tgt, local, None)
         return (ds.corpus, ds.src, ds.tgt, (o.raw_dir / ds.corpus) if o.raw_dir else None, None)
 
-    def prepare(self, ds: Dataset):
+    def recipe(self, ds: Dataset, system: Optional[System] = None):
+        """The paper's preparation of ``ds`` (None in a smoke run: the stand-in corpus keeps its own), with the
+        system's data overrides (System.data) on top."""
+        from ..prep.recipe import Recipe
+
+        recipe = None if self.opts.smoke else data_settings(self.runs.key, ds.key).recipe
+        overrides = dict(system.data) if system is not None else {}
+        if overrides:
+            known = {f.name for f in dataclasses.fields(Recipe)}
+            bad = sorted(set(overrides) - known)
+            if bad:
+                raise RunError(f"{self.runs.key} {ds.key} {system.name}: data overrides {bad} are not recipe fields "
+                               f"({', '.join(sorted(known))})")
+            recipe = dataclasses.replace(recipe or Recipe(), **overrides)
+        return recipe
+
+    def prepare(self, ds: Dataset, system: Optional[System] = None):
         request = self._data_request(ds)
         if isinstance(request, str):
             return request
         corpus, src, tgt, raw, note = request
-
-        # the paper's preparation (filters, case, BPE, language filter); a smoke run's stand-in corpus keeps its own
-        recipe = None if self.opts.smoke else data_settings(self.table.key, ds.key).recipe
+        recipe = self.recipe(ds, system)
+        key = (ds.key, recipe)
+        if key in self._prepared:
+            return self._prepared[key]
         root = self.opts.data_root or (self.opts.work_dir / "data")
         # one folder per corpus, direction and recipe: tables that prepare a corpus alike share it
         out = root / (f"{corpus}.{src}-{tgt}" + (f".{recipe.digest()}" if recipe else "")
@@ -144,11 +220,13 @@ class Reproduction:
                                   parser=self.opts.parser, bpe_ops=None, workers=self.opts.workers, force=False, log=self.log,
                                   smoke_sizes=self.opts.smoke_sizes, recipe=recipe)
         parsers = ", ".join(f"{k}: {v}" for k, v in sorted(prepared.parsers.items()))
-        self.facts[ds.title] = (f"{corpus} {src}→{tgt}, sizes {prepared.sizes}, parsers {parsers}"
-                                + (", lowercased" if prepared.lowercase else "")
-                                + (f", the paper's preparation {recipe.digest()}: {recipe}" if recipe else ""))
+        which = ds.title + (f" ({system.name}'s data)" if system is not None and system.data else "")
+        self.facts[which] = (f"{corpus} {src}→{tgt}, sizes {prepared.sizes}, parsers {parsers}"
+                             + (", lowercased" if prepared.lowercase else "")
+                             + (f", the preparation {recipe.digest()}: {recipe}" if recipe else ""))
         if note:
             self.notes.append(note)
+        self._prepared[key] = prepared
         return prepared
 
     # ---- one system, one seed
@@ -175,7 +253,7 @@ class Reproduction:
         cmd = [_tool("fairseq-train"), str(prepared.data_bin), "--user-dir", self.user_dir, *cfg.flags, *system.extra]
         cmd += self.batch(cfg, label)
         if self.opts.smoke:
-            cmd += smoke_flags(cfg, self.opts.smoke_updates)
+            cmd += smoke_flags(cfg, self.opts.smoke_updates, system.extra)
         cmd += ["--seed", str(seed), "--save-dir", str(run_dir), "--log-format", "simple", "--log-interval", "100"]
         cmd += ["--keep-last-epochs", str(average_last)] if average_last else ["--no-epoch-checkpoints"]
         cmd += self.opts.train_args
@@ -183,7 +261,8 @@ class Reproduction:
         self.log(f"   [{label}] fairseq-train" + (" (resuming from checkpoint_last.pt)" if resumed else ""))
         t0 = time.time()
         _run(cmd, run_dir / ("train.resumed.log" if resumed else "train.log"), f"[{label}] fairseq-train")
-        done.write_text(json.dumps({"command": cmd, "seconds": round(time.time() - t0, 1)}, indent=1), encoding="utf-8")
+        done.write_text(json.dumps({"command": cmd, "seconds": round(time.time() - t0, 1), "device": device_name(),
+                                    "resumed": resumed}, indent=1), encoding="utf-8")
         self.log(f"   [{label}] trained in {time.time() - t0:.0f}s")
 
     def checkpoint(self, run_dir: Path, label: str, n: Optional[int]) -> Path:
@@ -199,39 +278,67 @@ class Reproduction:
         self.log(f"   [{label}] averaged the last {n} epoch checkpoints into {avg.name}")
         return avg
 
-    def score(self, prepared, cfg: ArgsFile, ckpt: Path, run_dir: Path, label: str, ds: Dataset) -> float:
-        score_file = run_dir / f"score.{ckpt.stem}.json"
+    def evaluation(self, prepared, ds: Dataset) -> Tuple[bool, Optional[str]]:
+        """(lowercase, sacreBLEU tokenizer) of the paper's scoring (e.g. character BLEU for Japanese and Chinese,
+        case-insensitive for English: Ma et al.); a smoke run scores case-insensitively where its data is lowercased.
+        A paper that scores case-sensitively on lowercased data (Hou et al., gated, §5.1) gets exactly that: the
+        references are the lowercased text, the signature says ``case:mixed``."""
+        if self.opts.smoke:
+            return prepared.lowercase, None
+        paper = data_settings(self.runs.key, ds.key).evaluation
+        return paper.lowercase, paper.tokenize
+
+    def references(self, prepared, split: str) -> Path:
+        return prepared.ref_test if split == "test" else Path(prepared.out_dir) / "ref" / f"{split}.{prepared.tgt}"
+
+    def score(self, prepared, cfg: ArgsFile, ckpt: Path, run_dir: Path, label: str, ds: Dataset) -> dict:
+        """Decode the table's split with ``ckpt`` and score it: {"bleu", "signature", "checkpoint", "hyps", "refs",
+        and "ribes", "ribes_signature" where the table reports RIBES}; skipped when the score file is newer than the
+        checkpoint."""
+        split = self.table.split
+        tag = ckpt.stem if split == "test" else f"{split}.{ckpt.stem}"  # test files keep their earlier names
+        score_file = run_dir / f"score.{tag}.json"
+        hyp_file = run_dir / f"hyp.{tag}.detok.txt"
+        ribes_wanted = self.table.ribes
         if score_file.exists() and score_file.stat().st_mtime >= ckpt.stat().st_mtime:
             result = json.loads(score_file.read_text(encoding="utf-8"))
-            self.log(f"   [{label}] decoded and scored before: skipped (BLEU {result['bleu']:.2f})")
-            self.signatures.add(result["signature"])
-            return result["bleu"]
-        refs = Path(prepared.ref_test).read_text(encoding="utf-8").splitlines()
-        gen = run_dir / f"generate.{ckpt.stem}.txt"
-        cmd = [_tool("fairseq-generate"), str(prepared.data_bin), "--user-dir", self.user_dir, "--task", "syntax_translation",
-               "--gen-subset", "test", "--path", str(ckpt), *cfg.decode, "--batch-size", "64", "--remove-bpe",
-               "--num-workers", "0", *self.opts.generate_args]
-        self.log(f"   [{label}] fairseq-generate {' '.join(cfg.decode)}")
-        with open(gen, "w", encoding="utf-8") as out, open(run_dir / "generate.log", "w", encoding="utf-8") as err:
-            code = subprocess.call(cmd, stdout=out, stderr=err)
-        if code != 0:
-            raise RunError(f"[{label}] fairseq-generate failed (exit {code}); see {run_dir / 'generate.log'}; "
-                           f"command:\n  {' '.join(cmd)}")
-        hyps = detokenize(generate_hypotheses(gen, len(refs)), prepared.tgt)
-        (run_dir / f"hyp.{ckpt.stem}.detok.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
-        # the paper's scoring (e.g. character BLEU for Japanese and Chinese, case-insensitive for English: Ma et al.)
-        paper = None if self.opts.smoke else data_settings(self.table.key, ds.key).evaluation
-        score, signature = bleu(hyps, refs, prepared.tgt, lowercase=prepared.lowercase or bool(paper and paper.lowercase),
-                                tokenize=paper.tokenize if paper else None)
+            if not ribes_wanted or "ribes" in result:
+                self.log(f"   [{label}] decoded and scored before: skipped (BLEU {result['bleu']:.2f})")
+                self.signatures.add(result["signature"])
+                return result
+        ref_path = self.references(prepared, split)
+        refs = Path(ref_path).read_text(encoding="utf-8").splitlines()
+        if not hyp_file.exists() or hyp_file.stat().st_mtime < ckpt.stat().st_mtime:
+            gen = run_dir / f"generate.{tag}.txt"
+            cmd = [_tool("fairseq-generate"), str(prepared.data_bin), "--user-dir", self.user_dir, "--task",
+                   "syntax_translation", "--gen-subset", split, "--path", str(ckpt), *cfg.decode, "--batch-size", "64",
+                   "--remove-bpe", "--num-workers", "0", *self.opts.generate_args]
+            self.log(f"   [{label}] fairseq-generate --gen-subset {split} {' '.join(cfg.decode)}")
+            log_name = "generate.log" if split == "test" else f"generate.{split}.log"
+            with open(gen, "w", encoding="utf-8") as out, open(run_dir / log_name, "w", encoding="utf-8") as err:
+                code = subprocess.call(cmd, stdout=out, stderr=err)
+            if code != 0:
+                raise RunError(f"[{label}] fairseq-generate failed (exit {code}); see {run_dir / log_name}; "
+                               f"command:\n  {' '.join(cmd)}")
+            hyps = detokenize(generate_hypotheses(gen, len(refs)), prepared.tgt)
+            hyp_file.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+        hyps = hyp_file.read_text(encoding="utf-8").splitlines()
+        lowercase, tokenize = self.evaluation(prepared, ds)
+        value, signature = bleu(hyps, refs, prepared.tgt, lowercase=lowercase, tokenize=tokenize)
         self.signatures.add(signature)
-        score_file.write_text(json.dumps({"bleu": score, "signature": signature, "checkpoint": str(ckpt)}, indent=1),
-                              encoding="utf-8")
-        self.log(f"   [{label}] sacreBLEU {score:.2f}  ({signature})")
-        return score
+        result = {"bleu": value, "signature": signature, "checkpoint": str(ckpt), "split": split, "hyps": str(hyp_file),
+                  "refs": str(ref_path), "lowercase": lowercase, "tokenize": tokenize}
+        message = f"sacreBLEU {value:.2f}  ({signature})"
+        if ribes_wanted:
+            result["ribes"], result["ribes_signature"] = ribes(hyps, refs, prepared.tgt, tokenize=tokenize)
+            message += f"; RIBES {result['ribes']:.2f}"
+        score_file.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        self.log(f"   [{label}] {message}")
+        return result
 
     def protocol(self, ds: Dataset):
         """(seeds, N of the last N checkpoints averaged or None) of one row: the options', else the paper's."""
-        paper = protocol(self.table.key, ds.key)
+        paper = protocol(self.runs.key, ds.key)
         smoke = self.opts.smoke  # a smoke run: one seed and checkpoint_best.pt unless asked otherwise
         seeds = self.opts.seeds or ([1] if smoke else list(range(1, paper.seeds + 1)))
         average_last = self.opts.average_last
@@ -244,64 +351,208 @@ class Reproduction:
                                       f"{paper.checkpoint}; {paper.where})")
         return seeds, average_last
 
+    # ---- units: one (dataset, system, seed) each
+    def run_dir(self, ds: Dataset, system: System, seed: int) -> Path:
+        return self.opts.work_dir / self.runs.key / ds.key / _slug(system.name) / f"seed{seed}"
+
+    def _find(self, dataset: str, system: str) -> Tuple[Row, System]:
+        for row in self.runs.rows:
+            if row.dataset.key == dataset:
+                for s in row.systems:
+                    if s.name == system:
+                        return row, s
+        raise RunError(f"{self.runs.key} has no system {system!r} for dataset {dataset!r}")
+
+    def unit_done(self, dataset: str, system: str, seed: int) -> bool:
+        """Whether the unit finished before: trained, and (for a table that decodes) its score file is there."""
+        row, s = self._find(dataset, system)
+        run_dir = self.run_dir(row.dataset, s, seed)
+        if not (run_dir / "train.done").exists():
+            return False
+        if not self.decodes:
+            return True
+        split = self.table.split
+        return any(run_dir.glob(f"score.{'' if split == 'test' else split + '.'}checkpoint_*.json"))
+
+    def unit(self, dataset: str, system: str, seed: int, prepared) -> dict:
+        """One unit: train (skipped when done), average, decode and score where the table decodes."""
+        row, s = self._find(dataset, system)
+        ds = row.dataset
+        cfg = read_args_file(self.opts.config_dir / s.config)
+        _, average_last = self.protocol(ds)
+        label = f"{ds.key} {s.name} seed {seed}"
+        run_dir = self.run_dir(ds, s, seed)
+        self.train(prepared, cfg, s, seed, run_dir, label, average_last)
+        result = {"run_dir": str(run_dir), "train": json.loads((run_dir / "train.done").read_text(encoding="utf-8"))}
+        if self.decodes:
+            result.update(self.score(prepared, cfg, self.checkpoint(run_dir, label, average_last), run_dir, label, ds))
+        return result
+
     # ---- the table
-    def run(self) -> Path:
+    def plan(self):
+        """(units, prepared data per unit, outcomes of what is skipped): the data of every selected system is
+        prepared here, once per dataset and recipe."""
+        o = self.opts
+        units, skipped = [], {}
+        for shown in self.table.rows:  # the table's own systems, looked up in the table whose runs it reads
+            ds = shown.dataset
+            if o.datasets and ds.key not in o.datasets:
+                for s in shown.systems:
+                    skipped[(ds.key, s.name)] = {"skipped": "not selected (--datasets)"}
+                continue
+            for system in (self._find(ds.key, s.name)[1] for s in shown.systems):
+                if o.systems and system.name not in o.systems:
+                    skipped[(ds.key, system.name)] = {"skipped": "not selected (--systems)"}
+                    continue
+                prepared = self.prepare(ds, system)
+                if isinstance(prepared, str):
+                    self.log(f"== {ds.title} {system.name}: skipped: {prepared}")
+                    skipped[(ds.key, system.name)] = {"skipped": prepared}
+                    continue
+                seeds, _ = self.protocol(ds)
+                units += [(ds.key, system.name, seed, prepared) for seed in seeds]
+        return units, skipped
+
+    def run(self) -> Optional[Path]:
+        """Run every unit and write the results file (its path); None when jobs were left running (--no-wait)."""
         o, t = self.opts, self.table
         start = time.time()
-        self.log(f"== {t.key}: {t.title} ({t.paper})" + ("  [SMOKE RUN]" if o.smoke else ""))
-        outcomes: Dict[tuple, dict] = {}
-        for row in t.rows:
-            ds = row.dataset
-            if o.datasets and ds.key not in o.datasets:
-                for s in row.systems:
-                    outcomes[(ds.key, s.name)] = {"skipped": "not selected (--datasets)"}
-                continue
-            prepared = self.prepare(ds)
-            if isinstance(prepared, str):
-                self.log(f"== {ds.title}: skipped: {prepared}")
-                for s in row.systems:
-                    outcomes[(ds.key, s.name)] = {"skipped": prepared}
-                continue
-            for system in row.systems:
-                if o.systems and system.name not in o.systems:
-                    outcomes[(ds.key, system.name)] = {"skipped": "not selected (--systems)"}
-                    continue
-                cfg = read_args_file(o.config_dir / system.config)
-                seeds, average_last = self.protocol(ds)
-                scores = []
-                for seed in seeds:
-                    label = f"{ds.key} {system.name} seed {seed}"
-                    run_dir = o.work_dir / t.key / ds.key / _slug(system.name) / f"seed{seed}"
-                    self.train(prepared, cfg, system, seed, run_dir, label, average_last)
-                    scores.append(self.score(prepared, cfg, self.checkpoint(run_dir, label, average_last), run_dir, label, ds))
-                outcomes[(ds.key, system.name)] = {"scores": scores}
+        self.log(f"== {t.key}: {t.title} ({t.paper})" + ("  [SMOKE RUN]" if o.smoke else "")
+                 + (f"; the runs of {t.runs_of}" if t.runs_of else ""))
+        units, outcomes = self.plan()
+        results = self.launch(units)
+        running = [u for u, r in zip(units, results) if r is None]
+        if running:  # --no-wait: some jobs are still running; a re-run collects them
+            self.log(f"== {t.key}: {len(running)} of {len(units)} runs still running as jobs (e.g. "
+                     f"{' '.join(map(str, running[0][:3]))}); run the same command again to collect them and write the "
+                     "table")
+            return None
+        for (dataset, system, seed, prepared), result in zip(units, results):
+            got = outcomes.setdefault((dataset, system), {"results": [], "seeds": [], "prepared": prepared})
+            got["results"].append(result)
+            got["seeds"].append(seed)
+            if "signature" in result:
+                self.signatures.add(result["signature"])
+        self.summarise(outcomes)
         minutes = (time.time() - start) / 60
         path = self.write(outcomes, minutes)
         self.log(path.read_text(encoding="utf-8"))
         self.log(f"== {t.key} finished in {minutes:.1f} min; results in {path}")
         return path
 
+    def launch(self, units) -> List[dict]:
+        """Run the units (here, or as jobs: Options.launch) and return their results in unit order."""
+        launch = self.opts.launch
+        if launch is None or getattr(launch, "launcher", "local") == "local":
+            return [self.unit(*u) for u in units]
+        from .launcher import run_units
+
+        return run_units(run_unit, [(self.opts, *u) for u in units], launch,
+                         done=lambda args: self.unit_done(*args[1:4]), log=self.log, label=unit_label, load=run_unit)
+
+    def summarise(self, outcomes: Dict[tuple, dict]) -> None:
+        """Per (dataset, system): the scores per seed, and the paired bootstrap against the row's reference."""
+        for row in self.runs.rows:
+            ref = outcomes.get((row.dataset.key, row.systems[0].name), {})
+            for s in row.systems:
+                got = outcomes.get((row.dataset.key, s.name))
+                if not got or "results" not in got:
+                    continue
+                results = got["results"]
+                if self.decodes:
+                    got["scores"] = [r["bleu"] for r in results]
+                    if self.table.ribes:
+                        got["ribes"] = [r["ribes"] for r in results]
+                    if s is not row.systems[0] and ref.get("results"):
+                        got["p_values"] = self.significance(row.dataset, got, ref)
+
+    def significance(self, ds: Dataset, got: dict, ref: dict) -> List[float]:
+        """sacreBLEU's paired bootstrap (Koehn 2004) of each seed of a system against the same seed of the row's
+        reference system (seeds the reference lacks are not tested)."""
+        p_values = []
+        by_seed = dict(zip(ref["seeds"], ref["results"]))
+        lowercase, tokenize = self.evaluation(got["prepared"], ds)
+        for seed, result in zip(got["seeds"], got["results"]):
+            if seed not in by_seed:
+                continue
+            base = by_seed[seed]
+            refs = Path(result["refs"]).read_text(encoding="utf-8").splitlines()
+            if Path(base["refs"]).read_text(encoding="utf-8").splitlines() != refs:
+                raise RunError(f"{ds.key}: the systems were scored on different references ({base['refs']}, "
+                               f"{result['refs']}): no paired test")
+            p, description = paired_bootstrap(Path(base["hyps"]).read_text(encoding="utf-8").splitlines(),
+                                              Path(result["hyps"]).read_text(encoding="utf-8").splitlines(), refs,
+                                              got["prepared"].tgt, lowercase, tokenize=tokenize)
+            self.test_description = description
+            p_values.append(p)
+        return p_values
+
     def write(self, outcomes, minutes: float) -> Path:
-        o = self.opts
+        o, t = self.opts, self.table
         header = []
         if o.smoke:
             header.append(f"**Smoke run** (`--smoke`): a tiny slice of text and a tiny model trained {o.smoke_updates} updates; "
                           "the pipeline is the real one, the numbers are not comparable with the published ones.")
-        header.append("Decoded with each config's `# decode:` flags; sacreBLEU on Moses-detokenized output against the raw "
-                      "references. Seeds and checkpoint per dataset:")
+        if t.runs_of:
+            header.append(f"Drawn from the runs of `{t.runs_of}` ({TABLES[t.runs_of].paper}): the same work folders, "
+                          "trained there or here, whichever ran first.")
+        if self.decodes:
+            header.append(f"Decoded ({t.split} set) with each config's `# decode:` flags; sacreBLEU on Moses-detokenized "
+                          "output against the raw references. Seeds and checkpoint per dataset:")
+        else:
+            header.append("Read from the training logs of every run. Seeds and checkpoint per dataset:")
         header += [f"- {k}: {v}" for k, v in self.protocols.items()]
         for sig in sorted(self.signatures):
             header.append(f"sacreBLEU signature: `{sig}`")
+        if getattr(self, "test_description", None):
+            header.append(f"Significance: {self.test_description}")
         footer = [f"- data, {k}: {v}" for k, v in self.facts.items()] + [f"- {n}" for n in dict.fromkeys(self.notes)]
         footer.append(f"- wall time of this run: {minutes:.1f} min (finished steps of earlier runs are skipped, not counted)")
         footer.append(f"- command: `{o.command or 'syntrans-reproduce ' + o.table}`")
         out_dir = o.results_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"{o.table}.md"
-        path.write_text(results_markdown(self.table, outcomes, header, footer), encoding="utf-8")
+        path.write_text(render(t, self.runs, outcomes, header, footer, out_dir), encoding="utf-8")
         return path
 
 
-def reproduce(opts: Options, log: Callable[[str], None] = print) -> Path:
+def render(table: Table, runs: Table, outcomes, header: List[str], footer: List[str], out_dir: Path) -> str:
+    """The results file of any kind of table (figures also write their PNG into ``out_dir``)."""
+    if table.kind in ("bleu", "curve"):
+        text = results_markdown(table, outcomes, header, footer)
+        if table.kind == "curve":
+            from .figures import curve_figure
+
+            text += curve_figure(table, outcomes, out_dir / f"{table.key}.png")
+        return text
+    if table.kind == "time":
+        from .timing import time_markdown
+
+        return time_markdown(table, outcomes, header, footer)
+    if table.kind == "length":
+        from .figures import length_markdown
+
+        return length_markdown(table, outcomes, header, footer, out_dir / f"{table.key}.png")
+    if table.kind == "gates":
+        from .figures import gates_markdown
+
+        return gates_markdown(table, outcomes, header, footer, out_dir / f"{table.key}.png")
+    raise RunError(f"{table.key}: unknown kind {table.kind!r}")
+
+
+def unit_label(args: tuple) -> str:
+    """A unit's stable name for the job ledger: table, smoke or not, dataset, system, seed (not the flags of the
+    command, so that a re-run with other flags finds its jobs)."""
+    opts, dataset, system, seed = args[:4]
+    return f"{opts.table}{'/smoke' if opts.smoke else ''}/{dataset}/{_slug(system)}/seed{seed}"
+
+
+def run_unit(opts: Options, dataset: str, system: str, seed: int, prepared) -> dict:
+    """One (dataset, system, seed) of ``opts.table`` in any process (a cluster job): train, average, decode, score."""
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    return Reproduction(opts, log=lambda m: print(m, flush=True)).unit(dataset, system, seed, prepared)
+
+
+def reproduce(opts: Options, log: Callable[[str], None] = print) -> Optional[Path]:
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
     return Reproduction(opts, log).run()

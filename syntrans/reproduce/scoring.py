@@ -1,4 +1,4 @@
-"""Hypotheses from fairseq-generate output, Moses detokenization, and sacreBLEU on the detokenized text."""
+"""Hypotheses from fairseq-generate output, Moses detokenization, and sacreBLEU and RIBES on the detokenized text."""
 from __future__ import annotations
 
 import re
@@ -49,16 +49,63 @@ def sacrebleu_tokenizer(lang: str) -> str:
     return "13a"
 
 
-def bleu(hyps: List[str], refs: List[str], lang: str, lowercase: bool,
-         tokenize: Optional[str] = None) -> Tuple[float, str]:
-    """Corpus sacreBLEU of detokenized hypotheses against the raw references: (score, signature).
+def bleu_metric(lang: str, lowercase: bool, tokenize: Optional[str] = None):
+    """sacreBLEU's BLEU metric as :func:`bleu` scores with it (also the metric of the paired bootstrap test).
 
     ``tokenize``: sacreBLEU's tokenizer (e.g. ``char`` for character-level BLEU, ``13a``); None: the target
     language's (:func:`sacrebleu_tokenizer`). ``lowercase`` True: case-insensitive BLEU."""
     from sacrebleu.metrics import BLEU
 
+    return BLEU(lowercase=lowercase, tokenize=sacrebleu_tokenizer(lang) if tokenize is None else tokenize)
+
+
+def bleu(hyps: List[str], refs: List[str], lang: str, lowercase: bool,
+         tokenize: Optional[str] = None) -> Tuple[float, str]:
+    """Corpus sacreBLEU of detokenized hypotheses against the raw references: (score, signature).
+
+    ``tokenize``, ``lowercase``: as :func:`bleu_metric`."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
-    metric = BLEU(lowercase=lowercase, tokenize=sacrebleu_tokenizer(lang) if tokenize is None else tokenize)
+    metric = bleu_metric(lang, lowercase, tokenize)
     score = metric.corpus_score(hyps, [refs])
     return score.score, str(metric.get_signature())
+
+
+#: nltk's corpus_ribes defaults (its docstring: the RIBES of shared tasks such as WAT)
+RIBES_ALPHA, RIBES_BETA = 0.25, 0.10
+
+
+def ribes(hyps: List[str], refs: List[str], lang: str, tokenize: Optional[str] = None) -> Tuple[float, str]:
+    """Corpus RIBES ×100 of detokenized hypotheses against the raw references: (score, signature).
+
+    RIBES (Isozaki et al. 2010), as nltk.translate.ribes_score defines it: per sentence NKT × P^α × BP^β, NKT the
+    normalized Kendall's τ ((τ + 1)/2) of the reference positions of the hypothesis' aligned words, P = aligned
+    words / |hyp|, BP = min(1, exp(1 − |ref|/|hyp|)), α = 0.25, β = 0.10 (nltk's defaults); the corpus score is the
+    mean over sentences (corpus_ribes). nltk ≥ 3.10.4 counts every increasing pair in τ, as the official RIBES
+    script does (older nltk counted only pairs inside runs of consecutive ranks); nltk notes that its word alignment
+    may still differ in details from the official script. ×100 as Bugliarello & Okazaki 2020, Table 1 report it
+    (83.46). Both sides are tokenized as sacreBLEU tokenizes them for BLEU (``tokenize``; None:
+    :func:`sacrebleu_tokenizer` of ``lang``: ja-mecab or char for Japanese, where the paper used KyTea, App. A),
+    case-sensitively; the signature names the tokenizer.
+
+    Degenerate sentences (nltk 3.10): an empty hypothesis scores 0 (nltk returns 0 before dividing by its length),
+    and fewer than two aligned words give NKT = 0 (nltk's kendall_tau guards the 0 pairs), so such a sentence counts
+    0 in the mean rather than failing. nltk refuses sentences longer than its MAX_ALIGNMENT_LEN tokens (its
+    alignment search is super-linear): that is an error here naming the sentence."""
+    import nltk
+    from nltk.translate import ribes_score
+
+    if len(hyps) != len(refs):
+        raise ValueError(f"RIBES: {len(hyps)} hypotheses for {len(refs)} references")
+    metric = bleu_metric(lang, lowercase=False, tokenize=tokenize)  # its tokenizer: sacreBLEU's for BLEU
+    hyp_tokens = [metric.tokenizer(h.rstrip()).split() for h in hyps]
+    ref_tokens = [metric.tokenizer(r.rstrip()).split() for r in refs]
+    limit = getattr(ribes_score, "MAX_ALIGNMENT_LEN", None)
+    for n, (h, r) in enumerate(zip(hyp_tokens, ref_tokens), 1):
+        if limit is not None and max(len(h), len(r)) > limit:
+            raise ValueError(f"RIBES: sentence {n} has {len(h)} hypothesis and {len(r)} reference tokens; "
+                             f"nltk's RIBES aligns at most {limit} (nltk.translate.ribes_score.MAX_ALIGNMENT_LEN)")
+    score = 100 * ribes_score.corpus_ribes([[r] for r in ref_tokens], hyp_tokens, alpha=RIBES_ALPHA, beta=RIBES_BETA)
+    signature = (f"RIBES|nltk {nltk.__version__}|corpus_ribes alpha={RIBES_ALPHA:.2f} beta={RIBES_BETA:.2f}"
+                 f"|tok:{metric.tokenizer_signature}|case:mixed|x100")
+    return score, signature
