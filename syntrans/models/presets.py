@@ -140,6 +140,17 @@ def gated_distance_transformer_iwslt_de_en(args):
     _iwslt_size(args)
 
 
+@preset("sla_transformer_iwslt_de_en")
+def sla_transformer_iwslt_de_en(args):
+    """SLA (Li et al. 2021) as Hou et al. (gated self-attention, §5.2) re-implement it, at that paper's IWSLT size:
+    every head of every encoder layer attends within dependency-tree distance m = 2 (ours: m is not stated) and is
+    mixed with the stock attention of the same head by a learned per-head gate "without any regularization": no
+    BatchNorm, no pre-warm-up, no syntax dropout; shared embeddings, dropout 0.3, attention dropout 0.2 (§5.1)."""
+    set_fields(args, sla_layers="all", sla_heads=4, sla_threshold=2, gate_layers="all", gate_mode="gated",
+               gate_no_batchnorm=True, gate_warmup_epochs=0, gate_syntax_dropout=0.0, share_all_embeddings=True)
+    _iwslt_size(args)
+
+
 @preset("dbsa_transformer_wmt_en_de")
 def dbsa_transformer_wmt_en_de(args):
     """Deguchi et al. 2019, WMT14 en-de: Transformer base; one DBSA head in the first encoder layer and one
@@ -191,3 +202,11 @@ def nsd_transformer_base(args):
     with parses of both languages; Transformer base."""
     set_fields(args, nsd_tgt_input="linear", nsd_tgt_spe=True, nsd_tgt_output=True)
     nsd_src_transformer_base(args)
+
+
+@preset("sh_transformer_wmt_en_de")
+def sh_transformer_wmt_en_de(args):
+    """+S&H as in Bugliarello & Okazaki 2020 (§3.1, App. A; Sennrich & Haddow 2016): Transformer base whose source
+    token embeddings have their last 10 dimensions replaced by a 10-dim embedding of the word's dependency label."""
+    set_fields(args, labels_input=True, labels_embed_dim=10)
+    syntax_base_architecture(args)
