@@ -227,3 +227,35 @@ def test_a_smoke_run_shortens_the_gate_warm_up_but_keeps_an_ablations_zero(tmp_p
     # Table 7's "BatchNorm" system drops the pre-warm-up: its K = 0 must survive the smoke flags
     flags = list(cfg.flags) + ["--gate-warmup-epochs", "0"]
     assert _last_value(flags + smoke_flags(cfg, 30, ("--gate-warmup-epochs", "0")), "--gate-warmup-epochs") == "0"
+
+
+def test_summary_pairs_seed_k_with_seed_k_and_keeps_ribes(tmp_path):
+    """Reproduction.summarise: BLEU and RIBES per seed in seed order, and sacreBLEU's paired bootstrap of each seed
+    against the reference system's same seed (a seed the reference lacks is not tested)."""
+    from syntrans.reproduce.significance import paired_bootstrap
+
+    rep = Reproduction(Options("pascal_table1", work_dir=tmp_path, smoke=True, synthetic=True), log=lambda m: None)
+    row = rep.table.rows[0]
+    refs = [f"the cat number {i} sat on the mat today" for i in range(30)]
+    (tmp_path / "refs.txt").write_text("\n".join(refs) + "\n")
+
+    def result(name, seed, good):
+        hyps = [r if i < good else "a dog" for i, r in enumerate(refs)]
+        path = tmp_path / f"{name}.{seed}.txt"
+        path.write_text("\n".join(hyps) + "\n")
+        return {"bleu": float(good), "ribes": 50.0 + good, "hyps": str(path), "refs": str(tmp_path / "refs.txt")}
+
+    prepared = SimpleNamespace(lowercase=False, tgt="de")
+    base, pascal = row.systems[0].name, row.systems[2].name
+    outcomes = {(row.dataset.key, base): {"results": [result("b", 1, 10), result("b", 2, 12)], "seeds": [1, 2],
+                                          "prepared": prepared},
+                (row.dataset.key, pascal): {"results": [result("p", 2, 28), result("p", 1, 25), result("p", 3, 29)],
+                                            "seeds": [2, 1, 3], "prepared": prepared}}
+    rep.summarise(outcomes)
+    got = outcomes[(row.dataset.key, pascal)]
+    assert got["scores"] == [28.0, 25.0, 29.0] and got["ribes"] == [78.0, 75.0, 79.0]
+    read = lambda p: p.read_text().splitlines()  # noqa: E731
+    expect = [paired_bootstrap(read(tmp_path / f"b.{k}.txt"), read(tmp_path / f"p.{k}.txt"), refs, "de", False)[0]
+              for k in (2, 1)]
+    assert got["p_values"] == expect and max(expect) < 0.01  # seed 3 has no baseline run: not tested
+    assert "p_values" not in outcomes[(row.dataset.key, base)]
