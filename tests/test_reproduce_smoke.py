@@ -167,3 +167,63 @@ def test_a_validation_table_decodes_the_validation_set_with_a_deep_enough_smoke_
     assert score["bleu"] == pytest.approx(bleu(hyps, refs, "tgt", lowercase=False)[0])
     md = (tmp_path / "results" / "pascal_table3a.md").read_text(encoding="utf-8")
     assert "Decoded (valid set)" in md
+
+
+def test_en_ja_smoke_results_show_ribes_and_significance_from_the_libraries(tmp_path, single_threaded_tools):
+    """pascal_table1's WAT en→ja row (Bugliarello & Okazaki 2020, Table 1, the only row with RIBES) as a smoke run:
+    the results file's RIBES cells are nltk's corpus_ribes of the written hypotheses on sacreBLEU's 13a tokens, its
+    significance cell the largest p of sacreBLEU's PairedTest run here per seed pair, with the published 83.46 and
+    85.21 RIBES beside ours."""
+    import statistics
+
+    from nltk.translate.ribes_score import corpus_ribes
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    script = SCRIPT.with_name("pascal_table1.sh")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cmd = ["bash", str(script), "--smoke", "--synthetic", "--datasets", "aspec_en_ja", "--systems", "baseline,PASCAL",
+           "--seeds", "1,2", "--smoke-updates", "120", "--smoke-sizes", "300,40,40", "--work-dir",
+           str(tmp_path / "work"), "--results-dir", str(tmp_path / "results")]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    md = (tmp_path / "results" / "pascal_table1.md").read_text(encoding="utf-8")
+    header = next(ln for ln in md.splitlines() if ln.startswith("| dataset |"))
+    assert header.rstrip(" |").endswith("published RIBES | ours (RIBES, mean ± sd)")
+    rows = {s: [c.strip() for c in next(ln for ln in md.splitlines()
+                                        if ln.startswith(f"| WAT en→ja (ASPEC) | {s} |")).strip("|").split("|")]
+            for s in ("baseline", "PASCAL")}
+    runs = tmp_path / "work" / "pascal_table1" / "aspec_en_ja"
+    tok = Tokenizer13a()
+    hyps, refs = {}, None
+    for system, folder in (("baseline", "baseline"), ("PASCAL", "pascal")):
+        hyps[system], scores = [], []
+        for k in (1, 2):
+            score = json.loads((runs / folder / f"seed{k}" / "score.checkpoint_best.json").read_text())
+            refs = Path(score["refs"]).read_text(encoding="utf-8").splitlines()
+            hyp = Path(tmp_path / score["hyps"]).read_text(encoding="utf-8").splitlines()
+            hyps[system].append(hyp)
+            scores.append(100 * corpus_ribes([[tok(r).split()] for r in refs], [tok(h).split() for h in hyp]))
+        assert 0 < min(scores)  # not a vacuous 0 = 0
+        cells = rows[system]
+        assert cells[-1] == f"{statistics.fmean(scores):.2f} ± {statistics.stdev(scores):.2f} (n=2)", (cells, scores)
+        assert cells[-2] == {"baseline": "83.46", "PASCAL": "85.21"}[system]  # the paper's Table 1, En-Ja [R]
+    ps, higher = [], []
+    for k in range(2):
+        before = os.environ.get("SACREBLEU_SEED")
+        os.environ["SACREBLEU_SEED"] = "12345"  # the seed our results file names
+        try:
+            _, res = PairedTest([("b", hyps["baseline"][k]), ("s", hyps["PASCAL"][k])], {"BLEU": BLEU()}, [refs],
+                                test_type="bs", n_samples=1000)()
+        finally:
+            os.environ.pop("SACREBLEU_SEED") if before is None else os.environ.__setitem__("SACREBLEU_SEED", before)
+        base, system = res["BLEU"]
+        ps.append(1.0 if base.score == system.score else system.p_value)
+        higher.append(system.score > base.score)
+    cell = rows["PASCAL"][6]
+    assert f"{max(ps):.2g})" in cell, (cell, ps)
+    # the caption's level p < 0.01; † / ‡ only when every seed pair is significant in the same direction
+    expect = "n.s." if max(ps) >= 0.01 else "†" if all(higher) else "‡" if not any(higher) else "mixed"
+    assert cell.startswith(expect), (cell, ps, higher)
+    assert rows["baseline"][6] == "" and "seed:12345" in md and "Table 1 caption" in md
