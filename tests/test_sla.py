@@ -3,6 +3,7 @@ the tree window of a padded batch (left and right padding) equal to each sentenc
 all-pairs loop, SLA heads mixed with stock attention by a gate with no regularisation, and a small model's
 forward/backward."""
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import torch
 from helpers import build_task_and_model, side_inputs, syntax_attention
 
 from syntrans.data.features import FEATURES
+from syntrans.mechanisms.distance import DistanceHeads
 from syntrans.mechanisms.gate import SyntaxGate
 from syntrans.mechanisms.sla import DEFAULT_THRESHOLD, SlaHeads, tree_window, window_log_mask
 from syntrans.syntax.dependency_paths import NO_PATH, subword_path_lengths, word_path_lengths
@@ -282,6 +284,19 @@ def test_flex_score_modification_equals_the_explicit_path():
         fused = flex(q, k, v, block.score_mod(inputs), pad, scale=attn.scaling, compiled=False)[0]
         ref = attn._explicit(x, q, k, v, pad, None, inputs, {}, blocks=[block])[0]
     torch.testing.assert_close(fused, ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("block,message", [
+    (SlaHeads(2), "this layer's SLA heads need the batch's tree window (the encoder prepares it from src_word_first"),
+    (DistanceHeads(2), "this layer's distance-mask heads need the batch's log M (the encoder prepares it from src_gaps)")])
+def test_log_mask_heads_without_their_input_name_it(block, message):
+    """SLA and distance-mask heads share one additive log-mask block: without the side's log M, both the fused bias
+    and flex attention's score modification say which heads and which input."""
+    inputs = side_inputs(torch.zeros(2, 5, dtype=torch.bool))
+    for call in (lambda: block.bias(inputs, torch.float32), lambda: block.score_mod(inputs)):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            call()
 
 
 @pytest.mark.fast

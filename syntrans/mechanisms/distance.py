@@ -7,12 +7,12 @@ tensor; log M is formed once per batch, (B, T, T), and shared by every layer).
 """
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 import torch
 from fairseq.dataclass import FairseqDataclass
 
-from ..modules.blocks import HeadBlock, SideInputs
+from ..modules.blocks import HeadBlock, LogMaskHeads
 from ..syntax.masks import local_range_log_mask
 from .base import FeatureNeeds, Mechanism, required_feature
 from .layer_lists import resolve_layers
@@ -41,26 +41,12 @@ def distance_log_mask(gaps: torch.Tensor, pad_mask: torch.Tensor, tau: Optional[
     return log_m.masked_fill(pad_mask.unsqueeze(-1), 0.0).to(dtype)
 
 
-class DistanceHeads(HeadBlock):
+class DistanceHeads(LogMaskHeads):
     """softmax(QKᵀ/√d + log M) (Hou et al. 2022, Eq. 7) in each of the block's heads."""
 
     key = "distance"
-    additive = True
-
-    def bias(self, inputs: SideInputs, dtype: torch.dtype) -> torch.Tensor:
-        log_m = inputs.get(self.key)
-        if log_m is None:
-            raise ValueError("this layer's distance-mask heads need the batch's log M (the encoder prepares it from "
-                             "src_gaps); pass the side's inputs to the attention")
-        return log_m.unsqueeze(1).to(dtype)  # (B, 1, T, T)
-
-    def score_mod(self, inputs: SideInputs) -> Optional[Callable]:
-        log_m = inputs.get(self.key)  # (B, T, T)
-
-        def add_log_mask(score, b, h, q_idx, kv_idx):
-            return score + log_m[b, q_idx, kv_idx].to(score.dtype)
-
-        return add_log_mask
+    heads_name = "distance-mask"
+    needs = "log M (the encoder prepares it from src_gaps)"
 
 
 class DistanceMask(Mechanism):

@@ -20,12 +20,12 @@ subword; ``src_parent_first``: its head word's first subword) and shared by ever
 """
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional
+from typing import List
 
 import torch
 from fairseq.dataclass import FairseqDataclass
 
-from ..modules.blocks import HeadBlock, SideInputs
+from ..modules.blocks import HeadBlock, LogMaskHeads
 from .base import FeatureNeeds, Mechanism, required_feature
 from .layer_lists import resolve_layers
 
@@ -87,27 +87,13 @@ def window_log_mask(word_first: torch.Tensor, parent_first: torch.Tensor, pad_ma
     return torch.zeros(window.shape, dtype=dtype, device=window.device).masked_fill(~window, float("-inf"))
 
 
-class SlaHeads(HeadBlock):
+class SlaHeads(LogMaskHeads):
     """softmax(QKᵀ/√d + log M) with M the dependency-tree window (Li et al. 2021 as Hou et al. §5.2 describe it) in
     each of the block's heads."""
 
     key = "sla"
-    additive = True
-
-    def bias(self, inputs: SideInputs, dtype: torch.dtype) -> torch.Tensor:
-        log_m = inputs.get(self.key)
-        if log_m is None:
-            raise ValueError("this layer's SLA heads need the batch's tree window (the encoder prepares it from "
-                             "src_word_first and src_parent_first); pass the side's inputs to the attention")
-        return log_m.unsqueeze(1).to(dtype)  # (B, 1, T, T)
-
-    def score_mod(self, inputs: SideInputs) -> Optional[Callable]:
-        log_m = self.bias(inputs, torch.float32)[:, 0]  # (B, T, T)
-
-        def add_window(score, b, h, q_idx, kv_idx):
-            return score + log_m[b, q_idx, kv_idx].to(score.dtype)
-
-        return add_window
+    heads_name = "SLA"
+    needs = "tree window (the encoder prepares it from src_word_first and src_parent_first)"
 
 
 class Sla(Mechanism):

@@ -128,6 +128,35 @@ class HeadBlock(SyntaxPart):
         return probs.mean(dim=1)
 
 
+class LogMaskHeads(HeadBlock):
+    """Heads that attend with softmax(QKᵀ/√d + log M), log M (B, T, T) one per batch that the side prepares under the
+    block's key and every layer shares: additive, so they run in the fused SDPA kernel with log M as the bias, and
+    under flex attention with it as the score modification."""
+
+    additive = True
+    heads_name: ClassVar[str] = "log-mask"  # the heads' name in the error for a missing log M
+    needs: ClassVar[str] = "log M"  # what that error says is missing: the input and where it comes from
+
+    def log_mask(self, inputs: SideInputs) -> torch.Tensor:
+        """The side's log M (B, T, T) under the block's key; ValueError when the inputs lack it."""
+        log_m = inputs.get(self.key)
+        if log_m is None:
+            raise ValueError(f"this layer's {self.heads_name} heads need the batch's {self.needs}; pass the side's "
+                             "inputs to the attention")
+        return log_m
+
+    def bias(self, inputs: SideInputs, dtype: torch.dtype) -> torch.Tensor:
+        return self.log_mask(inputs).unsqueeze(1).to(dtype)  # (B, 1, T, T)
+
+    def score_mod(self, inputs: SideInputs) -> Optional[Callable]:
+        log_m = self.log_mask(inputs)  # (B, T, T)
+
+        def add_log_mask(score, b, h, q_idx, kv_idx):
+            return score + log_m[b, q_idx, kv_idx].to(score.dtype)
+
+        return add_log_mask
+
+
 @dataclass(frozen=True)
 class LayerSyntax:
     """What one self-attention layer runs: its blocks' keys in head order, and how to build its blocks and mixer. The

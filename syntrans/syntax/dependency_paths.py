@@ -14,6 +14,7 @@ from typing import List, Sequence
 import numpy as np
 
 from .align import check_piece_counts
+from .parents import check_head_range
 
 #: the length of a path that does not exist (words of two sentences of one line): above any window's threshold
 NO_PATH = int(np.iinfo(np.int64).max)
@@ -26,15 +27,8 @@ def _check_heads(heads: np.ndarray) -> None:
         raise ValueError(f"heads must be 1-D, found shape {heads.shape}")
     if heads.size and heads.dtype.kind not in "iu":
         raise ValueError(f"heads must be integers, found dtype {heads.dtype}")
+    check_head_range(heads)
     n = len(heads)
-    bad = np.flatnonzero((heads < 0) | (heads > n))
-    if len(bad):
-        w = int(bad[0])
-        raise ValueError(f"word {w} (0-based) has head {int(heads[w])}, expected 0..{n} (1-based word index, 0 = root)")
-    bad = np.flatnonzero(heads == np.arange(1, n + 1))
-    if len(bad):
-        w = int(bad[0])
-        raise ValueError(f"word {w} (0-based) is its own head (head {int(heads[w])}), expected another word or 0 (root)")
     for w in range(n):  # follow the heads up: a tree reaches a root within n steps
         v, steps = w, 0
         while heads[v] != 0:

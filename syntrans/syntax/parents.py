@@ -44,6 +44,13 @@ def _check(heads: np.ndarray, pieces: np.ndarray, mode: str) -> None:
     if n == 0:
         return
     check_piece_counts(pieces, heads, "heads")
+    check_head_range(heads)
+
+
+def check_head_range(heads: np.ndarray) -> None:
+    """``heads`` (n,): each a 1-based head word in 0..n (0 = root) and not the word itself; raises ValueError naming the
+    first bad word. Cycles are not checked."""
+    n = len(heads)
     bad = np.flatnonzero((heads < 0) | (heads > n))
     if len(bad):
         w = int(bad[0])
