@@ -153,7 +153,8 @@ def test_per_system_data_overrides_are_recipe_fields(tmp_path):
     assert changed.digest() != paper.digest()  # its own data folder
     with pytest.raises(RunError, match=r"data overrides \['nope'\] are not recipe fields"):
         rep.recipe(DS, System("x", "c.args", None, data=(("nope", 1),)))
-    smoke = Reproduction(Options("distance_table1", work_dir=tmp_path, smoke=True, synthetic=True), log=lambda m: None)
+    # a smoke run on real text keeps a system's setting (the synthetic stand-in: test_a_synthetic_smoke_leaves_out_…)
+    smoke = Reproduction(Options("distance_table1", work_dir=tmp_path, smoke=True, raw_dir=tmp_path), log=lambda m: None)
     assert smoke.recipe(DS) is None and smoke.recipe(DS, System("x", "c", None, data=(("langid", True),))).langid is True
 
 
@@ -259,3 +260,29 @@ def test_summary_pairs_seed_k_with_seed_k_and_keeps_ribes(tmp_path):
               for k in (2, 1)]
     assert got["p_values"] == expect and max(expect) < 0.01  # seed 3 has no baseline run: not tested
     assert "p_values" not in outcomes[(row.dataset.key, base)]
+
+
+def test_a_synthetic_smoke_leaves_out_the_data_filters_the_stand_in_corpus_refuses(tmp_path):
+    """pascal_table5's "+ data filtering" system adds the language filter (Bugliarello & Okazaki 2020, Table 5). The
+    synthetic stand-in has a gold parse per line, which a filter would misalign (apply_recipe refuses it), so a
+    --smoke --synthetic run leaves the filter out and says so; other data settings (+MULTI-TASK's) stay, and a smoke
+    run on real text keeps the filter."""
+    from syntrans.prep.corpora import CORPORA
+    from syntrans.prep.recipe import Recipe, apply_recipe, refused_for
+
+    table = TABLES["pascal_table5"]
+    row = next(r for r in table.rows if any(s.name == "+ data filtering" for s in r.systems))
+    filtering = next(s for s in row.systems if s.name == "+ data filtering")
+    assert dict(filtering.data) == {"langid": True}
+    rep = Reproduction(Options("pascal_table5", work_dir=tmp_path, smoke=True, synthetic=True), log=lambda m: None)
+    assert rep.recipe(row.dataset, filtering) is None
+    assert any("+ data filtering's data setting langid=True left out" in n for n in rep.notes), rep.notes
+    synthetic = CORPORA["synthetic"].find_pair("src", "tgt")
+    with pytest.raises(Exception, match="gold parse for every line"):  # what the runner now avoids
+        apply_recipe(synthetic, Recipe(langid=True))
+    settings = {"langid": True, "max_len": 50, "lowercase": True, "multitask": True, "ratio": None}
+    assert refused_for(synthetic, settings) == ["langid", "max_len", "lowercase"]
+    multitask = next(s for r in TABLES["pascal_table1"].rows for s in r.systems if s.name == "MULTI-TASK")
+    assert rep.recipe(row.dataset, multitask) == Recipe(multitask=True)
+    real = Reproduction(Options("pascal_table5", work_dir=tmp_path, smoke=True, raw_dir=tmp_path), log=lambda m: None)
+    assert real.recipe(row.dataset, filtering) == Recipe(langid=True) and not real.notes

@@ -51,6 +51,18 @@ _BOOLS = ("lowercase", "aggressive_dashes", "normalize_punctuation", "remove_non
           "multitask")
 
 
+def refused_for(pair: PairData, settings: dict) -> list:
+    """The names among ``settings`` (recipe field → value) that :func:`apply_recipe` refuses for ``pair``: text
+    settings for a corpus that comes tokenized, filters for one with a gold parse per line."""
+    bad = []
+    for name, value in settings.items():
+        if not pair.tokenize and name in _TEXT_SETTINGS and value:
+            bad.append(name)
+        elif pair.gold_parses and name in _DROPPING_SETTINGS and value not in (None, False):
+            bad.append(name)
+    return bad
+
+
 def _whole(name: str, value, allow_off: bool = False) -> None:
     if value is None or (allow_off and value == OFF):
         return

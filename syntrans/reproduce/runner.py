@@ -199,6 +199,17 @@ class Reproduction:
             if bad:
                 raise RunError(f"{self.runs.key} {ds.key} {system.name}: data overrides {bad} are not recipe fields "
                                f"({', '.join(sorted(known))})")
+            if self.opts.smoke and self.opts.synthetic:
+                from ..prep.corpora import CORPORA
+                from ..prep.recipe import refused_for
+
+                # the stand-in corpus comes tokenized with a gold parse per line: no text setting or filter applies
+                refused = refused_for(CORPORA["synthetic"].find_pair("src", "tgt"), overrides)
+                for name in refused:
+                    self.notes.append(f"smoke --synthetic: {system.name}'s data setting {name}={overrides.pop(name)!r} "
+                                      f"left out (the synthetic corpus has a gold parse per line and comes tokenized)")
+                if not overrides:
+                    return recipe
             recipe = dataclasses.replace(recipe or Recipe(), **overrides)
         return recipe
 
