@@ -14,6 +14,7 @@ from syntrans.data.features import FEATURES
 from syntrans.mechanisms.distance import DistanceHeads
 from syntrans.mechanisms.gate import SyntaxGate
 from syntrans.mechanisms.sla import DEFAULT_THRESHOLD, SlaHeads, tree_window, window_log_mask
+from syntrans.modules.blocks import LogMaskHeads
 from syntrans.syntax.dependency_paths import NO_PATH, subword_path_lengths, word_path_lengths
 
 C, H = 16, 4
@@ -293,6 +294,7 @@ def test_flex_score_modification_equals_the_explicit_path():
 def test_log_mask_heads_without_their_input_name_it(block, message):
     """SLA and distance-mask heads share one additive log-mask block: without the side's log M, both the fused bias
     and flex attention's score modification say which heads and which input."""
+    assert isinstance(block, LogMaskHeads) and block.additive  # one block class serves both (docs/layout.md)
     inputs = side_inputs(torch.zeros(2, 5, dtype=torch.bool))
     for call in (lambda: block.bias(inputs, torch.float32), lambda: block.score_mod(inputs)):
         with pytest.raises(ValueError, match=re.escape(message)):

@@ -200,16 +200,14 @@ def apply_recipe(pair: PairData, recipe: Recipe | None) -> PairData:
     if recipe is None or recipe.is_empty():
         return pair
     langs = "-".join(pair.langs)
-    if not pair.tokenize:
-        bad = [n for n in _TEXT_SETTINGS if getattr(recipe, n)]
-        if bad:
-            raise PrepError(f"recipe {', '.join(bad)}: the {langs} text comes tokenized (and parsed) already, so it "
-                            f"cannot be changed; expected these settings unset or False for it")
-    if pair.gold_parses:
-        bad = [n for n in _DROPPING_SETTINGS if getattr(recipe, n) not in (None, False)]
-        if bad:
-            raise PrepError(f"recipe {', '.join(bad)}: the {langs} corpus has a gold parse for every line, which a "
-                            f"filter would misalign; expected no filter for it")
+    refused = refused_for(pair, {n: getattr(recipe, n) for n in _TEXT_SETTINGS + _DROPPING_SETTINGS})
+    bad = [n for n in refused if n in _TEXT_SETTINGS]
+    if bad:
+        raise PrepError(f"recipe {', '.join(bad)}: the {langs} text comes tokenized (and parsed) already, so it "
+                        f"cannot be changed; expected these settings unset or False for it")
+    if refused:
+        raise PrepError(f"recipe {', '.join(refused)}: the {langs} corpus has a gold parse for every line, which a "
+                        f"filter would misalign; expected no filter for it")
     changes = {}
     for name in ("lowercase", "aggressive_dashes", "normalize_punctuation", "remove_non_printing", "langid",
                  "train_limit", "bpe_ops", "joint", "word_vocab", "multitask"):

@@ -199,15 +199,18 @@ class Reproduction:
             if bad:
                 raise RunError(f"{self.runs.key} {ds.key} {system.name}: data overrides {bad} are not recipe fields "
                                f"({', '.join(sorted(known))})")
-            if self.opts.smoke and self.opts.synthetic:
+            request = self._data_request(ds)
+            if self.opts.smoke and not isinstance(request, str):
                 from ..prep.corpora import CORPORA
                 from ..prep.recipe import refused_for
 
-                # the stand-in corpus comes tokenized with a gold parse per line: no text setting or filter applies
-                refused = refused_for(CORPORA["synthetic"].find_pair("src", "tgt"), overrides)
-                for name in refused:
-                    self.notes.append(f"smoke --synthetic: {system.name}'s data setting {name}={overrides.pop(name)!r} "
-                                      f"left out (the synthetic corpus has a gold parse per line and comes tokenized)")
+                # a smoke run's stand-in corpus may refuse a setting the paper's corpus takes (the synthetic one comes
+                # tokenized with a gold parse per line: no text setting or filter applies): left out, and said
+                corpus, src, tgt = request[:3]
+                for name in refused_for(CORPORA[corpus].find_pair(src, tgt), overrides):
+                    value = overrides.pop(name)
+                    self.notes.append(f"smoke: {system.name}'s data setting {name}={value!r} left out ({corpus} "
+                                      f"{src}-{tgt} cannot take it)")
                 if not overrides:
                     return recipe
             recipe = dataclasses.replace(recipe or Recipe(), **overrides)
