@@ -40,9 +40,14 @@ def test_train_resume_generate(tiny_data, tmp_path):
     # the checkpoint loads with torch's safe loader (syntrans imported; no unsafe switch)
     state = torch.load(save / "checkpoint_last.pt", weights_only=True, map_location="cpu")
     assert state["extra_state"]["train_iterator"]["epoch"] >= 1
-    model_cfg = state["cfg"]["model"]  # the typed config, nested per mechanism, its layer lists lists of ints
-    assert model_cfg["distance"]["heads"] == 2 and model_cfg["distance"]["layers"] == [0]
-    assert model_cfg["encoder"]["embed_dim"] == 32 and model_cfg["preset"] == "distance_transformer_iwslt_de_en"
+    # the command line's config as fairseq keeps it (flat, as for its own Transformer), every mechanism field at its
+    # resolved value; read through the config's one adapter: the typed config, layer lists lists of ints
+    from syntrans.models.config import model_config
+
+    assert state["cfg"]["model"].distance_layers == [0]
+    model_cfg = model_config(state["cfg"]["model"])
+    assert model_cfg.distance.heads == 2 and model_cfg.distance.layers == [0]
+    assert model_cfg.encoder.embed_dim == 32 and model_cfg.preset == "distance_transformer_iwslt_de_en"
 
 
 @pytest.mark.parametrize("name", ["distance_transformer_iwslt_de_en", "syntax_transformer"])

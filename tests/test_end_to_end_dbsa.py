@@ -98,8 +98,8 @@ def test_checkpoint_rebuilds_with_trained_u(name, tiny_data, trained):
         assert (U[0] - eye).abs().max() > 1e-4, (key, U)
 
     # the model asks for no feature; it reads the parents where the split has them
-    assert model.syntax_features() == set()
-    assert model.optional_syntax_features() == {"src_parent_chain", "tgt_parent_chain"}
+    assert model.syntax_needs().required == set()
+    assert model.syntax_needs().optional == {"src_parent_chain", "tgt_parent_chain"}
 
 
 @pytest.mark.parametrize("name", list(PRESETS))

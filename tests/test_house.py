@@ -287,18 +287,6 @@ def test_module_of():
 
 #: the core packages: everything a method could be spread over
 CORE = ("models", "modules", "data", "tasks", "criterions", "mechanisms")
-#: how each method is named in code, comments and messages (its identifiers, flags and names)
-METHOD_NAMES = {
-    "distance-mask": r"distance[-_ ]mask|\bdistance_(layers|heads|tau|hard)\b|--distance-|\bDistance(Mask|Heads)\b|\"distance\"",
-    "gate": r"\bgat(e|ed|es|ing)\b|\bGate\b|SyntaxGate",
-    "PASCAL": r"\bpascal",
-    "LISA": r"\blisa",
-    "DBSA": r"\bdbsa",
-    "SyncAttn": r"\bsync",
-    "NSD": r"\bnsd",
-    "SLA": r"\bsla(\b|_)|\bSla(Heads|Config)\b",
-    "S&H": r"S&H|sennrich|\bsource_labels\b|\bSourceLabel|--labels-|\blabels_(input|embed_dim)\b",
-}
 #: the files that loop over mechanisms (the attention, the layers, encoder, decoder, model, config, plan, dataset,
 #: task, criterion): a method named there would spread it again
 GENERIC = ("syntrans/modules/", "syntrans/tasks/", "syntrans/criterions/", "syntrans/mechanisms/base.py",
@@ -308,47 +296,97 @@ GENERIC = ("syntrans/modules/", "syntrans/tasks/", "syntrans/criterions/", "synt
            "syntrans/data/feature_range.py")
 
 
-def files_naming(pattern: str):
-    """The core files whose text matches ``pattern`` (case-insensitive), from the repository root."""
+def identifier_words(name: str):
+    """An identifier's words: ``_gated_fused`` → gated, fused; ``PascalHeads`` → pascal, heads."""
     import re
 
-    out = []
-    for path in package_sources():
-        name = str(path.relative_to(ROOT))
-        if name.split("/")[1] in CORE and re.search(pattern, path.read_text(encoding="utf-8"), re.IGNORECASE):
-            out.append(name)
+    return [w.lower() for part in name.split("_") for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", part)]
+
+
+@functools.lru_cache(maxsize=None)
+def method_names():
+    """Each registered mechanism's names, from the registry: (identifier words: its key and the key's inflections,
+    for the code; a pattern for text: its title's name, its flags and flat option names, its quoted key, the
+    classes its module exports)."""
+    import dataclasses
+    import re
+    import sys
+
+    from syntrans.mechanisms.registry import MECHANISMS
+
+    out = {}
+    for M in MECHANISMS:
+        module = sys.modules[M.__module__]
+        classes = {c for c in getattr(module, "__all__", ()) if c[:1].isupper()} | {M.__name__, M.Config.__name__}
+        fields = "|".join(f.name for f in dataclasses.fields(M.Config))
+        title = re.escape(M.title.split(" (")[0].lstrip("+"))
+        text = [rf"(?<![\w&]){title}(?![\w&])", rf"--{M.key}-", rf"\b{M.key}_({fields})\b", rf"['\"]{M.key}['\"]"]
+        text += [rf"\b{c}\b" for c in sorted(classes)]
+        words = {M.key, M.key + "s", M.key + "d", M.key + "ed"}
+        out[M.key] = (words, re.compile("|".join(text), re.IGNORECASE))
     return out
 
 
-@pytest.mark.parametrize("method", list(METHOD_NAMES))
-def test_a_method_lives_in_few_core_files(method):
-    found = files_naming(METHOD_NAMES[method])
-    assert found, f"{method} is named nowhere: its pattern is stale"
-    assert len(found) <= 5, f"{method} is named in {len(found)} core files: {found}"
+def naming(path: Path, key: str, words: bool = True):
+    """The lines of ``path`` that name mechanism ``key``: an identifier, string or comment with one of its names
+    (:func:`method_names`), or, with ``words``, an identifier with one of its key's words (``_gated_fused``; in the
+    files that loop over mechanisms, where even a key that is an ordinary word, such as ``labels``, is out of
+    place)."""
+    import io
+    import tokenize
+
+    key_words, text = method_names()[key]
+    lines = set()
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+        if tok.type == tokenize.NAME and words and key_words & set(identifier_words(tok.string)):
+            lines.add(tok.start[0])
+        elif tok.type in (tokenize.NAME, tokenize.STRING, tokenize.COMMENT) and text.search(tok.string):
+            lines.add(tok.start[0])
+    return sorted(lines)
+
+
+def core_files_naming(key: str):
+    return [str(path.relative_to(ROOT)) for path in package_sources()
+            if str(path.relative_to(ROOT)).split("/")[1] in CORE and naming(path, key, words=False)]
+
+
+def registry_keys():
+    from syntrans.mechanisms.registry import MECHANISMS
+
+    return [M.key for M in MECHANISMS]
+
+
+@pytest.mark.parametrize("key", registry_keys())
+def test_a_method_lives_in_few_core_files(key):
+    found = core_files_naming(key)
+    assert found, f"{key} is named nowhere: its names are stale"
+    assert len(found) <= 5, f"{key} is named in {len(found)} core files: {found}"
     assert "syntrans/mechanisms/registry.py" in found and "syntrans/models/presets.py" in found
 
 
 def test_the_loops_over_mechanisms_name_none():
-    import re
-
-    for method, pattern in METHOD_NAMES.items():
+    for key in registry_keys():
         for path in package_sources():
             name = str(path.relative_to(ROOT))
             if name.startswith(GENERIC):
-                hits = [i + 1 for i, line in enumerate(path.read_text(encoding="utf-8").splitlines())
-                        if re.search(pattern, line, re.IGNORECASE)]
-                assert not hits, f"{name} names {method} on line(s) {hits}"
+                hits = naming(path, key)
+                assert not hits, f"{name} names the mechanism {key!r} on line(s) {hits}"
 
 
-def test_the_name_patterns_can_fail():
-    """Each pattern finds its method where it is certainly named, and the generic-file check would see it."""
-    import re
+def test_the_names_can_fail(tmp_path):
+    """Each mechanism's names are found where it is certainly named, in code and in text, the way a generic file
+    would show them (a method's name inside an identifier of the attention's, a flag in a comment, its title in a
+    message, its class); ordinary words that contain a name are not."""
+    import dataclasses
 
-    samples = {"distance-mask": "--distance-heads 4", "gate": "the gate values", "PASCAL": "PASCAL heads",
-               "LISA": "a LISA head", "DBSA": "DBSA heads", "SyncAttn": "SyncAttn's loss", "NSD": "NSD input",
-               "S&H": "the +S&H baseline", "SLA": "--sla-threshold 2"}
-    for method, text in samples.items():
-        assert re.search(METHOD_NAMES[method], text, re.IGNORECASE), method
-    assert not re.search(METHOD_NAMES["gate"], "propagate the aggregate", re.IGNORECASE)
-    assert not re.search(METHOD_NAMES["LISA"], "our normalisation", re.IGNORECASE)
-    assert not re.search(METHOD_NAMES["SLA"], "a slash or a slack", re.IGNORECASE)
+    from syntrans.mechanisms.registry import MECHANISMS
+
+    path = tmp_path / "sample.py"
+    for M in MECHANISMS:
+        flag = f"--{M.key}-{dataclasses.fields(M.Config)[0].name.replace('_', '-')}"
+        for source in (f"def _{M.key}ed_fused(x):\n    return x\n", f"x = 1  # see {flag}\n",
+                       f"raise ValueError({M.title!r})\n", f"{M.__name__} = None\n"):
+            path.write_text(source)
+            assert naming(path, M.key) == [1], (M.key, source)
+    path.write_text('def propagate(aggregate, translation):\n    """our normalisation of a slash and the labelset"""\n')
+    assert all(naming(path, key) == [] for key in registry_keys())

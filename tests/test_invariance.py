@@ -170,12 +170,12 @@ def test_features_padded_like_tokens(built, padding):
     """Every syntax feature (all of ``FEATURES`` requested at once), collated: each sentence's values sit in the
     columns of its tokens (source and target padded as ``padding`` says), token positions shifted by the sentence's
     left padding, the feature's pad value elsewhere; the tokens themselves too."""
-    from syntrans.data.features import FEATURES
+    from syntrans.data.features import FEATURES, FeatureNeeds
     from syntrans.data.syntax_dataset import SyntaxPairDataset
 
     task, _ = built("transformer")
     base = padded(task, padding)
-    ds = SyntaxPairDataset(base.dataset, base.src_side, base.tgt_side, set(FEATURES))
+    ds = SyntaxPairDataset(base.dataset, base.src_side, base.tgt_side, FeatureNeeds(required=set(FEATURES)))
     items = {i: ds[i] for i in pick(ds)}
     mixed = ds.collater(list(items.values()))
     pad = task.source_dictionary.pad()

@@ -13,7 +13,7 @@ from helpers import side_inputs, syntax_attention
 from syntrans.mechanisms.distance import DistanceHeads
 from syntrans.mechanisms.lisa import Lisa, LisaConfig, LisaHead, parent_l2_loss, parent_loss
 from syntrans.mechanisms.plan import SyntaxPlan
-from syntrans.models.config import syntax_config
+from syntrans.models.config import model_config
 from syntrans.models.syntax_transformer import model_shape
 
 C, H = 16, 4
@@ -30,7 +30,7 @@ def small_config(**flat):
     """The typed config of a 2-layer, H-head, C-dimensional model with these flat (command-line form) fields."""
     import argparse
 
-    return syntax_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=H,
+    return model_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=H,
                                             decoder_attention_heads=H, encoder_embed_dim=C, decoder_embed_dim=C, **flat))
 
 
@@ -271,8 +271,8 @@ def test_bad_lisa_loss_is_refused_naming_the_flag_and_value():
         SyntaxPlan(cfg, model_shape(cfg))
     cfg = small_config(lisa_layers="1", lisa_loss="l2")
     plan = SyntaxPlan(cfg, model_shape(cfg))
-    assert plan.blocks("encoder", 0, D) == []
-    (block,) = plan.blocks("encoder", 1, D)
+    assert plan.sides["encoder"].layer(0).blocks(D) == []
+    (block,) = plan.sides["encoder"].layer(1).blocks(D)
     assert isinstance(block, LisaHead) and block.loss == "l2"
 
 

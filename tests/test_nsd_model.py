@@ -77,10 +77,20 @@ def test_default_nsd_embedding_is_the_model_dimension():
     assert NsdInput("add", dim, 4, v_min=-2, v_max=3).embed.weight.shape[1] == dim
     assert NsdInput("linear", dim, 4, v_min=-2, v_max=3).embed.weight.shape[1] == 4
     assert NsdInput("concat", dim, 4, v_min=-2, v_max=3).embed.weight.shape[1] == 4
+    with pytest.raises(ValueError, match="--nsd-embed-dim"):  # checked where the mechanism's options are
+        nsd_plan(dim, nsd_src_input="concat", nsd_embed_dim=dim)
     with pytest.raises(ValueError, match="--nsd-embed-dim"):
-        NsdInput("concat", dim, dim, v_min=-2, v_max=3)
-    with pytest.raises(ValueError, match="--nsd-embed-dim"):
-        NsdInput("linear", dim, -1, v_min=-2, v_max=3)
+        nsd_plan(dim, nsd_src_input="linear", nsd_embed_dim=-1)
+
+
+def nsd_plan(dim, **flat):
+    """The plan (every option checked) of a model of dimension ``dim`` with source NSD values in -2..3 and ``flat``."""
+    import argparse
+
+    from syntrans.models.config import model_config
+
+    return model_config(argparse.Namespace(encoder_embed_dim=dim, decoder_embed_dim=dim, nsd_src_min=-2, nsd_src_max=3,
+                                           **flat)).plan
 
 
 @pytest.mark.fast
@@ -177,7 +187,7 @@ def test_dist_loss_as_printed_equals_a_double_loop():
     assert float(dist) == pytest.approx(printed_dist_by_loops(logits, values, v_min, v_max), rel=1e-5)
     assert float(dist) > float(dist_ours)
     with pytest.raises(ValueError, match="--nsd-dist-norm must be one of sentence, printed, found 'mean'"):
-        nsd_losses(logits, values, v_min, v_max, "mean")
+        nsd_plan(C, nsd_src_output=True, nsd_dist_norm="mean")
 
 
 @pytest.mark.parametrize("norm", ["sentence", "printed"])
@@ -224,14 +234,14 @@ def test_presets_set_only_their_sides_fields(arch, want):
     from fairseq.models import ARCH_CONFIG_REGISTRY
 
     from syntrans.mechanisms.registry import MECHANISMS
-    from syntrans.models.config import flat_items, syntax_config
+    from syntrans.models.config import model_config
 
     def fields(args):
         """Every field of the typed config the preset leaves, the mechanism groups' as flat ``<group>_<field>``."""
-        typed = syntax_config(args)
+        typed = model_config(args)
         groups = {M.key for M in MECHANISMS} | {"preset"}
         return typed, {**{f.name: getattr(typed, f.name) for f in dataclasses.fields(typed) if f.name not in groups},
-                       **flat_items(typed)}
+                       **{f"{M.key}_{k}": v for M in MECHANISMS for k, v in dataclasses.asdict(getattr(typed, M.key)).items()}}
 
     bare = argparse.Namespace()
     ARCH_CONFIG_REGISTRY["nsd_transformer"](bare)
@@ -242,7 +252,7 @@ def test_presets_set_only_their_sides_fields(arch, want):
     changed = {k: v for k, v in arch_fields.items() if bare_fields[k] != v}
     assert changed == want
     assert typed.preset == arch
-    assert {k: v for k, v in args.nsd.value.items() if f"nsd_{k}" in want} == {k[4:]: v for k, v in want.items()}
+    assert {k: getattr(args, k) for k in want} == want  # the preset's own flat settings, nothing else
     nsd = typed.nsd
     assert (nsd.kind, nsd.spe_lambda, nsd.ce_weight, nsd.dist_weight) == ("dD", 40.0, 1.0, 1.0)
 
@@ -383,8 +393,8 @@ def test_bad_nsd_settings_are_refused(tiny_data, arch, extra, message):
 
 def test_source_only_model_reads_only_source_features(tiny_data):
     task, model, _ = nsd_model(tiny_data, "nsd_src_transformer_base")
-    assert model.syntax_features() == {"src_nsd_dD"}
-    assert model.optional_syntax_features() == {"src_nsd_dD"}
+    assert model.syntax_needs().required == {"src_nsd_dD"}
+    assert model.syntax_needs().optional == {"src_nsd_dD"}
     nsd_plan = next(m for m in model.plan.mechanisms if m.key == "nsd")
     assert nsd_plan.sides["encoder"].active and not nsd_plan.sides["decoder"].active
     assert not hasattr(model.decoder, "nsd") and model.decoder.project_in_dim is None

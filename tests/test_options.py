@@ -17,7 +17,7 @@ from syntrans.mechanisms.registry import MECHANISMS
 from syntrans.mechanisms.sla import SlaConfig
 from syntrans.mechanisms.source_labels import LabelsConfig
 from syntrans.mechanisms.sync_attn import SyncAttnConfig
-from syntrans.models.config import syntax_config
+from syntrans.models.config import model_config
 from syntrans.models.presets import set_fields
 from syntrans.models.syntax_transformer import model_shape
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
@@ -30,7 +30,7 @@ DECLARED = {"distance": DistanceMaskConfig, "pascal": PascalConfig, "lisa": Lisa
 def plan_of(layers=2, heads=4, **flat):
     """The SyntaxPlan of a model with ``layers`` encoder and decoder layers of ``heads`` heads and these flat
     (command-line form) fields."""
-    cfg = syntax_config(argparse.Namespace(encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=heads,
+    cfg = model_config(argparse.Namespace(encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=heads,
                                            decoder_attention_heads=heads, **flat))
     return SyntaxPlan(cfg, model_shape(cfg))
 
@@ -39,7 +39,7 @@ def plan_of(layers=2, heads=4, **flat):
 def test_missing_or_none_values_take_the_declared_defaults():
     assert {M.key: M.Config for M in MECHANISMS} == DECLARED  # every mechanism's group is checked below
     args = argparse.Namespace(distance_layers="0", distance_heads=3, nsd_src_min=None, gate_hidden=None)
-    cfg = syntax_config(args)
+    cfg = model_config(args)
     assert cfg.distance.layers == [0] and cfg.distance.heads == 3
     assert cfg.gate.hidden == GateConfig().hidden and cfg.nsd.src_min is None
     got = {(key, n): v for key in DECLARED for n, v in dataclasses.asdict(getattr(cfg, key)).items()}
@@ -55,20 +55,19 @@ def test_presets_set_only_what_is_not_given():
     args = argparse.Namespace(distance_heads=1)
     set_fields(args, distance_layers="0", distance_heads=4)
     assert args.distance_layers == "0" and args.distance_heads == 1  # the flag wins over the preset
-    cfg = syntax_config(args)
+    cfg = model_config(args)
     assert cfg.distance.layers == [0] and cfg.distance.heads == 1
     assert cfg.nsd.dist_weight == NsdConfig().dist_weight  # the rest: the declared defaults
-    nested = argparse.Namespace(distance={"heads": 2})  # a field given in its group's nested form is given too
-    set_fields(nested, distance_layers="0", distance_heads=4)
-    assert nested.distance_layers == "0" and not hasattr(nested, "distance_heads")
-    assert (syntax_config(nested).distance.layers, syntax_config(nested).distance.heads) == ([0], 2)
+    nested = argparse.Namespace(distance={"heads": 2})  # a field given in its group's nested form is given too:
+    set_fields(nested, distance_layers="0", distance_heads=4)  # the nested value wins over the preset's flat one
+    assert (model_config(nested).distance.layers, model_config(nested).distance.heads) == ([0], 2)
 
 
 @pytest.mark.fast
 @pytest.mark.parametrize("flat, want", [("0,2", [0, 2]), ("2", [2]), ("[0, 1]", [0, 1]), ("all", [0, 1, 2]), ("", []),
                                         ("-1", [-1])])
 def test_flat_layer_strings_become_lists_of_ints(flat, want):
-    cfg = syntax_config(argparse.Namespace(encoder_layers=3, decoder_layers=2, distance_layers=flat))
+    cfg = model_config(argparse.Namespace(encoder_layers=3, decoder_layers=2, distance_layers=flat))
     assert cfg.distance.layers == want and all(type(x) is int for x in cfg.distance.layers)
 
 
@@ -78,9 +77,10 @@ def test_negative_layer_numbers_count_from_the_last_layer():
     from syntrans.mechanisms.layer_lists import resolve_layers
 
     assert resolve_layers([-1], 6, "--lisa-layers") == [5]
-    assert resolve_layers("0,-1", 6, "--lisa-layers") == [0, 5]
-    assert resolve_layers([-6, 0], 6, "--lisa-layers") == [0]
-    cfg = syntax_config(argparse.Namespace(encoder_layers=3, decoder_layers=2, dbsa_decoder_layers="-1"))
+    assert resolve_layers([0, -1], 6, "--lisa-layers") == [0, 5]
+    with pytest.raises(ValueError, match=r"--lisa-layers: layer 0 is named twice in \[-6, 0\]"):
+        resolve_layers([-6, 0], 6, "--lisa-layers")
+    cfg = model_config(argparse.Namespace(encoder_layers=3, decoder_layers=2, dbsa_decoder_layers="-1"))
     assert cfg.dbsa.decoder_layers == [-1]  # kept as given in the config; resolved against the side's own depth
     for bad in ([-7], [6]):
         with pytest.raises(ValueError, match=r"--lisa-layers: layers must lie in 0\.\.5 .* found -?\d"):
@@ -89,7 +89,7 @@ def test_negative_layer_numbers_count_from_the_last_layer():
 
 @pytest.mark.fast
 def test_all_means_every_layer_of_its_own_side():
-    cfg = syntax_config(argparse.Namespace(encoder_layers=3, decoder_layers=2, dbsa_encoder_layers="all",
+    cfg = model_config(argparse.Namespace(encoder_layers=3, decoder_layers=2, dbsa_encoder_layers="all",
                                            dbsa_decoder_layers="all", gate_layers="all"))
     assert cfg.dbsa.encoder_layers == [0, 1, 2] and cfg.dbsa.decoder_layers == [0, 1]
     assert cfg.gate.layers == [0, 1, 2]
@@ -104,7 +104,7 @@ def test_all_means_every_layer_of_its_own_side():
                                            "--pascal-sigma"),
                                           ({"gate_layers": "0", "gate_mode": "mean"}, "--gate-mode")])
 def test_bad_values_are_refused_where_the_object_is_built(values, flag):
-    cfg = syntax_config(argparse.Namespace(**values))  # read as given ...
+    cfg = model_config(argparse.Namespace(**values))  # read as given ...
     with pytest.raises(ValueError, match=flag):  # ... and refused when the model's mechanisms are built
         SyntaxPlan(cfg, model_shape(cfg))
 
@@ -127,14 +127,15 @@ def test_layers_and_heads_are_checked_against_the_model():
         plan_of(2, 4, pascal_layers="0", pascal_heads=5)
     plan = plan_of(3, 4, distance_layers="0,1", distance_heads=1, lisa_layers="1", gate_layers="1")
     C, H = 16, 4
-    assert plan.block_keys("encoder", 2) == () and plan.mixer("encoder", 2, C, H) is None
+    encoder = plan.sides["encoder"]
+    assert plan.block_keys("encoder", 2) == () and encoder.layer(2).mixer(C, H) is None
     layer0 = {m.key: n for m, n in plan.heads["encoder", 0]}
     layer1 = {m.key: n for m, n in plan.heads["encoder", 1]}
-    assert (layer0.get("distance", 0), layer0.get("lisa", 0), plan.mixer("encoder", 0, C, H)) == (1, 0, None)
+    assert (layer0.get("distance", 0), layer0.get("lisa", 0), encoder.layer(0).mixer(C, H)) == (1, 0, None)
     assert plan.block_keys("encoder", 1) == ("distance", "lisa") and (layer1["distance"], layer1["lisa"]) == (1, 1)
-    gate = plan.mixer("encoder", 1, C, H)
+    gate = encoder.layer(1).mixer(C, H)
     assert isinstance(gate, SyntaxGate) and gate.fc1.out_features == GateConfig().hidden
-    attn = SyntaxMultiheadAttention(C, H, self_attention=True, blocks=plan.blocks("encoder", 1, C // H), mixer=gate)
+    attn = SyntaxMultiheadAttention(C, H, self_attention=True, blocks=encoder.layer(1).blocks(C // H), mixer=gate)
     assert attn.syntax_heads == 2 and attn.block_keys == ("distance", "lisa") and attn.mixer is gate
 
 
@@ -174,4 +175,4 @@ def test_target_embedding_mechanism_needs_embeddings_as_wide_as_the_decoder(tiny
     narrow = nn.Embedding(len(model.decoder.dictionary), 16, padding_idx=model.decoder.padding_idx)
     with pytest.raises(ValueError, match=r"NSD .* changes the target embeddings .* \(--decoder-embed-dim\).* found "
                                          r"target embeddings of 16 and a decoder of 32"):
-        SyntaxTransformerDecoder(model.cfg, model.plan, model.decoder.dictionary, narrow)
+        SyntaxTransformerDecoder(model.cfg, model.plan.sides["decoder"], model.decoder.dictionary, narrow)

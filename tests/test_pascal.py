@@ -9,11 +9,9 @@ import torch
 from fairseq.modules import MultiheadAttention
 from helpers import side_inputs, syntax_attention
 
-from syntrans.mechanisms.distance import DistanceHeads
-from syntrans.mechanisms.lisa import LisaHead
 from syntrans.mechanisms.pascal import PascalConfig, PascalHeads, PascalInputs, ignore_parents, pascal_weights
 from syntrans.mechanisms.plan import SyntaxPlan
-from syntrans.models.config import syntax_config
+from syntrans.models.config import model_config
 from syntrans.models.syntax_transformer import model_shape
 from syntrans.syntax import subword_parents
 
@@ -301,13 +299,13 @@ def test_ablation_flags_reach_the_heads_and_the_weights():
     """--pascal-op and --pascal-weights (flat config) build heads that add and inputs with parent-only weights; a
     bad value is refused naming its flag."""
     def plan(**flat):
-        cfg = syntax_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        cfg = model_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
                                                decoder_attention_heads=4, encoder_embed_dim=C, decoder_embed_dim=C,
                                                pascal_layers="0", pascal_heads=2, **flat))
         return SyntaxPlan(cfg, model_shape(cfg))
 
     p = plan(pascal_op="add", pascal_weights="parent-only", pascal_sigma=2.0)
-    block = next(b for b in p.blocks("encoder", 0, C // 4) if isinstance(b, PascalHeads))
+    block = next(b for b in p.sides["encoder"].layer(0).blocks(C // 4) if isinstance(b, PascalHeads))
     assert block.op == "add"
     mech = next(m for m in p.active if m.key == "pascal")
     parents = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
@@ -323,9 +321,7 @@ def test_ablation_flags_reach_the_heads_and_the_weights():
 
 @pytest.mark.fast
 def test_too_many_syntax_heads_is_a_clear_error():
-    with pytest.raises(ValueError, match="a layer has 4 heads but its syntax blocks ask for 2 distance, 2 pascal, 1 lisa"):
-        syntax_attention(C, 4, blocks=[DistanceHeads(2), PascalHeads(2, 0.0), LisaHead(C // 4, "ce", False)])
-    cfg = syntax_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+    cfg = model_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
                                            decoder_attention_heads=4, encoder_embed_dim=C, decoder_embed_dim=C,
                                            distance_layers="0", distance_heads=2, pascal_layers="0", pascal_heads=2,
                                            lisa_layers="0"))

@@ -16,6 +16,7 @@ import pytest
 from syntrans.cli.preprocess import main as preprocess_main
 from syntrans.data import sidecars
 from syntrans.data.build_sidecars import SidecarError, build_side
+from syntrans.data.features import FeatureNeeds
 from syntrans.data.sidecars import Sidecar, sidecar_prefix
 from syntrans.data.syntax_dataset import complete_batches
 from syntrans.syntax.gaps import EOS_GAP, SENTENCE_BREAK, subword_gaps
@@ -103,7 +104,7 @@ def load(dest: Path, requests=("src_gaps",), split="train", left_pad_source=True
     cfg = SyntaxTranslationConfig(data=str(dest), source_lang="src", target_lang="tgt", train_subset="train",
                                   dataset_impl="mmap", required_seq_len_multiple=1, left_pad_source=left_pad_source)
     task = SyntaxTranslationTask.setup_task(cfg)
-    task.syntax_requests.update(requests)
+    task.syntax_needs = FeatureNeeds(required=set(requests))
     task.load_dataset(split)
     return task, task.dataset(split)
 
@@ -373,7 +374,7 @@ def test_missing_dist_for_src_gaps(fresh):
     assert "src_gaps" in msg and "dist" in msg and "source" in msg and "train" in msg and str(fresh) in msg
     # without the request the split loads; asking later fails on the first item read
     task, ds = load(fresh, requests=())
-    task.syntax_requests.add("src_gaps")
+    ds.request(FeatureNeeds(required={"src_gaps"}))
     with pytest.raises(FileNotFoundError) as e:
         ds[0]
     assert "src_gaps" in str(e.value) and "dist" in str(e.value) and "sentence 0" in str(e.value)

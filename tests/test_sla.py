@@ -330,11 +330,11 @@ def test_sla_heads_follow_the_other_heads_and_the_plan_checks_them():
     import argparse
 
     from syntrans.mechanisms.plan import SyntaxPlan
-    from syntrans.models.config import syntax_config
+    from syntrans.models.config import model_config
     from syntrans.models.syntax_transformer import model_shape
 
     def plan(**flat):
-        cfg = syntax_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        cfg = model_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
                                                decoder_attention_heads=4, encoder_embed_dim=C, decoder_embed_dim=C,
                                                **flat))
         return SyntaxPlan(cfg, model_shape(cfg))

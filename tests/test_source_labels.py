@@ -16,7 +16,7 @@ from helpers import build_task_and_model, first_batch
 from syntrans.cli.preprocess import main as preprocess_main
 from syntrans.data import sidecars
 from syntrans.data.build_sidecars import build_side
-from syntrans.data.features import FEATURES
+from syntrans.data.features import FEATURES, FeatureNeeds
 from syntrans.data.sidecars import Sidecar, sidecar_prefix
 from syntrans.hub.source_syntax import line_arrays
 from syntrans.syntax.deprels import N_LABELS, OTHER_LABEL, UD_RELATIONS, label_id, label_name
@@ -137,7 +137,7 @@ def load(dest: Path, requests=("src_dep_label",), left_pad_source=True):
     cfg = SyntaxTranslationConfig(data=str(dest), source_lang="src", target_lang="tgt", train_subset="train",
                                   dataset_impl="mmap", required_seq_len_multiple=1, left_pad_source=left_pad_source)
     task = SyntaxTranslationTask.setup_task(cfg)
-    task.syntax_requests.update(requests)
+    task.syntax_needs = FeatureNeeds(required=set(requests))
     task.load_dataset("train")
     return task.dataset("train")
 

@@ -30,9 +30,8 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, Trans
 from ..data.features import FEATURES
 from ..mechanisms.plan import SyntaxPlan
 from ..mechanisms.registry import MECHANISMS
-from ..models.config import syntax_config
+from ..models.config import model_config
 from ..models.layers import SyntaxDecoderLayer, SyntaxEncoderLayer
-from ..models.syntax_transformer import model_shape
 from ..modules.syntax_attention import SyntaxMultiheadAttention
 from .corpus import say
 from .measure import cpu_memory_events, running_peak
@@ -69,14 +68,14 @@ def cases(presets: List[str], dim: int, heads: int, ffn: int) -> List[Case]:
                                   encoder_attention_heads=heads, decoder_attention_heads=heads,
                                   encoder_ffn_embed_dim=ffn, decoder_ffn_embed_dim=ffn, arch=arch)
         ARCH_CONFIG_REGISTRY[arch](args)
-        cfg = syntax_config(args)
+        cfg = model_config(args)
         for M in MECHANISMS:
             group = getattr(cfg, M.key)
             if isinstance(getattr(group, "heads", None), int) and group.heads > heads:
                 group.heads = heads  # a preset's heads per layer that do not fit --heads: all of them
             for name, value in M.data_fields(group, lambda side, feature: (-8, 8)).items():
                 setattr(group, name, value)  # what would come from a training split: a value range
-        plan = SyntaxPlan(cfg, model_shape(cfg))
+        plan = cfg.plan
         for side in ("encoder", "decoder"):
             if not plan.heads[side, 0]:
                 continue
@@ -158,7 +157,7 @@ def build_pair(case: Case, part: str, device: str, seed: int, dtype: torch.dtype
     side = case.side
     torch.manual_seed(seed)
     C, H = int(cfg.encoder.embed_dim), int(cfg.encoder.attention_heads)
-    layer = case.plan.layer(side, case.layer, C, H)
+    layer = case.plan.sides[side].layer(case.layer)
     if part == "attention":
         stock = MultiheadAttention(C, H, dropout=float(cfg.attention_dropout), self_attention=True)
         ours = SyntaxMultiheadAttention(C, H, dropout=float(cfg.attention_dropout), self_attention=True, layer=layer)

@@ -6,8 +6,8 @@ in fairseq's registry, so later presets are benchmarked without touching this fi
 at the same dimensions (``--layers/--dim/--heads/--ffn`` override the presets' sizes), with the
 presets' own dropout, from the same seed, by the ``syntax_translation`` task, and all run on the same
 list of batches, collated once with every syntax feature any model asks for; each model is handed
-only the ``net_input`` keys it reads (tokens, lengths, previous output tokens and its own
-``syntax_features()`` and ``optional_syntax_features()``).
+only the ``net_input`` keys it reads (tokens, lengths, previous output tokens and the features of its
+``syntax_needs()``, required and optional).
 
 The stock ``transformer`` has attention dropout 0 while the presets have their own rates, and
 attention dropout alone costs time and memory; so, unless ``--no-matched-vanilla``, each preset whose
@@ -28,7 +28,9 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.models import ARCH_MODEL_INV_REGISTRY, ARCH_MODEL_REGISTRY
 
 from .. import plugin  # noqa: F401  (registers the task, the syntax_transformer presets and the criterion)
+from ..data.features import FeatureNeeds
 from ..mechanisms.registry import MECHANISMS
+from ..tasks.model_interface import SyntaxModel
 from .corpus import Corpus
 from .options import BenchError, BenchOptions
 
@@ -101,7 +103,7 @@ def plan_models(opts: BenchOptions, corpus: Corpus, archs: List[str]) -> List[di
         notes, extra = [], []
         ns, cfg = parse_model_args(opts, corpus, arch)
         for M in MECHANISMS:  # a preset's heads per layer that do not fit --heads: all of them
-            heads = cfg.model[M.key].get("heads")
+            heads = getattr(ns, f"{M.key}_heads", None)  # the preset's, on the command line's flat Namespace
             if isinstance(heads, int) and heads > opts.heads:
                 notes.append(f"{M.key} heads {heads} of the preset > --heads {opts.heads}: capped at {opts.heads}")
                 extra += [f"--{M.key}-heads", str(opts.heads)]
@@ -134,8 +136,8 @@ def build_models(opts: BenchOptions, corpus: Corpus, archs: List[str]):
         except ValueError as e:  # e.g. a preset with more syntax heads than --heads
             raise BenchError(f"{item['arch']} at --heads {opts.heads}: {e}") from None
         gen_model = copy.deepcopy(model)  # untrained copy: identical generation in every repetition
-        features = sorted(set().union(*(getattr(model, f, lambda: set())() for f in
-                                        ("syntax_features", "optional_syntax_features"))))
+        needs = model.syntax_needs() if isinstance(model, SyntaxModel) else FeatureNeeds()
+        features = sorted(needs.required | needs.optional)
         notes = [", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in zip(DROPOUTS, _dropouts(ns)))] + item["notes"]
         b = Bench(item["name"], model, gen_model, features, notes, arch=item["arch"], reference=item["reference"])
         b.params = sum(p.numel() for p in model.parameters())

@@ -2,7 +2,6 @@
 with torch's safe loader (the allow-list of :mod:`syntrans.checkpoints.safety`)."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import pickle
 from typing import Any, Dict, Optional, Tuple, Union
@@ -10,27 +9,10 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 from fairseq import checkpoint_utils
 
-from ..mechanisms.registry import MECHANISMS
-
 # the task, models and checkpoint allow-list are registered by ``syntrans/__init__.py`` (it imports the plugin
 # whenever fairseq imports), which runs before any module of this package
 
 PathLike = Union[str, os.PathLike]
-
-
-def nest_overrides(overrides: Dict[str, Any]) -> Dict[str, Any]:
-    """Overrides with a mechanism's fields given by their flat names (``lisa_gold_parents``) put into the nested form
-    (``{'lisa': {'gold_parents': …}}``), which fairseq applies to every checkpoint: to the typed config of today's and
-    beside the flat names of older ones (where the nested group wins)."""
-    out: Dict[str, Any] = {}
-    for name, value in overrides.items():
-        group = next((M for M in MECHANISMS if name.startswith(M.key + "_")
-                      and name[len(M.key) + 1:] in {f.name for f in dataclasses.fields(M.Config)}), None)
-        if group is None:
-            out[name] = value
-        else:
-            out.setdefault(group.key, {})[name[len(group.key) + 1:]] = value
-    return out
 
 
 def load_checkpoint(path: PathLike, data: PathLike, source_lang: Optional[str] = None, target_lang: Optional[str] = None,
@@ -38,10 +20,10 @@ def load_checkpoint(path: PathLike, data: PathLike, source_lang: Optional[str] =
     """(model, cfg, task) of the checkpoint ``path``: its model (the first of the ensemble) on ``device`` (default
     CUDA when available, else CPU), its config, and its task reading the dictionaries in ``data`` (a data-bin folder).
 
-    ``source_lang``/``target_lang`` default to the checkpoint's task config; ``overrides`` are more
-    ``arg_overrides`` (as fairseq-generate's ``--model-overrides``), a mechanism's fields nested
-    (``{'lisa': {'gold_parents': True}}``) or by their flat names (``lisa_gold_parents``,
-    :func:`nest_overrides`). Building the model fills the
+    ``source_lang``/``target_lang`` default to the checkpoint's task config; ``overrides`` are the model's
+    overrides as fairseq-generate's ``--model-overrides`` takes them, a mechanism's fields nested
+    (``{'lisa': {'gold_parents': True}}``) or by their flat names (``lisa_gold_parents``); the model applies them
+    through its config's one adapter. Building the model fills the
     ``syntax_translation`` task's requests (the features the model asks for). Errors name the file:
     FileNotFoundError for a missing checkpoint, data folder or dictionary, ValueError for a file that does not load.
     """
@@ -52,7 +34,8 @@ def load_checkpoint(path: PathLike, data: PathLike, source_lang: Optional[str] =
     if not os.path.isdir(data):
         raise FileNotFoundError(f"{data}: no such data directory (expected a data-bin folder of fairseq-preprocess or "
                                 f"syntrans-preprocess with dict.*.txt, found {'a file' if os.path.exists(data) else 'nothing'})")
-    arg_overrides: Dict[str, Any] = {"data": data, **nest_overrides(overrides or {})}
+    # the model overrides reach the model's build as --model-overrides do (the task's common_eval.model_overrides)
+    arg_overrides: Dict[str, Any] = {"data": data, "model_overrides": repr(dict(overrides or {}))}
     if source_lang:
         arg_overrides["source_lang"] = source_lang
     if target_lang:

@@ -2,13 +2,13 @@
 
 A :class:`Feature` turns the word-level arrays of one sentence into one value per token of that
 sentence (EOS included), so that the collater can pad and offset it exactly like the tokens; a
-model asks for features by name (its ``syntax_features()``), and the batch carries each one under
+model asks for features by name (its ``syntax_needs()``), and the batch carries each one under
 that name in ``net_input``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Dict, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Set, Tuple
 
 import numpy as np
 import torch
@@ -23,6 +23,21 @@ from ..syntax.parents import subword_parents_array
 NO_PARENT = -1
 
 __all__ = ["BOS_NSD", "FEATURES", "Feature", "NO_NSD", "NO_PARENT"]  # the NSD fillers are defined in syntax.nsd_labels
+
+
+@dataclass
+class FeatureNeeds:
+    """Batch features (``net_input`` keys) by when they are needed: always (``required``), where the data has them
+    (``optional``), and the optional ones the training split must have (``training``: the auxiliary losses)."""
+
+    required: Set[str] = field(default_factory=set)
+    optional: Set[str] = field(default_factory=set)
+    training: Set[str] = field(default_factory=set)
+
+    def __or__(self, other: "FeatureNeeds") -> "FeatureNeeds":
+        return FeatureNeeds(self.required | other.required, self.optional | other.optional,
+                            self.training | other.training)
+
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """A LanguagePairDataset wrapper that adds the syntax features a model asks for to every batch."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch
 from fairseq.data import BaseWrapperDataset, data_utils
 
-from .features import FEATURES
+from .features import FEATURES, FeatureNeeds
 from .sidecars import Sidecar, how_to_write, validate_side
 
 
@@ -34,18 +34,23 @@ def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentenc
 
 
 class SyntaxPairDataset(BaseWrapperDataset):
-    """Wraps a LanguagePairDataset; features named in ``requests`` (shared with the task, filled when
-    the model is built) are read per item and padded in the collater exactly like their tokens, and so
-    are those in ``optional`` whose sidecars this split has (e.g. parents that only an auxiliary loss needs)."""
+    """Wraps a LanguagePairDataset; the features a model reads (``needs``, :class:`~syntrans.data.features.FeatureNeeds`:
+    given when the model is built, :meth:`request`) are read per item and padded in the collater exactly like their
+    tokens: the required ones, and the optional ones whose sidecars this split has (e.g. parents that only an
+    auxiliary loss needs)."""
 
-    def __init__(self, dataset, src_side: Dict[str, Sidecar], tgt_side: Dict[str, Sidecar], requests: Set[str],
-                 optional: Optional[Set[str]] = None):
+    def __init__(self, dataset, src_side: Dict[str, Sidecar], tgt_side: Dict[str, Sidecar],
+                 needs: Optional[FeatureNeeds] = None):
         super().__init__(dataset)
-        self.src_side, self.tgt_side, self.requests = src_side, tgt_side, requests
-        self.optional = optional if optional is not None else set()
+        self.src_side, self.tgt_side = src_side, tgt_side
+        self.needs = needs if needs is not None else FeatureNeeds()
         validate_side(src_side, np.asarray(dataset.src_sizes), "source")
         if dataset.tgt_sizes is not None:
             validate_side(tgt_side, np.asarray(dataset.tgt_sizes), "target")
+
+    def request(self, needs: FeatureNeeds) -> None:
+        """The features the model reads (a split loaded before the model was built hears them here)."""
+        self.needs = needs
 
     def __getattr__(self, name):  # e.g. .src, .tgt, .left_pad_source of the wrapped dataset
         if name == "dataset":
@@ -77,7 +82,7 @@ class SyntaxPairDataset(BaseWrapperDataset):
 
     def features(self) -> List[str]:
         """The features every item of this split carries: the requested ones and the optional ones it can build."""
-        return sorted(self.requests | {n for n in self.optional if self.missing(n) is None})
+        return sorted(self.needs.required | {n for n in self.needs.optional if self.missing(n) is None})
 
     def __getitem__(self, index):
         item = self.dataset[index]

@@ -14,6 +14,7 @@ import torch
 from fairseq.data import LanguagePairDataset
 
 from ..data.syntax_dataset import SyntaxPairDataset
+from ..tasks.syntax_translation import SyntaxTranslationTask
 
 
 def encode_source(task, pieces: List[str]) -> torch.Tensor:
@@ -33,6 +34,11 @@ def collate(task, src_tokens: List[torch.Tensor], side: Optional[Dict] = None) -
         tgt_dict=task.target_dictionary, left_pad_source=cfg.left_pad_source, left_pad_target=cfg.left_pad_target,
         pad_to_multiple=getattr(cfg, "required_seq_len_multiple", 1), shuffle=False,
     )
-    if hasattr(task, "syntax_requests"):  # the syntax_translation task
-        dataset = SyntaxPairDataset(dataset, side or {}, {}, task.syntax_requests, task.syntax_optional)
+    if isinstance(task, SyntaxTranslationTask):
+        dataset = SyntaxPairDataset(dataset, side or {}, {}, task.syntax_needs)
     return dataset.collater([dataset[i] for i in range(len(src_tokens))])
+
+
+def required_features(task) -> set:
+    """The batch features the models built by ``task`` cannot go without (none for a task other than ours)."""
+    return set(task.syntax_needs.required) if isinstance(task, SyntaxTranslationTask) else set()

@@ -2,7 +2,7 @@
 
 Per batch of lines: Moses tokenization (escaped like the training data; optional lowercasing) → a source parse,
 only when the model needs source syntax at generation (distance-mask, PASCAL, gated, LISA or DBSA with gold
-parents, NSD with a source input: ``task.syntax_requests``; never for the vanilla Transformer, DBSA, SyncAttn, LISA,
+parents, NSD with a source input: the task's ``syntax_needs``; never for the vanilla Transformer, DBSA, SyncAttn, LISA,
 NSD on the target side or as a source output only) → subword-nmt BPE → the sidecar arrays of each sentence as
 syntrans-preprocess writes them → features built and padded by the datasets fairseq-generate uses → fairseq's
 ``SequenceGenerator`` (``task.build_generator`` + ``task.inference_step``) → the best hypothesis → BPE removed →
@@ -24,7 +24,8 @@ import torch
 from ..checkpoints.loading import load_checkpoint
 from ..generation.recording import ParseRecordingGenerator
 from ..parsing.names import AUTO_PARSERS
-from .batch import collate, encode_source
+from ..tasks.syntax_translation import SyntaxTranslationTask
+from .batch import collate, encode_source, required_features
 from .predicted_syntax import Translation, last_parses, source_parse, target_parse
 from .source_syntax import LineParse, SourceParser, as_sentences, line_arrays, memory_side, needed_kinds, needs_parse
 from .text import SourceText, TargetText
@@ -59,7 +60,7 @@ class Translator:
         self.generator = (task.build_generator([model], generation, seq_gen_cls=ParseRecordingGenerator) if self.parses
                           else task.build_generator([model], generation))
         self.max_source_positions = utils.resolve_max_positions(task.max_positions(), model.max_positions())[0]
-        self.requests = set(getattr(task, "syntax_requests", set()))
+        self.requests = required_features(task)
         self.sentences = self.empty_lines = self.parse_failures = 0
 
     @classmethod
@@ -94,7 +95,7 @@ class Translator:
         model.prepare_for_inference_(SimpleNamespace(generation=generation))  # as fairseq-generate (eval mode, beamable mm)
         source = SourceText(bpe_codes, lang=src, tokenize=tokenize, lowercase=lowercase, marker=bpe_marker)
         built_parser = None
-        if parser is not None and needs_parse(set(getattr(task, "syntax_requests", set()))):
+        if parser is not None and needs_parse(required_features(task)):
             built_parser = SourceParser(parser, parser_lang or src, batch_size)
         return cls(model, task, source, TargetText(tgt, detokenize), generation, built_parser, device, batch_size,
                    binarize_trees, log, syntax)
@@ -187,7 +188,8 @@ class Translator:
                 raise ValueError(f"{where}: {len(ids)} source tokens (BPE pieces and EOS) but the model takes at most "
                                  f"{self.max_source_positions}")
             src_tokens.append(ids)
-        side = memory_side(items, wheres, needed_kinds(self.requests), name) if hasattr(self.task, "syntax_requests") else None
+        side = (memory_side(items, wheres, needed_kinds(self.requests), name)
+                if isinstance(self.task, SyntaxTranslationTask) else None)
         sample = collate(self.task, src_tokens, side)
         sample = utils.apply_to_sample(lambda t: t.to(self.device), sample)
         hypos = self.task.inference_step(self.generator, [self.model], sample)

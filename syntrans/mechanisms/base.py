@@ -19,13 +19,14 @@ its report beside its hidden states, and the side returns the reports in its out
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Dict, Mapping, Optional, Set, Tuple, Type
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..data.features import FeatureNeeds
 from ..modules.blocks import HeadBlock, LayerMixer, SideInputs, SyntaxPart
 
 SIDES = ("encoder", "decoder")
@@ -52,18 +53,24 @@ class ModelShape:
         return self.encoder_dim if side == "encoder" else self.decoder_dim
 
 
-@dataclass
-class FeatureNeeds:
-    """Batch features (``net_input`` keys) by when they are needed: always (``required``), where the data has them
-    (``optional``), and the optional ones the training split must have (``training``: the auxiliary losses)."""
+def check_choice(flag: str, value, choices) -> None:
+    """An option that takes one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{flag} must be one of {', '.join(map(str, choices))}, found {value!r}")
 
-    required: Set[str] = field(default_factory=set)
-    optional: Set[str] = field(default_factory=set)
-    training: Set[str] = field(default_factory=set)
 
-    def __or__(self, other: "FeatureNeeds") -> "FeatureNeeds":
-        return FeatureNeeds(self.required | other.required, self.optional | other.optional,
-                            self.training | other.training)
+def is_number(value, integer: bool = False) -> bool:
+    """Whether ``value`` is a number (not a bool, not NaN); ``integer``: a whole one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return False
+    return not integer or float(value).is_integer()
+
+
+def check_option(ok: bool, flag: str, expected: str, found) -> None:
+    """One option's check (a mechanism's constructor is the one place its options are checked): ValueError
+    "<flag> <expected>, found <found>" unless ``ok``."""
+    if not ok:
+        raise ValueError(f"{flag} {expected}, found {found!r}")
 
 
 def required_feature(features: Mapping[str, Optional[torch.Tensor]], name: str, shape, why: str) -> torch.Tensor:
@@ -216,4 +223,5 @@ def reports_of(layers: Dict[int, Dict], key: str) -> Dict[int, Any]:
 
 
 __all__ = ["FeatureNeeds", "HeadBlock", "LayerMixer", "Mechanism", "ModelShape", "SIDES", "SideInputs", "SyntaxPart",
-           "gold_rows", "parent_loss_from_lse", "reports_of", "required_feature"]
+           "check_choice", "check_option", "gold_rows", "is_number", "parent_loss_from_lse", "reports_of",
+           "required_feature"]

@@ -26,7 +26,7 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import HeadBlock, SideInputs
 from ..modules.precision import named_precision
-from .base import FeatureNeeds, Mechanism, gold_rows, parent_loss_from_lse, reports_of, required_feature
+from .base import FeatureNeeds, Mechanism, check_option, gold_rows, is_number, parent_loss_from_lse, reports_of, required_feature
 from .layer_lists import resolve_layers
 
 FEATURE = {"encoder": "src_parent_chain", "decoder": "tgt_parent_chain"}
@@ -134,7 +134,7 @@ def dbsa_parent_loss(scores: torch.Tensor, parents: torch.Tensor) -> Tuple[torch
 
 
 class DbsaHeads(HeadBlock):
-    """n DBSA heads: stock dot-product heads whose U is applied in the query projection (:meth:`attach`); here the
+    """n DBSA heads: stock dot-product heads whose U is applied in the query projection (:meth:`query_projection`); here the
     parent loss of their own softmax, the oracle and the kept mean attention."""
 
     key = "dbsa"
@@ -146,9 +146,8 @@ class DbsaHeads(HeadBlock):
         super().__init__(num_heads)
         self.causal, self.gold_parents = bool(causal), bool(gold_parents)
 
-    def attach(self, attention: nn.Module, heads: slice) -> None:
-        super().attach(attention, heads)
-        attention.q_proj = BiaffineQueryProjection(attention.q_proj, attention.num_heads, heads)
+    def query_projection(self, stock: nn.Linear, num_heads: int) -> nn.Module:
+        return BiaffineQueryProjection(stock, num_heads, self.heads)
 
     def needs_probs(self, inputs: SideInputs) -> bool:
         return self.key in inputs.keep or (self.gold_parents and not self.training)
@@ -199,9 +198,11 @@ class Dbsa(Mechanism):
         self.layers = {"encoder": resolve_layers(cfg.encoder_layers, shape.encoder_layers, "--dbsa-encoder-layers"),
                        "decoder": resolve_layers(cfg.decoder_layers, shape.decoder_layers, "--dbsa-decoder-layers")}
         for side, flag in (("encoder", "--dbsa-encoder-layers"), ("decoder", "--dbsa-decoder-layers")):
-            if self.layers[side] and not 1 <= int(cfg.heads) <= shape.heads(side):
-                raise ValueError(f"--dbsa-heads must lie in 1..{shape.heads(side)} (attention heads of {flag}), "
-                                 f"found {cfg.heads}")
+            H = shape.heads(side)
+            check_option(not self.layers[side] or (is_number(cfg.heads, True) and 1 <= cfg.heads <= H),
+                         "--dbsa-heads", f"must lie in 1..{H} (attention heads of {flag})", cfg.heads)
+        check_option(is_number(cfg.weight) and cfg.weight >= 0, "--dbsa-weight",
+                     "(λ_dep) is the weight of the DBSA parent loss and must be >= 0", cfg.weight)
         if cfg.gold_parents and not self.layers["encoder"]:
             raise ValueError("--dbsa-gold-parents makes the encoder's DBSA heads attend to the gold source parents, but "
                              "this model has none (--dbsa-encoder-layers is empty); the decoder side has no gold parse "

@@ -14,7 +14,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.blocks import HeadBlock, LogMaskHeads
 from ..syntax.masks import local_range_log_mask
-from .base import FeatureNeeds, Mechanism, required_feature
+from .base import FeatureNeeds, Mechanism, check_option, is_number, required_feature
 from .layer_lists import resolve_layers
 
 
@@ -59,8 +59,11 @@ class DistanceMask(Mechanism):
     def __init__(self, cfg: DistanceMaskConfig, shape):
         super().__init__(cfg, shape)
         self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--distance-layers")
-        if self.layers and not 1 <= int(cfg.heads) <= shape.encoder_heads:
-            raise ValueError(f"--distance-heads must lie in 1..{shape.encoder_heads} (attention heads), found {cfg.heads}")
+        H = shape.encoder_heads
+        check_option(not self.layers or (is_number(cfg.heads, True) and 1 <= cfg.heads <= H), "--distance-heads",
+                     f"must lie in 1..{H} (attention heads)", cfg.heads)
+        check_option(is_number(cfg.tau) and cfg.tau > 0, "--distance-tau",
+                     "(the soft mask's temperature τ, Eq. 6-7) must be > 0", cfg.tau)
         self.tau = None if cfg.hard else float(cfg.tau)
 
     @property

@@ -23,7 +23,7 @@ from ..modules.aux_losses import report_aux_metric
 from ..modules.blocks import LayerMixer, SideInputs
 from ..modules.precision import full_precision, named_precision
 from ..modules.recompute import recomputing
-from .base import Mechanism, reports_of
+from .base import Mechanism, check_choice, check_option, is_number, reports_of
 from .layer_lists import resolve_layers
 
 GATE_MODES = ("gated", "pure", "avg")
@@ -83,8 +83,6 @@ class SyntaxGate(LayerMixer):
     def __init__(self, embed_dim: int, num_heads: int, hidden: int, batchnorm: bool = True, mode: str = "gated",
                  warmup_epochs: int = 0, syntax_dropout: float = 0.0):
         super().__init__()
-        if mode not in GATE_MODES:
-            raise ValueError(f"gate mode must be one of {', '.join(GATE_MODES)}, found {mode!r}")
         self.mode, self.num_heads = mode, num_heads
         self.bn: Optional[nn.BatchNorm1d] = None
         if mode == "gated":
@@ -173,10 +171,13 @@ class Gate(Mechanism):
     def __init__(self, cfg: GateConfig, shape):
         super().__init__(cfg, shape)
         self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--gate-layers")
-        if self.layers and cfg.mode not in GATE_MODES:
-            raise ValueError(f"--gate-mode must be one of {', '.join(GATE_MODES)}, found {cfg.mode!r}")
-        if not 0.0 <= float(cfg.syntax_dropout) < 1.0:
-            raise ValueError(f"--gate-syntax-dropout is a dropout rate in [0, 1), found {cfg.syntax_dropout}")
+        check_choice("--gate-mode", cfg.mode, GATE_MODES)
+        check_option(is_number(cfg.syntax_dropout) and 0 <= cfg.syntax_dropout < 1, "--gate-syntax-dropout",
+                     "is a dropout rate in [0, 1)", cfg.syntax_dropout)
+        check_option(is_number(cfg.hidden, True) and cfg.hidden >= 1, "--gate-hidden",
+                     "is the gate network's hidden size, an integer >= 1", cfg.hidden)
+        check_option(is_number(cfg.warmup_epochs, True) and cfg.warmup_epochs >= 0, "--gate-warmup-epochs",
+                     "is a number of epochs (the gate frozen in epochs 1..K), an integer >= 0", cfg.warmup_epochs)
 
     @property
     def active(self) -> bool:

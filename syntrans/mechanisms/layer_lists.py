@@ -1,14 +1,13 @@
-"""Layer lists of the mechanisms' configs: ``List[int]`` in the typed config; on the command line, in flat configs and
-in checkpoints written before the typed config, also a string (``"0,2"``, ``"[0, 2]"``, ``"3"``, ``""``) or ``"all"``.
-Negative numbers count from the last layer, as Python's indices do (``-1``: the last one)."""
+"""Layer lists of the mechanisms' configs: ``List[int]`` in the typed config; on the command line and in checkpoints
+written before the typed config, also a string (``"0,2"``, ``"[0, 2]"``, ``"3"``, ``""``) or ``"all"``, read by
+:func:`parse_layer_spec` (the flags' type and the config's adapter). Negative numbers count from the last layer, as
+Python's indices do (``-1``: the last one)."""
 from __future__ import annotations
 
 import ast
 from typing import Iterable, List, Union
 
 ALL = "all"
-
-LayerSpec = Union[str, Iterable[int], None]
 
 
 def parse_layer_spec(text: str) -> Union[str, List[int]]:
@@ -29,24 +28,17 @@ def parse_layer_spec(text: str) -> Union[str, List[int]]:
     return list(items)
 
 
-def resolve_layers(spec: LayerSpec, num_layers: int, flag: str) -> List[int]:
-    """``spec`` (a list of ints, a string as :func:`parse_layer_spec` reads, ``"all"`` or None) → the sorted 0-based
-    layers it names among ``num_layers``; ``flag`` names the option in errors."""
-    if spec is None:
-        return []
-    if isinstance(spec, str):
-        try:
-            spec = parse_layer_spec(spec)
-        except ValueError as e:
-            raise ValueError(f"{flag}: {e}") from None
-        if spec == ALL:
-            return list(range(num_layers))
-    layers = []
-    for x in spec:
+def resolve_layers(layers: Iterable[int], num_layers: int, flag: str) -> List[int]:
+    """``layers`` (the typed config's list of ints; negative numbers count from the last layer) → the sorted 0-based
+    layers among ``num_layers``; ``flag`` names the option in errors. A layer named twice is an error."""
+    out: List[int] = []
+    for x in layers:
         if isinstance(x, bool) or not isinstance(x, int):
             raise ValueError(f"{flag}: layer numbers are integers, found {x!r}")
         if not -num_layers <= x < num_layers:
             raise ValueError(f"{flag}: layers must lie in 0..{num_layers - 1} (or -{num_layers}..-1 from the last), "
                              f"found {x}")
-        layers.append(x % num_layers)
-    return sorted(set(layers))
+        if x % num_layers in out:
+            raise ValueError(f"{flag}: layer {x % num_layers} is named twice in {list(layers)}")
+        out.append(x % num_layers)
+    return sorted(out)

@@ -20,7 +20,17 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import HeadBlock, SideInputs
 from ..modules.precision import full_precision, to_dtype_clamped
-from .base import FeatureNeeds, Mechanism, gold_rows, parent_loss_from_lse, reports_of, required_feature
+from .base import (
+    FeatureNeeds,
+    Mechanism,
+    check_choice,
+    check_option,
+    gold_rows,
+    is_number,
+    parent_loss_from_lse,
+    reports_of,
+    required_feature,
+)
 from .layer_lists import resolve_layers
 
 #: ``--lisa-loss``: ce, the bi-affine head's parent log-likelihood; l2, a stock head's squared distance to the parent mask
@@ -66,8 +76,6 @@ class LisaHead(HeadBlock):
 
     def __init__(self, head_dim: int, loss: str, gold_parents: bool):
         super().__init__(1)
-        if loss not in LISA_LOSSES:
-            raise ValueError(f"--lisa-loss must be one of {', '.join(LISA_LOSSES)}, found {loss!r}")
         self.loss, self.gold_parents = loss, bool(gold_parents)
         if loss == "ce":
             self.U = nn.Parameter(torch.empty(head_dim + 1, head_dim))
@@ -163,8 +171,9 @@ class Lisa(Mechanism):
 
     def __init__(self, cfg: LisaConfig, shape):
         super().__init__(cfg, shape)
-        if cfg.loss not in LISA_LOSSES:
-            raise ValueError(f"--lisa-loss must be one of {', '.join(LISA_LOSSES)}, found {cfg.loss!r}")
+        check_choice("--lisa-loss", cfg.loss, LISA_LOSSES)
+        check_option(is_number(cfg.weight) and cfg.weight >= 0, "--lisa-weight",
+                     "is the weight of the LISA parent loss and must be >= 0", cfg.weight)
         self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--lisa-layers")
 
     @property

@@ -28,7 +28,7 @@ from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import SyntaxPart
 from ..modules.precision import named_precision
 from ..syntax.nsd_labels import BOS_NSD, NO_NSD, NSD_KINDS
-from .base import FeatureNeeds, Mechanism, required_feature
+from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, required_feature
 
 logger = logging.getLogger("syntrans.nsd")
 
@@ -97,8 +97,6 @@ def nsd_embed_size(mode: str, embed_dim: int, nsd_dim: int = 0) -> int:
     * ``concat``: k = C/2 by default: [x_{1..C−k} ; e] stays C wide, and its two parts keep the 1:1 proportion of the
       paper's [x; e] (Eq. 8);
     * ``add``: always C (x + e); ``none``: no embedding (0)."""
-    if nsd_dim < 0:
-        raise ValueError(f"--nsd-embed-dim must be >= 0 (0: the default size), found {nsd_dim}")
     if mode == "add":
         return embed_dim
     if mode == "linear":
@@ -128,14 +126,8 @@ class NsdInput(nn.Module):
     def __init__(self, mode: str, embed_dim: int, nsd_dim: int, v_min: int, v_max: int, spe: bool = False,
                  spe_lambda: float = 40.0):
         super().__init__()
-        if mode not in NSD_INPUT_MODES:
-            raise ValueError(f"unknown NSD input mode {mode!r}, expected one of {', '.join(NSD_INPUT_MODES)}")
-        if v_max < v_min:
-            raise ValueError(f"empty NSD value range [{v_min}, {v_max}]")
         self.mode, self.v_min, self.v_max, self.spe, self.spe_lambda = mode, int(v_min), int(v_max), bool(spe), float(spe_lambda)
         dim = nsd_embed_size(mode, embed_dim, nsd_dim)  # k; 0 in nsd_dim: the default size of the mode
-        if mode == "concat" and not 0 < dim < embed_dim:
-            raise ValueError(f"concat NSD input needs 0 < --nsd-embed-dim < {embed_dim} (the model dimension), found {dim}")
         if mode != "none":
             self.embed = nn.Embedding(self.v_max - self.v_min + 3, dim, padding_idx=0)  # 0: none, 1: BOS, 2+k: class k
             nn.init.normal_(self.embed.weight, mean=0.0, std=dim ** -0.5)
@@ -229,8 +221,6 @@ def nsd_losses(logits: torch.Tensor, values: torch.Tensor, v_min: int, v_max: in
       (Σ_i 1/(n − 1) Σ_{j≠i} h_ij = 2/(n − 1) Σ_{i<j} h_ij); a pair with equal gold values counts 1, as written.
 
     logits (B, T, V), values (B, T) → (ce, dist, count, clipped) scalars."""
-    if norm not in NSD_DIST_NORMS:
-        raise ValueError(f"--nsd-dist-norm must be one of {', '.join(NSD_DIST_NORMS)}, found {norm!r}")
     cls, real, clipped = nsd_classes(values, v_min, v_max)  # (B, T)
     logp = F.log_softmax(logits.float(), dim=-1)  # (B, T, V)
     ce = -(logp.gather(-1, cls.unsqueeze(-1)).squeeze(-1) * real).sum()
@@ -287,10 +277,14 @@ class NsdSettings:
     def label_feature(self) -> str:
         return f"src_nsd_{self.kind}" if self.side == "encoder" else f"tgt_nsd_out_{self.kind}"
 
-    def check(self) -> None:
+    def check(self, embed_dim: int, nsd_dim: int) -> None:
+        """The side's options, in a model of dimension ``embed_dim`` with --nsd-embed-dim ``nsd_dim``."""
         flag = f"--nsd-{self.short}"
-        if self.input not in NSD_INPUT_MODES:
-            raise ValueError(f"{flag}-input must be one of {', '.join(NSD_INPUT_MODES)}, found {self.input!r}")
+        check_choice(f"{flag}-input", self.input, NSD_INPUT_MODES)
+        if self.input == "concat":
+            dim = nsd_embed_size(self.input, embed_dim, nsd_dim)
+            check_option(0 < dim < embed_dim, "--nsd-embed-dim",
+                         f"of a concat NSD input must lie in 1..{embed_dim - 1} (below the model dimension)", dim)
         if self.side == "decoder" and self.embeds and not self.output:
             raise ValueError("target NSD input (--nsd-tgt-input/--nsd-tgt-spe) needs --nsd-tgt-output: in decoding the "
                              "predicted NSD of the previous token is the next step's input")
@@ -321,7 +315,7 @@ class NsdSide(SyntaxPart):
         most likely with 0 when it meant a quarter of the model dimension. Say so, and how to load it, instead of
         torch's size mismatch."""
         key = prefix + "input.embed.weight"
-        embed = getattr(getattr(self, "input", None), "embed", None)
+        embed = self.input.embed if self.settings.embeds and self.settings.input != "none" else None
         if embed is not None and key in state_dict:
             saved, built = int(state_dict[key].shape[-1]), int(embed.weight.shape[-1])
             if saved != built:
@@ -349,31 +343,28 @@ class Nsd(Mechanism):
 
     def __init__(self, cfg: NsdConfig, shape):
         super().__init__(cfg, shape)
-        if cfg.kind not in NSD_KINDS:
-            raise ValueError(f"--nsd-kind must be one of {', '.join(NSD_KINDS)}, found {cfg.kind!r}")
+        check_choice("--nsd-kind", cfg.kind, NSD_KINDS)
+        check_option(is_number(cfg.embed_dim, True) and cfg.embed_dim >= 0, "--nsd-embed-dim",
+                     "must be >= 0 (0: the default size)", cfg.embed_dim)
+        check_choice("--nsd-dist-norm", cfg.dist_norm, NSD_DIST_NORMS)
+        check_option(is_number(cfg.spe_lambda) and cfg.spe_lambda > 0, "--nsd-spe-lambda",
+                     "(λ_SPE, the longest period of the syntactic PE, Eq. 15-16) must be > 0", cfg.spe_lambda)
+        for flag, weight in (("--nsd-ce-weight", cfg.ce_weight), ("--nsd-dist-weight", cfg.dist_weight)):
+            check_option(is_number(weight) and weight >= 0, flag, "is the weight of an NSD loss and must be >= 0", weight)
         self.sides: Dict[str, NsdSettings] = {}
         for side, short in SHORT.items():
             get = lambda name: getattr(cfg, f"{short}_{name}")  # noqa: E731
             s = NsdSettings(side, str(cfg.kind), str(get("input") or "none"), bool(get("spe")), bool(get("output")),
                             get("min"), get("max"))
-            s.check()
+            s.check(shape.dim(side), int(cfg.embed_dim))
             if s.output:
-                self._check_loss_weights(s)
+                self._log_untrained(s)
             self.sides[side] = s
-        if int(cfg.embed_dim or 0) < 0:
-            raise ValueError(f"--nsd-embed-dim must be >= 0 (0: the default size), found {cfg.embed_dim}")
-        if cfg.dist_norm not in NSD_DIST_NORMS:
-            raise ValueError(f"--nsd-dist-norm must be one of {', '.join(NSD_DIST_NORMS)}, found {cfg.dist_norm!r}")
 
-    def _check_loss_weights(self, s: NsdSettings) -> None:
-        """The weights of L_entdist and L_dist (Ma et al. 2019, Eq. 17) of a side with an output: not negative; both 0
-        is Table 1's "O" row trained with L_NMT only (Eq. 18): accepted, and logged, since the classifier then
-        stays untrained."""
-        ce, dist = float(self.cfg.ce_weight), float(self.cfg.dist_weight)
-        for flag, weight in (("--nsd-ce-weight", ce), ("--nsd-dist-weight", dist)):
-            if weight < 0:
-                raise ValueError(f"{flag} is the weight of an NSD loss and must be >= 0, found {weight}")
-        if ce == 0 and dist == 0:
+    def _log_untrained(self, s: NsdSettings) -> None:
+        """Both loss weights 0 is Table 1's "O" row trained with L_NMT only (Ma et al. 2019, Eq. 18): accepted, and
+        logged, since the classifier of a side with an output then stays untrained."""
+        if float(self.cfg.ce_weight) == 0 and float(self.cfg.dist_weight) == 0:
             message = (f"the {s.short} NSD classifier (--nsd-{s.short}-output) is not trained: --nsd-ce-weight and "
                        "--nsd-dist-weight are both 0 (L_NMT only, Ma et al. 2019 Eq. 18)")
             if s.side == "decoder" and s.embeds:
@@ -385,9 +376,9 @@ class Nsd(Mechanism):
     def data_fields(cls, cfg: NsdConfig, value_range) -> Dict[str, int]:
         """The value range of every side that uses NSD and has none given, from the training split:
         ``value_range(side, feature) → (min, max)`` (the task's); {field: value}."""
-        if cfg.kind not in NSD_KINDS:  # before a feature of that name is asked for
-            raise ValueError(f"--nsd-kind must be one of {', '.join(NSD_KINDS)}, found {cfg.kind!r}")
         out = {}
+        if cfg.kind not in NSD_KINDS:  # no such feature to ask for: the mechanism's check names the option
+            return out
         for side, short in SHORT.items():
             used = (getattr(cfg, f"{short}_input") or "none") != "none" or getattr(cfg, f"{short}_spe") \
                 or getattr(cfg, f"{short}_output")

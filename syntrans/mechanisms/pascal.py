@@ -22,7 +22,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.blocks import HeadBlock, SideInputs
 from ..syntax.pascal_weights import PASCAL_WEIGHTS, pascal_weights
-from .base import FeatureNeeds, Mechanism, required_feature
+from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, required_feature
 from .layer_lists import resolve_layers
 
 
@@ -100,8 +100,6 @@ class PascalHeads(HeadBlock):
 
     def __init__(self, num_heads: int, ignore: float, op: str = "multiply"):
         super().__init__(num_heads)
-        if op not in PASCAL_OPS:
-            raise ValueError(f"--pascal-op must be one of {', '.join(PASCAL_OPS)}, found {op!r}")
         self.ignore, self.op = float(ignore), op
 
     def _inputs(self, inputs: SideInputs) -> PascalInputs:
@@ -147,16 +145,14 @@ class Pascal(Mechanism):
     def __init__(self, cfg: PascalConfig, shape):
         super().__init__(cfg, shape)
         self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--pascal-layers")
-        if self.layers and not 1 <= int(cfg.heads) <= shape.encoder_heads:
-            raise ValueError(f"--pascal-heads must lie in 1..{shape.encoder_heads} (attention heads), found {cfg.heads}")
-        if not 0.0 <= float(cfg.ignore) <= 1.0:
-            raise ValueError(f"--pascal-ignore is a probability in [0, 1], found {cfg.ignore}")
-        if self.layers and not float(cfg.sigma) > 0:
-            raise ValueError(f"--pascal-sigma must be > 0, found {cfg.sigma}")
-        if cfg.weights not in PASCAL_WEIGHTS:
-            raise ValueError(f"--pascal-weights must be one of {', '.join(PASCAL_WEIGHTS)}, found {cfg.weights!r}")
-        if cfg.op not in PASCAL_OPS:
-            raise ValueError(f"--pascal-op must be one of {', '.join(PASCAL_OPS)}, found {cfg.op!r}")
+        H = shape.encoder_heads
+        check_option(not self.layers or (is_number(cfg.heads, True) and 1 <= cfg.heads <= H), "--pascal-heads",
+                     f"must lie in 1..{H} (attention heads)", cfg.heads)
+        check_option(is_number(cfg.ignore) and 0 <= cfg.ignore <= 1, "--pascal-ignore", "is a probability in [0, 1]",
+                     cfg.ignore)
+        check_option(is_number(cfg.sigma) and cfg.sigma > 0, "--pascal-sigma", "must be > 0", cfg.sigma)
+        check_choice("--pascal-weights", cfg.weights, PASCAL_WEIGHTS)
+        check_choice("--pascal-op", cfg.op, PASCAL_OPS)
 
     @property
     def active(self) -> bool:

@@ -18,11 +18,25 @@ from .registry import MECHANISMS
 
 
 class SideSyntax:
-    """The active mechanisms of one side (``encoder``/``decoder``) in registry order, looped over by that side."""
+    """The active mechanisms of one side (``encoder``/``decoder``) in registry order, looped over by that side, and
+    what each of its layers runs (``heads``: layer → the (mechanism, heads) taking its self-attention's heads)."""
 
-    def __init__(self, side: str, mechanisms: List[Mechanism]):
-        self.side, self.mechanisms = side, mechanisms
+    def __init__(self, side: str, mechanisms: List[Mechanism], heads: Dict[int, List[Tuple[Mechanism, int]]]):
+        self.side, self.mechanisms, self.heads = side, mechanisms, heads
         self.keep: Set[str] = set().union(*(m.keeps(side) for m in mechanisms))  # what the layers always keep
+
+    def layer(self, index: int) -> "PlannedLayer":
+        """What layer ``index``'s self-attention runs (its blocks and mixer, built by the attention)."""
+        return PlannedLayer(self, index)
+
+    def side_modules(self, embed_dim: int) -> Dict[str, SyntaxPart]:
+        """The modules of the whole side, by mechanism key (the encoder or decoder keeps each under its key)."""
+        out = {}
+        for m in self.mechanisms:
+            module = m.side_module(self.side, embed_dim)
+            if module is not None:
+                out[m.key] = module
+        return out
 
     @property
     def embeds(self) -> bool:
@@ -63,6 +77,21 @@ class SideSyntax:
             m.reorder(owner, incremental_state, new_order)
 
 
+class PlannedLayer(LayerSyntax):
+    """One layer of a side's plan: its blocks' keys in head order, and its blocks and mixer, built by the attention."""
+
+    def __init__(self, side: SideSyntax, index: int):
+        self.side, self.index = side, index
+        self.keys = tuple(m.key for m, _ in side.heads.get(index, ()))
+
+    def blocks(self, head_dim: int) -> List[HeadBlock]:
+        return [m.block(self.side.side, self.index, n, head_dim) for m, n in self.side.heads.get(self.index, ())]
+
+    def mixer(self, embed_dim: int, num_heads: int) -> Optional[LayerMixer]:
+        built = (m.mixer(self.side.side, self.index, embed_dim, num_heads) for m in self.side.mechanisms)
+        return next((x for x in built if x is not None), None)
+
+
 class SyntaxPlan:
     """Every mechanism of one model, built from its config (one group per mechanism, under the mechanism's key) and
     sizes; building checks every group and how they share the heads (the one place options are validated)."""
@@ -93,32 +122,11 @@ class SyntaxPlan:
                                  "them in another layer")
         for m in self.active:
             m.check(plans, mixed)
-        self.sides = {side: SideSyntax(side, self.active) for side in SIDES}
+        self.sides = {side: SideSyntax(side, self.active, {i: h for (s, i), h in self.heads.items() if s == side and h})
+                      for side in SIDES}
 
     def block_keys(self, side: str, layer: int) -> Tuple[str, ...]:
         return tuple(m.key for m, _ in self.heads[side, layer])
-
-    def layer(self, side: str, layer: int, embed_dim: int, num_heads: int) -> LayerSyntax:
-        """What a layer's self-attention runs: its blocks' keys and how to build its blocks and mixer."""
-        return LayerSyntax(self.block_keys(side, layer), lambda: self.blocks(side, layer, embed_dim // num_heads),
-                           lambda: self.mixer(side, layer, embed_dim, num_heads))
-
-    def blocks(self, side: str, layer: int, head_dim: int) -> List[HeadBlock]:
-        """The head blocks of a layer's self-attention, in head order (built anew at each call)."""
-        return [m.block(side, layer, n, head_dim) for m, n in self.heads[side, layer]]
-
-    def mixer(self, side: str, layer: int, embed_dim: int, num_heads: int) -> Optional[LayerMixer]:
-        return next((x for x in (m.mixer(side, layer, embed_dim, num_heads) for m in self.active) if x is not None),
-                    None)
-
-    def side_modules(self, side: str, embed_dim: int) -> Dict[str, SyntaxPart]:
-        """The modules of a whole side, by mechanism key (the encoder or decoder keeps each under its key)."""
-        out = {}
-        for m in self.active:
-            module = m.side_module(side, embed_dim)
-            if module is not None:
-                out[m.key] = module
-        return out
 
     def features(self) -> FeatureNeeds:
         out = FeatureNeeds()

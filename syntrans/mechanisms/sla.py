@@ -26,7 +26,7 @@ import torch
 from fairseq.dataclass import FairseqDataclass
 
 from ..modules.blocks import HeadBlock, LogMaskHeads
-from .base import FeatureNeeds, Mechanism, required_feature
+from .base import FeatureNeeds, Mechanism, check_option, is_number, required_feature
 from .layer_lists import resolve_layers
 
 #: the window's default threshold m (ours: Hou et al. do not state it; see docs/methods.md)
@@ -107,10 +107,11 @@ class Sla(Mechanism):
     def __init__(self, cfg: SlaConfig, shape):
         super().__init__(cfg, shape)
         self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--sla-layers")
-        if self.layers and not 1 <= int(cfg.heads) <= shape.encoder_heads:
-            raise ValueError(f"--sla-heads must lie in 1..{shape.encoder_heads} (attention heads), found {cfg.heads}")
-        if isinstance(cfg.threshold, bool) or int(cfg.threshold) != cfg.threshold or int(cfg.threshold) < 0:
-            raise ValueError(f"--sla-threshold is a number of dependency arcs, an integer >= 0, found {cfg.threshold}")
+        H = shape.encoder_heads
+        check_option(not self.layers or (is_number(cfg.heads, True) and 1 <= cfg.heads <= H), "--sla-heads",
+                     f"must lie in 1..{H} (attention heads)", cfg.heads)
+        check_option(is_number(cfg.threshold, True) and cfg.threshold >= 0, "--sla-threshold",
+                     "is a number of dependency arcs, an integer >= 0", cfg.threshold)
 
     @property
     def active(self) -> bool:

@@ -20,7 +20,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.blocks import SyntaxPart
 from ..syntax.deprels import N_LABELS, PAD_LABEL
-from .base import FeatureNeeds, Mechanism, required_feature
+from .base import FeatureNeeds, Mechanism, check_option, is_number, required_feature
 
 FEATURE = "src_dep_label"
 
@@ -49,9 +49,6 @@ class SourceLabelEmbedding(SyntaxPart):
 
     def __init__(self, embed_dim: int, label_dim: int):
         super().__init__()
-        if not 0 < label_dim < embed_dim:
-            raise ValueError(f"--labels-embed-dim must lie in 1..{embed_dim - 1} (below the model dimension "
-                             f"{embed_dim}), found {label_dim}")
         self.embed_dim, self.label_dim = int(embed_dim), int(label_dim)
         self.embed = nn.Embedding(N_LABELS + 2, label_dim, padding_idx=0)  # 0: padding, 1: EOS, 2 + l: label l
         nn.init.normal_(self.embed.weight, mean=0.0, std=label_dim ** -0.5)  # as fairseq's token embeddings
@@ -76,9 +73,9 @@ class SourceLabels(Mechanism):
 
     def __init__(self, cfg: LabelsConfig, shape):
         super().__init__(cfg, shape)
-        if self.active and not 0 < int(cfg.embed_dim) < shape.encoder_dim:
-            raise ValueError(f"--labels-embed-dim must lie in 1..{shape.encoder_dim - 1} (below the encoder's "
-                             f"embedding dimension {shape.encoder_dim}), found {cfg.embed_dim}")
+        C = shape.encoder_dim
+        check_option(not self.active or (is_number(cfg.embed_dim, True) and 0 < cfg.embed_dim < C), "--labels-embed-dim",
+                     f"must lie in 1..{C - 1} (below the encoder's embedding dimension {C})", cfg.embed_dim)
 
     @property
     def active(self) -> bool:

@@ -17,7 +17,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.aux_losses import report_aux_loss
 from ..modules.precision import full_precision
-from .base import Mechanism
+from .base import Mechanism, check_option, is_number
 
 #: the mechanism whose attention SyncAttn ties across the sides
 DEPENDENCY_HEADS = "dbsa"
@@ -81,10 +81,11 @@ class SyncAttn(Mechanism):
     def __init__(self, cfg: SyncAttnConfig, shape):
         super().__init__(cfg, shape)
         n = shape.decoder_layers
-        layer = int(cfg.layer)
-        if cfg.attn and not -n <= layer < n:
-            raise ValueError(f"--sync-layer must name one of the {n} decoder layers (0..{n - 1}, or -{n}..-1), found {layer}")
-        self.layer = layer % n
+        check_option(not cfg.attn or (is_number(cfg.layer, True) and -n <= cfg.layer < n), "--sync-layer",
+                     f"must name one of the {n} decoder layers (0..{n - 1}, or -{n}..-1)", cfg.layer)
+        check_option(is_number(cfg.weight) and cfg.weight >= 0, "--sync-weight",
+                     "(λ_sync) is the weight of L_sync and must be >= 0", cfg.weight)
+        self.layer = int(cfg.layer) % n
         self.sources = {}  # side → its one dependency-head layer (set by check)
 
     @property

@@ -1,267 +1,210 @@
-"""The model's typed config: :data:`SyntaxTransformerConfig`, fairseq's ``TransformerConfig`` plus one nested group per
-mechanism (under the mechanism's key, each the mechanism's own dataclass, built from the registry), and the one
-function every stored or given form of it goes through, :func:`syntax_config`.
+"""The model's config, :data:`SyntaxTransformerConfig`: fairseq's ``TransformerConfig`` plus one nested group per
+mechanism (under the mechanism's key, each the mechanism's own dataclass, from the registry). Inside the model it is
+the only form.
 
-One schema for every way in:
+Every other form goes through one adapter, :func:`model_config` (fairseq's ``from_namespace``), which is fairseq's own
+alias mechanism of ``TransformerConfig`` (``encoder_embed_dim`` ↔ ``encoder.embed_dim``) extended to the registry's
+keys (``<key>_<field>`` ↔ ``<key>.<field>``):
 
-* **flags**: each group's fields with the group as prefix (``<key>.layers`` ↔ ``--<key>-layers``); fairseq's
-  argparse path keeps them flat in a Namespace (also in the checkpoints it writes), read here;
-* **fairseq-hydra-train YAML**: ``model: {_name: syntax_transformer, <key>: {layers: [0], heads: 4}}`` (typed:
-  fairseq merges it with this schema), or an architecture preset's name with flat keys;
-* **checkpoints** of every version, flat or nested, with layer lists as strings (``"0,2"``, ``"all"``) before they
-  were lists of ints: :func:`syntax_config` reads them all (the one upgrade of a stored config).
+* the command line's flat Namespace (``--<key>-<field> v`` → ``<key>_<field>``), as fairseq keeps it for the model,
+  and checkpoints that stored it (every checkpoint written from the command line, of every version);
+* the nested form (``<key>: {<field>: v}``): fairseq-hydra-train YAML, ``--model-overrides`` and checkpoints that
+  stored it; a nested value wins over a flat one (it is an override, or the YAML's own value over a preset's);
+* layer lists given as strings (``"0,2"``, ``"all"``: every layer of the side), as the flags and older checkpoints
+  give them.
 
-Layer lists are ``List[int]`` (negative numbers count from the last layer); the flags and flat forms also take
-``all``, resolved against the model's layer count here.
+The typed config's own attribute access takes the flat names too (:meth:`__getattr__`, :meth:`__setattr__`), as
+fairseq's does for ``encoder_*``; a flat name whose group has no such field is an error naming the nearest one.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
-from typing import Any, Dict, List, Optional
+import difflib
+import functools
+import re
+from typing import Any, Dict, List, Mapping, Optional
 
 from fairseq.models.transformer import TransformerConfig
-from omegaconf import DictConfig, OmegaConf
+from fairseq.models.transformer.transformer_config import DecoderConfig, EncDecBaseConfig, QuantNoiseConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
+from ..mechanisms.base import ModelShape
 from ..mechanisms.layer_lists import ALL, parse_layer_spec
+from ..mechanisms.plan import SyntaxPlan
 from ..mechanisms.registry import MECHANISMS
 
-#: the layer-list fields, (group, field) → the side whose layer count ``all`` means (``decoder_layers``: the decoder's)
-LAYER_FIELDS = {(M.key, f.name): "decoder" if f.name.startswith("decoder") else "encoder" for M in MECHANISMS
-                for f in dataclasses.fields(M.Config) if f.name == "layers" or f.name.endswith("_layers")}
+#: every nested group of the config, Transformer's first (a layer list's 'all' reads their layer counts): key → dataclass
+GROUPS: Dict[str, type] = {"encoder": EncDecBaseConfig, "decoder": DecoderConfig, "quant_noise": QuantNoiseConfig,
+                           **{M.key: M.Config for M in MECHANISMS}}
+
+MECHANISM_KEYS = frozenset(M.key for M in MECHANISMS)
+
+#: a flat name: ``<group>_<field>`` (longest group key first: ``quant_noise_pq``)
+FLAT_NAME = re.compile(r"(%s)_(.+)" % "|".join(sorted(GROUPS, key=len, reverse=True)))
 
 
-#: the nested groups of TransformerConfig itself
-TRANSFORMER_GROUPS = ("encoder", "decoder", "quant_noise")
+def _field_names(group: str) -> List[str]:
+    return [f.name for f in dataclasses.fields(GROUPS[group])]
 
 
-#: every mechanism field's flat spelling, ``<group>_<field>`` → (group, field)
-FLAT_NAMES = {f"{M.key}_{f.name}": (M.key, f.name) for M in MECHANISMS for f in dataclasses.fields(M.Config)
-              if not f.name.startswith("_")}
+def _unknown(group: str, name: str, given_as: str) -> ValueError:
+    """The error for a field its group does not have, naming the nearest one."""
+    known = _field_names(group)
+    near = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {near[0]!r} ({_spellings(group, near[0])})?" if near else f"; its fields: {', '.join(known)}"
+    return ValueError(f"{given_as}: the model config's group {group!r} has no field {name!r}{hint}")
 
 
-def _groups() -> List[tuple]:
-    """The fields added to TransformerConfig: one group per mechanism; the preset; and every mechanism field's flat
-    spelling, None unless set: fairseq's ``--model-overrides`` and flat YAML keys land there and win over the group
-    (the flags never write them: the command line's flat Namespace goes through the groups)."""
-    flat = [(name, Any, dataclasses.field(default=None, metadata={
-        "help": f"flat spelling of {group}.{field}: when set, it wins over the group's field"}))
-            for name, (group, field) in FLAT_NAMES.items()]
-    return [(M.key, M.Config, dataclasses.field(default_factory=M.Config)) for M in MECHANISMS] + [
-        ("preset", Optional[str], dataclasses.field(default=None, metadata={
-            "help": "the architecture preset whose settings this config holds (set when the preset is applied)"}))] + flat
+def _spellings(group: str, name: str) -> str:
+    return f"--{group}-{name}".replace("_", "-") + f", {{'{group}': {{'{name}': …}}}}"
 
 
-def _from_namespace(cls, args):
-    """``args`` (a flat argparse Namespace, a flat or nested DictConfig, or a config) → the typed config: fairseq's
-    conversion of the Transformer part, then each mechanism group from its nested form or its flat
-    ``<group>_<field>`` names (every field not given takes its declared default)."""
-    if isinstance(args, cls):
-        return args
-    config = TransformerConfig.from_namespace.__func__(cls, args)
-    flat_wins = is_nested(args)  # a nested config's flat names are overrides; a flat one's nested groups are
-    for M in MECHANISMS:
-        setattr(config, M.key, _group(M, args, config, flat_wins))
-    for name in FLAT_NAMES:  # read into the groups
-        setattr(config, name, None)
-    return config
+def layer_side(group: str, name: str) -> Optional[str]:
+    """The side whose layer count a layer-list field's 'all' means, or None for other fields."""
+    if group in MECHANISM_KEYS and (
+            name == "layers" or name.endswith("_layers")):
+        return "decoder" if name.startswith("decoder") else "encoder"
+    return None
+
+
+class _Config(TransformerConfig):
+    """Attribute access by flat names (``<key>_<field>``), fairseq's alias mechanism over every group, and the plan."""
+
+    def __getattr__(self, name):  # only called when the attribute is not found
+        match = FLAT_NAME.fullmatch(name)
+        if match is None or match[1] not in GROUPS:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        group, field = match[1], match[2]
+        if field not in _field_names(group):
+            raise AttributeError(str(_unknown(group, field, name)))
+        return getattr(getattr(self, group), field)
+
+    def __setattr__(self, name, value):
+        match = FLAT_NAME.fullmatch(name)
+        if match is None or name in self.__dataclass_fields__:
+            object.__setattr__(self, name, value)
+            return
+        group, field = match[1], match[2]
+        if group in MECHANISM_KEYS and field not in _field_names(group):
+            raise _unknown(group, field, name)
+        setattr(getattr(self, group), field, value)
+
+    @functools.cached_property
+    def plan(self) -> SyntaxPlan:
+        """The model's :class:`~syntrans.mechanisms.plan.SyntaxPlan`, built (every option checked) the first time the
+        build asks for it, after fairseq's own changes to the sizes (``--encoder-layers-to-keep``)."""
+        return SyntaxPlan(self, model_shape(self))
 
 
 SyntaxTransformerConfig = dataclasses.make_dataclass(
-    "SyntaxTransformerConfig", _groups(), bases=(TransformerConfig,),
-    namespace={"from_namespace": classmethod(_from_namespace),
+    "SyntaxTransformerConfig", [(M.key, M.Config, dataclasses.field(default_factory=M.Config)) for M in MECHANISMS] + [
+        ("preset", Optional[str], dataclasses.field(default=None, metadata={
+            "help": "the architecture preset whose settings this config holds (set when the preset is applied)"}))],
+    bases=(_Config,),
+    namespace={"from_namespace": classmethod(lambda cls, args: model_config(args)),
                "__doc__": "fairseq's TransformerConfig plus one nested config group per syntax mechanism."})
 SyntaxTransformerConfig.__module__ = __name__
 
 
-def _lookup(args, name: str):
-    """``args.name`` of a Namespace, dict, DictConfig or dataclass; missing → a sentinel."""
-    if isinstance(args, (dict, DictConfig)):
-        return args.get(name, _MISSING) if name in args else _MISSING
-    return getattr(args, name, _MISSING)
+def model_shape(cfg) -> ModelShape:
+    """The sizes the mechanisms are built into, from the typed config."""
+    return ModelShape(int(cfg.encoder.layers), int(cfg.decoder.layers), int(cfg.encoder.attention_heads),
+                      int(cfg.decoder.attention_heads), int(cfg.encoder.embed_dim), int(cfg.decoder.embed_dim))
 
 
-_MISSING = object()
+def _as_dict(value, where: str) -> Dict[str, Any]:
+    """A Namespace, dict, DictConfig or dataclass → a plain dict of its top-level items (nested values as given)."""
+    if value is None:
+        return {}
+    if isinstance(value, argparse.Namespace):
+        return dict(vars(value))
+    if dataclasses.is_dataclass(value):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, DictConfig):
+        try:
+            return OmegaConf.to_container(value, resolve=True)
+        except Exception:  # an interpolation into a root this node was taken from (the decoder's input_dim)
+            return OmegaConf.to_container(value, resolve=False)
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise ValueError(f"{where}: expected a group of fields ({{field: value}}), found {type(value).__name__} {value!r}")
 
 
-def _group(M, args, config, flat_wins: bool) -> Any:
-    """One mechanism's config group from ``args``: the nested group (``args.<key>``) and the flat names
-    (``args.<key>_<field>``). Where a field is given both ways, the form that is not the config's own wins: it is an
-    override (fairseq's ``--model-overrides`` puts a nested group beside an old checkpoint's flat names, and a flat
-    name into today's nested config). Layer lists given as strings become lists, ``all`` every layer of the side
-    (from the Transformer part of ``config``)."""
-    nested = _lookup(args, M.key)
-    if nested is _MISSING or nested is None:
-        nested = {}
-    elif dataclasses.is_dataclass(nested):
-        nested = dataclasses.asdict(nested)
-    elif isinstance(nested, DictConfig):
-        nested = OmegaConf.to_container(nested, resolve=True)
-    elif isinstance(nested, argparse.Namespace):
-        nested = vars(nested)
-    values: Dict[str, Any] = {}
-    for f in dataclasses.fields(M.Config):
-        flag = f"--{M.key}-{f.name.replace('_', '-')}"
-        inner = nested.get(f.name, _MISSING) if isinstance(nested, dict) else _MISSING
-        flat = _lookup(args, f"{M.key}_{f.name}")
-        given = [v for v in ((flat, inner) if flat_wins else (inner, flat)) if v is not _MISSING and v is not None]
-        value = given[0] if given else None
-        if value is not None:
-            values[f.name] = _resolved(M, f.name, value, config, flag)
-    return M.Config(**values)
+def _plain(value):
+    """OmegaConf lists and tuples as lists (the typed config holds plain values)."""
+    if isinstance(value, (ListConfig, tuple)):
+        return list(value)
+    return value
 
 
-def _resolved(M, name: str, value, config, flag: str):
-    """A field's value as the typed config holds it: a layer list as a list of ints (``all``: every layer)."""
-    if (M.key, name) not in LAYER_FIELDS:
-        return list(value) if OmegaConf.is_list(value) or isinstance(value, tuple) else value
+def _layers(value, config, side: str, flag: str) -> List[int]:
+    """A layer list as given (a string, 'all', a list) → a list of ints; 'all' → every layer of ``side``."""
     try:
-        return _layers(value, config, LAYER_FIELDS[M.key, name])
-    except (ValueError, TypeError) as e:
+        if isinstance(value, str):
+            value = parse_layer_spec(value)
+            if value == ALL:
+                return list(range(int(getattr(config, side).layers)))
+        return [int(x) for x in value]
+    except (TypeError, ValueError) as e:
         raise ValueError(f"{flag}: {e}") from None
 
 
-def _layers(value, config, side: str) -> List[int]:
-    """A layer list as given (a string, ``all``, a list) → a list of ints; ``all`` → every layer of ``side``."""
-    if isinstance(value, str):
-        value = parse_layer_spec(value)
-        if value == ALL:
-            part = config.encoder if side == "encoder" else config.decoder
-            return list(range(int(part.layers)))
-    return [int(x) for x in value]
-
-
-def syntax_config(cfg) -> "SyntaxTransformerConfig":
-    """Any form of a model config (module docstring) → a :data:`SyntaxTransformerConfig` instance; the caller's object
-    is not changed. A flat form first gets fairseq's Transformer defaults for what it lacks (as fairseq's legacy
-    Transformer does); a nested one (``encoder: {…}``) has the schema's."""
-    if isinstance(cfg, SyntaxTransformerConfig):
+def model_config(cfg, overrides: Optional[Mapping[str, Any]] = None) -> "SyntaxTransformerConfig":
+    """Any form of a model config (module docstring) → a new :data:`SyntaxTransformerConfig`, then ``overrides``
+    (nested or flat names, as ``--model-overrides`` gives them) on top; the caller's object is not changed. This is the
+    one upgrade of a stored config of any version. A group's field takes its nested value, else its flat one, else
+    its declared default; other keys are kept as fairseq's ``TransformerConfig.from_namespace`` keeps them."""
+    if isinstance(cfg, SyntaxTransformerConfig) and not overrides:
         return cfg
-    if isinstance(cfg, DictConfig):
-        try:
-            cfg = argparse.Namespace(**OmegaConf.to_container(cfg, resolve=True))
-        except Exception:  # an interpolation into a root this node was taken from (the decoder's input_dim)
-            cfg = argparse.Namespace(**OmegaConf.to_container(cfg, resolve=False))
-    if isinstance(cfg, argparse.Namespace):
-        from fairseq.models.transformer.transformer_legacy import base_architecture
-
-        cfg = argparse.Namespace(**{k: v.value if isinstance(v, HydraValue) else v for k, v in vars(cfg).items()})
-        if not isinstance(getattr(cfg, "encoder", None), dict):
-            base_architecture(cfg)
-    return SyntaxTransformerConfig.from_namespace(cfg)
-
-
-def is_nested(cfg) -> bool:
-    """Whether ``cfg`` has the schema's nested form (``encoder: {…}``), as hydra YAML and checkpoints do, rather than
-    the command line's flat one (``encoder_embed_dim``)."""
-    encoder = _lookup(cfg, "encoder")
-    return encoder is not _MISSING and isinstance(encoder, (dict, DictConfig))
-
-
-class HydraValue:
-    """A value handed to fairseq's conversion of a flat Namespace into the typed config: fairseq writes it as a Hydra
-    override ``model.<group>=<str(value)>``, so its ``str`` is Hydra's override syntax."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def __str__(self) -> str:
-        return hydra_syntax(self.value)
-
-
-def hydra_syntax(value) -> str:
-    """``value`` (None, bool, int, float, str, list, dict) in Hydra's override grammar; dict keys starting with ``_``
-    (a dataclass's private ``_name``) are left out."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(hydra_syntax(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{hydra_syntax(v)}" for k, v in value.items() if not str(k).startswith("_")) + "}"
-    raise TypeError(f"no Hydra syntax for {type(value).__name__} {value!r}")
-
-
-def hand_to_fairseq(args: argparse.Namespace, preset: str) -> None:
-    """After a preset ran on the command line's flat Namespace: give ``args`` each nested group of the typed config
-    (the Transformer's and the mechanisms') as a :class:`HydraValue`, which fairseq's conversion turns into the
-    typed model config (it cannot read a nested group's flags from their prefixed names itself), and the preset's
-    name."""
-    typed = syntax_config(args)
-    for group in TRANSFORMER_GROUPS + tuple(M.key for M in MECHANISMS):
-        setattr(args, group, HydraValue(dataclasses.asdict(getattr(typed, group))))
-    for name in FLAT_NAMES:  # read into the groups (fairseq would copy them into the flat spellings)
-        setattr(args, name, None)
-    args.preset = preset
-
-
-def apply_to_typed(fn, preset: str, cfg: DictConfig) -> None:
-    """Preset ``fn`` on a nested config: nothing when it holds the preset already (``cfg.preset``); else the preset runs
-    on the flat view of the fields ``cfg`` sets (those not at the schema's defaults) and ``cfg`` takes the result."""
-    if _lookup(cfg, "preset") == preset:
-        return
-    view = _flat_view(cfg)
-    fn(view)
-    typed = syntax_config(view)
-    typed.preset = preset
-    from omegaconf import open_dict
-
-    with open_dict(cfg):
-        for f in dataclasses.fields(SyntaxTransformerConfig):
-            if not f.name.startswith("_"):
-                cfg[f.name] = getattr(typed, f.name)
-
-
-def _flat_view(cfg) -> argparse.Namespace:
-    """The fields a nested config sets, flat (``encoder_embed_dim``, ``<key>_layers``): those whose value differs
-    from the schema's default."""
-    given = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else dict(vars(cfg))
-    defaults = OmegaConf.to_container(OmegaConf.structured(SyntaxTransformerConfig), resolve=False)
-    flat: Dict[str, Any] = {}
-    for key, value in given.items():
-        default = defaults.get(key, _MISSING)
-        if isinstance(value, dict) and isinstance(default, dict):
-            for name, v in value.items():
-                if not name.startswith("_") and v != default.get(name, _MISSING):
-                    flat[f"{key}_{name}"] = v
-        elif value != default:
-            flat[key] = value
-    return argparse.Namespace(**flat)
-
-
-def flat_items(cfg: "SyntaxTransformerConfig") -> Dict[str, Any]:
-    """The mechanism groups of a typed config as flat ``<group>_<field>`` names (an argparse Namespace's form)."""
-    return {f"{M.key}_{f.name}": getattr(getattr(cfg, M.key), f.name) for M in MECHANISMS
-            for f in dataclasses.fields(M.Config)}
-
-
-def set_field(cfg, group: str, name: str, value) -> None:
-    """Write one field of a mechanism group into a config of any form: nested where the config has the group
-    nested, else under its flat name."""
-    nested = _lookup(cfg, group)
-    if nested is not _MISSING and nested is not None and not isinstance(nested, (str, int, float, bool)):
-        if isinstance(nested, (dict, DictConfig)):
-            nested[name] = value
+    given = _as_dict(cfg, "the model config")
+    for name, value in (overrides or {}).items():  # an override wins: nested over nested, flat over everything
+        if name in GROUPS and value is not None:
+            given[name] = {**_as_dict(given.get(name), name), **_as_dict(value, f"--model-overrides {name!r}")}
+        elif FLAT_NAME.fullmatch(name) and FLAT_NAME.fullmatch(name)[1] in GROUPS:
+            group, field = FLAT_NAME.fullmatch(name).groups()
+            given[group] = {**_as_dict(given.get(group), group), field: value}
         else:
-            setattr(nested, name, value)
+            given[name] = value
+    config = SyntaxTransformerConfig()
+    for group, Group in GROUPS.items():
+        nested = {k: v for k, v in _as_dict(given.pop(group, None), group).items() if not str(k).startswith("_")}
+        values = {}
+        for name in _field_names(group):
+            flat = given.pop(f"{group}_{name}", None)
+            value = nested.pop(name, None)
+            value = flat if value is None else value
+            if value is None:
+                continue
+            side = layer_side(group, name)
+            values[name] = _layers(value, config, side, f"--{group}-{name}".replace("_", "-")) if side else _plain(value)
+        if nested:
+            raise _unknown(group, next(iter(nested)), f"the model config's {group!r} group")
+        object.__setattr__(config, group, Group(**values))
+    for name, value in given.items():
+        match = FLAT_NAME.fullmatch(name)
+        if match is not None and match[1] in MECHANISM_KEYS:  # a mechanism's prefix with a field it does not have
+            raise _unknown(match[1], match[2], name)
+        object.__setattr__(config, name, _plain(value))
+    return config
+
+
+def store(config: "SyntaxTransformerConfig", cfg) -> None:
+    """Write the resolved groups of ``config`` back into ``cfg``, the form fairseq keeps for the model and writes into
+    checkpoints, so that a checkpoint holds the whole configuration (data-derived fields included): a flat Namespace
+    (the command line's) takes each mechanism field by its flat name, any other form each group nested."""
+    if isinstance(cfg, argparse.Namespace):
+        for M in MECHANISMS:
+            for name, value in dataclasses.asdict(getattr(config, M.key)).items():
+                setattr(cfg, f"{M.key}_{name}", value)
         return
-    if isinstance(cfg, DictConfig):
-        with _open(cfg):
-            cfg[f"{group}_{name}"] = value
-    else:
-        setattr(cfg, f"{group}_{name}", value)
+    with open_dict(cfg) if isinstance(cfg, DictConfig) else contextlib.nullcontext():
+        for name in [k for k in cfg.keys() if FLAT_NAME.fullmatch(str(k)) and FLAT_NAME.fullmatch(str(k))[1] in GROUPS]:
+            del cfg[name]  # read into the groups
+        for group in GROUPS:  # a DictConfig takes the group typed (its schema may type it); a dict, plain
+            value = getattr(config, group)
+            cfg[group] = value if isinstance(cfg, DictConfig) else dataclasses.asdict(value)
 
 
-def _open(cfg: DictConfig):
-    from omegaconf import open_dict
-
-    return open_dict(cfg)
-
-
-__all__ = ["HydraValue", "SyntaxTransformerConfig", "apply_to_typed", "flat_items", "hand_to_fairseq", "is_nested",
-           "set_field", "syntax_config"]
+__all__ = ["FLAT_NAME", "GROUPS", "SyntaxTransformerConfig", "layer_side", "model_config", "model_shape", "store"]

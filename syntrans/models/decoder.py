@@ -7,39 +7,41 @@ side's losses and metrics come back in ``extra["syntax"]``.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Dict, Optional
 
 import torch
 from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerDecoderBase
 
-from ..mechanisms.plan import SyntaxPlan
+from ..mechanisms.plan import SideSyntax
 from .layers import SyntaxDecoderLayer, checkpointed
 
 SIDE = "decoder"
 
 
 class SyntaxTransformerDecoder(TransformerDecoderBase):
-    """fairseq's decoder; its layers' syntax heads, its side modules and its side's mechanisms come from ``plan``."""
+    """fairseq's decoder; its layers' syntax heads, its side modules and its mechanisms come from ``syntax``, the
+    decoder side of the model's plan."""
 
-    def __init__(self, cfg, plan: SyntaxPlan, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
-        H, C = cfg.decoder.attention_heads, cfg.decoder.embed_dim
-        # per layer what its self-attention runs, taken in order by build_decoder_layer while the base constructor builds
-        self._unbuilt = iter([plan.layer(SIDE, i, C, H) for i in range(cfg.decoder.layers)])
+    def __init__(self, cfg, syntax: SideSyntax, dictionary, embed_tokens, no_encoder_attn=False,
+                 output_projection=None):
+        C = cfg.decoder.embed_dim
+        # set before fairseq's constructor, which builds the layers (build_decoder_layer), as it sets its own cfg
+        self.syntax = syntax
+        self._layer_numbers = itertools.count()  # fairseq asks for the layers in order, without their number
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
                          output_projection=output_projection)
-        del self._unbuilt
-        self.syntax = plan.sides[SIDE]
         if self.syntax.embeds and self.project_in_dim is not None:
             titles = ", ".join(m.title for m in self.syntax.mechanisms if m.embeds(SIDE))
             raise ValueError(f"{titles} changes the target embeddings and needs them as wide as the decoder "
                              f"(--decoder-embed-dim), with no projection in between: found target embeddings of "
                              f"{embed_tokens.embedding_dim} and a decoder of {C}")
-        for key, module in plan.side_modules(SIDE, C).items():
+        for key, module in syntax.side_modules(C).items():
             self.add_module(key, module)
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
-        syntax = next(self._unbuilt)
+        syntax = self.syntax.layer(next(self._layer_numbers))
         layer = SyntaxDecoderLayer(cfg, syntax, no_encoder_attn)
         if cfg.offload_activations and syntax:
             raise ValueError("--offload-activations: layers with syntax heads keep their activations on the device; "

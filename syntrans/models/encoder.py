@@ -6,13 +6,14 @@ reports with the side's losses and metrics come back in ``encoder_out["syntax"]`
 """
 from __future__ import annotations
 
+import itertools
 from typing import Dict, Optional
 
 import torch
 from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerEncoderBase
 
-from ..mechanisms.plan import SyntaxPlan
+from ..mechanisms.plan import SideSyntax
 from ..modules.blocks import SideInputs
 from .layers import SyntaxEncoderLayer, checkpointed
 
@@ -20,20 +21,19 @@ SIDE = "encoder"
 
 
 class SyntaxTransformerEncoder(TransformerEncoderBase):
-    """fairseq's encoder; its layers' syntax heads, its side modules and its side's mechanisms come from ``plan``."""
+    """fairseq's encoder; its layers' syntax heads, its side modules and its mechanisms come from ``syntax``, the
+    encoder side of the model's plan."""
 
-    def __init__(self, cfg, plan: SyntaxPlan, dictionary, embed_tokens, return_fc=False):
-        H, C = cfg.encoder.attention_heads, cfg.encoder.embed_dim
-        # per layer what its self-attention runs, taken in order by build_encoder_layer while the base constructor builds
-        self._unbuilt = iter([plan.layer(SIDE, i, C, H) for i in range(cfg.encoder.layers)])
+    def __init__(self, cfg, syntax: SideSyntax, dictionary, embed_tokens, return_fc=False):
+        # set before fairseq's constructor, which builds the layers (build_encoder_layer), as it sets its own cfg
+        self.syntax = syntax
+        self._layer_numbers = itertools.count()  # fairseq asks for the layers in order, without their number
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
-        del self._unbuilt
-        self.syntax = plan.sides[SIDE]
-        for key, module in plan.side_modules(SIDE, C).items():
+        for key, module in syntax.side_modules(cfg.encoder.embed_dim).items():
             self.add_module(key, module)
 
     def build_encoder_layer(self, cfg):
-        syntax = next(self._unbuilt)
+        syntax = self.syntax.layer(next(self._layer_numbers))
         layer = SyntaxEncoderLayer(cfg, syntax, return_fc=self.return_fc)
         if cfg.offload_activations and syntax:
             raise ValueError("--offload-activations: layers with syntax heads keep their activations on the device; "

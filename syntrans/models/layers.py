@@ -28,18 +28,17 @@ class SyntaxEncoderLayer(TransformerEncoderLayerBase):
     """fairseq's encoder layer; ``forward(x, padding_mask, attn_mask, syntax)`` → (x, fc_result, report)."""
 
     def __init__(self, cfg, layer: LayerSyntax, return_fc: bool = False):
-        self._pending = layer  # read by build_self_attention during the base constructor
+        self.syntax_layer = layer  # what its self-attention runs: set before fairseq's constructor, which builds it
         super().__init__(cfg, return_fc=return_fc)
-        del self._pending
 
     def build_self_attention(self, embed_dim, cfg):
-        if not self._pending:
+        if not self.syntax_layer:
             return super().build_self_attention(embed_dim, cfg)
         # fairseq's own arguments for encoder self-attention, plus this layer's syntax
         return SyntaxMultiheadAttention(embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout,
                                         self_attention=True, q_noise=self.quant_noise,
                                         qn_block_size=self.quant_noise_block_size,
-                                        xformers_att_config=cfg.encoder.xformers_att_config, layer=self._pending)
+                                        xformers_att_config=cfg.encoder.xformers_att_config, layer=self.syntax_layer)
 
     @property
     def has_syntax(self) -> bool:
@@ -77,21 +76,20 @@ class SyntaxDecoderLayer(TransformerDecoderLayerBase):
     """fairseq's decoder layer; ``forward(…, syntax=…)`` → (x, attn, self_attn_state, report)."""
 
     def __init__(self, cfg, layer: LayerSyntax, no_encoder_attn=False, add_bias_kv=False, add_zero_attn=False):
-        self._pending = layer  # read by build_self_attention during the base constructor
+        self.syntax_layer = layer  # what its self-attention runs: set before fairseq's constructor, which builds it
         super().__init__(cfg, no_encoder_attn=no_encoder_attn, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn)
-        del self._pending
         if self.has_syntax and self.cross_self_attention:
             raise ValueError("--cross-self-attention: decoder layers with syntax heads attend to their own sequence only")
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
-        if not self._pending:
+        if not self.syntax_layer:
             return super().build_self_attention(embed_dim, cfg, add_bias_kv, add_zero_attn)
         # fairseq's own arguments for decoder self-attention, plus this layer's syntax
         return SyntaxMultiheadAttention(embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout,
                                         add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn,
                                         self_attention=not cfg.cross_self_attention, q_noise=self.quant_noise,
                                         qn_block_size=self.quant_noise_block_size,
-                                        xformers_att_config=cfg.decoder.xformers_att_config, layer=self._pending)
+                                        xformers_att_config=cfg.decoder.xformers_att_config, layer=self.syntax_layer)
 
     @property
     def has_syntax(self) -> bool:

@@ -1,76 +1,51 @@
 """The paper settings of ``syntax_transformer`` as fairseq architecture presets (``--arch NAME``).
 
-A preset sets fields of the model's config in their flat form (``distance_layers``: the group ``distance``, field
-``layers``) unless they are set already (:func:`set_fields`): a flag given on the command line wins, and every field no
-preset sets keeps the default its mechanism's config declares. ``--arch syntax_transformer`` is Transformer base with
-no mechanism on. Per-dataset settings of each paper's tables live in ``configs/``.
+A preset is a bundle of default flags: it sets fields by their flat names (``distance_layers``: the group
+``distance``, field ``layers``) where they are not set already (:func:`set_fields`), so a flag given on the command
+line wins, and every field no preset sets keeps the default its mechanism's config declares.
+``--arch syntax_transformer`` is Transformer base with no mechanism on. Per-dataset settings of each paper's tables
+live in ``configs/``.
 
-fairseq calls a preset on the flat Namespace of the command line, before it turns the Namespace into the model's typed
-config; the preset then hands fairseq the typed groups (:func:`~syntrans.models.config.hand_to_fairseq`). fairseq also
-calls it on the config a model is built from: a typed one that holds the preset already (its ``preset`` field names
-it: a checkpoint, a config made from the command line) is left alone; one from fairseq-hydra-train YAML that names
-the preset as ``_name`` takes the preset's values for the fields it leaves at their defaults
-(:func:`~syntrans.models.config.apply_to_typed`).
+fairseq runs a preset on the model's config as it holds it: the command line's flat Namespace, and again when the
+model is built, on that Namespace, on fairseq-hydra-train YAML (nested) or on a checkpoint's stored config. The
+adapter (:func:`~syntrans.models.config.model_config`) lets a nested value win over a flat one, so a preset's flat
+values fill only what the YAML or checkpoint does not hold.
 """
-from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
+from fairseq.models import register_model_architecture
 from fairseq.models.transformer.transformer_legacy import base_architecture, transformer_iwslt_de_en
 
-from ..mechanisms.registry import MECHANISMS
-from .config import apply_to_typed, hand_to_fairseq, is_nested
 from .syntax_transformer import MODEL
 
 
-def apply_preset(fn, name: str, cfg) -> None:
-    """Run preset ``fn`` (registered as ``name``) on a config of any form (module docstring)."""
-    if is_nested(cfg):
-        apply_to_typed(fn, name, cfg)
-    else:
-        fn(cfg)
-        hand_to_fairseq(cfg, name)
-
-
 def preset(name: str):
-    """Register the decorated preset as architecture ``name`` of ``syntax_transformer`` (:func:`apply_preset`); the
-    function itself is returned unchanged, so presets can build on each other."""
+    """Register the decorated preset as architecture ``name`` of ``syntax_transformer`` (which also records its name
+    in the config's ``preset`` field, unless a preset's name is there already); the function itself is returned
+    unchanged, so presets can build on each other."""
 
     def register(fn):
-        register_model_architecture(MODEL, name)(lambda cfg: apply_preset(fn, name, cfg))
+        def apply(args):
+            fn(args)
+            set_fields(args, preset=name)
+
+        register_model_architecture(MODEL, name)(apply)
         return fn
 
     return register
-
-
-def _given(args, name: str) -> bool:
-    """Whether ``args`` sets ``name``: flat, or in its mechanism group's nested form (``distance: {layers: …}``)."""
-    if getattr(args, name, None) is not None:
-        return True
-    for M in MECHANISMS:
-        if name.startswith(M.key + "_"):
-            group = getattr(args, M.key, None)
-            field = name[len(M.key) + 1:]
-            if isinstance(group, dict) or hasattr(group, "keys"):
-                return group.get(field) is not None
-            return getattr(group, field, None) is not None
-    return False
 
 
 def set_fields(args, **values) -> None:
     """A preset's settings: each becomes the value of ``args.<name>`` unless that is already set (by a flag, a config
     or an earlier preset), as fairseq's architecture functions do."""
     for name, value in values.items():
-        if not _given(args, name):
+        if getattr(args, name, None) is None:
             setattr(args, name, value)
 
 
+@preset(MODEL)
 def syntax_base_architecture(args):
     """Transformer base (fairseq's defaults for every Transformer field not set); the mechanisms' fields keep their
     declared defaults where no preset or flag sets them."""
     base_architecture(args)
-
-
-# fairseq registers the model's own name as an architecture that does nothing; the command line's
-# --arch syntax_transformer needs the same hand-over of the typed groups as every preset
-ARCH_CONFIG_REGISTRY[MODEL] = lambda cfg: apply_preset(syntax_base_architecture, MODEL, cfg)
 
 
 def _iwslt_size(args):

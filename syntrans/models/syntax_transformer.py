@@ -1,9 +1,13 @@
 """``syntax_transformer``: fairseq's Transformer whose attention takes syntax mechanisms.
 
 The model's config is :data:`~syntrans.models.config.SyntaxTransformerConfig` (fairseq's TransformerConfig plus one
-group per mechanism); building it builds the model's :class:`~syntrans.mechanisms.plan.SyntaxPlan` once (every
-option checked there), from which the encoder and decoder build their layers and side modules. With no mechanism on,
-the model is exactly the stock Transformer. The paper settings are architecture presets (:mod:`syntrans.models.presets`).
+group per mechanism). fairseq keeps the model's config as it was given (the command line's flat Namespace, as for its
+own Transformer; YAML; a checkpoint's); building the model turns it into the typed config once
+(:func:`~syntrans.models.config.model_config`), completes it from the training data where a mechanism asks (e.g. the
+range of a feature's values) and writes it back complete, so that a checkpoint holds the whole configuration. The
+typed config's plan (:class:`~syntrans.mechanisms.plan.SyntaxPlan`, every option checked) gives the encoder and
+decoder their layers and side modules. With no mechanism on, the model is exactly the stock Transformer. The paper
+settings are architecture presets (:mod:`syntrans.models.presets`).
 
 Per forward, each side returns its layers' reports and its losses and metrics; the model adds the losses that need
 both sides (the plan's ``model_report``) and hands the criterion every loss and metric in ``extra["aux_losses"]`` and
@@ -11,109 +15,74 @@ both sides (the plan's ``model_report``) and hands the criterion every loss and 
 """
 from __future__ import annotations
 
-import argparse
-import contextlib
-import copy
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass
-from fairseq.models import ARCH_CONFIG_REGISTRY, register_model
+from fairseq.models import register_model
 from fairseq.models.transformer import TransformerConfig, TransformerModelBase
-from omegaconf import DictConfig, open_dict
 
-from ..mechanisms.base import ModelShape
+from ..data.features import FeatureNeeds
 from ..mechanisms.layer_lists import parse_layer_spec
 from ..mechanisms.plan import SyntaxPlan
 from ..mechanisms.registry import MECHANISMS
 from ..modules.aux_losses import merge_aux
 from ..modules.blocks import SyntaxPart
-from .config import LAYER_FIELDS, SyntaxTransformerConfig, flat_items, set_field, syntax_config
+from ..tasks.model_interface import SyntaxModel, model_overrides, value_ranges
+from .config import layer_side, model_config, model_shape, store
 from .decoder import SyntaxTransformerDecoder
 from .encoder import SyntaxTransformerEncoder
 
 MODEL = "syntax_transformer"
 
 
-def model_shape(cfg) -> ModelShape:
-    return ModelShape(int(cfg.encoder.layers), int(cfg.decoder.layers), int(cfg.encoder.attention_heads),
-                      int(cfg.decoder.attention_heads), int(cfg.encoder.embed_dim), int(cfg.decoder.embed_dim))
-
-
-@register_model(MODEL, dataclass=SyntaxTransformerConfig)
-class SyntaxTransformerModel(TransformerModelBase):
+@register_model(MODEL)
+class SyntaxTransformerModel(TransformerModelBase, SyntaxModel):
     """Transformer with syntax mechanisms (see the module docstring)."""
 
     @classmethod
     def add_args(cls, parser):
         """fairseq's Transformer flags and each mechanism group's, prefixed by its key (``--<key>-layers``); no
-        defaults on the parser: presets fill what the flags leave unset, the schema the rest."""
+        defaults on the parser: presets fill what the flags leave unset, the config's declared defaults the rest."""
         gen_parser_from_dataclass(parser, TransformerConfig(), delete_default=True, with_prefix="")
         for M in MECHANISMS:
             gen_parser_from_dataclass(parser, M.Config(), delete_default=True, with_prefix=f"--{M.key}")
-        for (group, name) in LAYER_FIELDS:  # layer lists also take 'all' (resolved when the model is built)
-            action = parser._option_string_actions.get(f"--{group}-{name.replace('_', '-')}")
-            if action is not None:
-                action.type = parse_layer_spec
+            for name in (f.name for f in M.Config.__dataclass_fields__.values()):
+                action = parser._option_string_actions.get(f"--{M.key}-{name.replace('_', '-')}")
+                if action is not None and layer_side(M.key, name):  # layer lists also take 'all'
+                    action.type = parse_layer_spec
 
     def __init__(self, cfg, encoder, decoder):
         super().__init__(cfg, encoder, decoder)
-        self.plan: SyntaxPlan = cfg.syntax_plan
+        self.plan: SyntaxPlan = cfg.plan
 
     @classmethod
     def build_model(cls, cfg, task):
-        """Any form of the config (:func:`~syntrans.models.config.syntax_config`) → the model and its plan."""
-        cfg = syntax_config(cfg)
-        plan = SyntaxPlan(cfg, model_shape(cfg))
-        cfg.syntax_plan = plan  # read by build_encoder/build_decoder while fairseq's build_model runs
-        try:
-            model = super().build_model(cfg, task)
-        finally:
-            del cfg.syntax_plan
-        return model
+        """The model of a config in any form (the module docstring): the typed config with the task's
+        ``--model-overrides`` on top and the fields a mechanism takes from the training data, written back into
+        ``cfg``; then fairseq's build, the encoder and decoder taking the typed config's plan."""
+        config = model_config(cfg, model_overrides(task))
+        for M in MECHANISMS:
+            group = getattr(config, M.key)
+            for name, value in M.data_fields(group, value_ranges(task, M.title)).items():
+                setattr(group, name, value)
+        if cfg is not config:
+            store(config, cfg)
+        return super().build_model(config, task)
 
     @classmethod
     def build_encoder(cls, cfg, src_dict, embed_tokens):
-        return SyntaxTransformerEncoder(cfg, cfg.syntax_plan, src_dict, embed_tokens)
+        return SyntaxTransformerEncoder(cfg, cfg.plan.sides["encoder"], src_dict, embed_tokens)
 
     @classmethod
     def build_decoder(cls, cfg, tgt_dict, embed_tokens):
-        return SyntaxTransformerDecoder(cfg, cfg.syntax_plan, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
-
-    @classmethod
-    def fill_from_data(cls, cfg, task) -> None:
-        """Complete a model config in place before the model is built: the fields that come from the training data
-        (e.g. the range of a feature's values, asked of the task's ``value_range``) and, for a flat config, every mechanism
-        field at its resolved value, so that a checkpoint holds the whole configuration."""
-        view = copy.deepcopy(cfg)
-        arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
-        if arch in ARCH_CONFIG_REGISTRY and arch != MODEL:  # the preset fairseq applies when it builds the model
-            with open_dict(view) if isinstance(view, DictConfig) else contextlib.nullcontext():
-                ARCH_CONFIG_REGISTRY[arch](view)
-        typed = syntax_config(view)
-        value_range = getattr(task, "value_range", None)
-        for M in MECHANISMS:
-            if value_range is None:
-                break
-            for name, value in M.data_fields(getattr(typed, M.key), value_range).items():
-                setattr(getattr(typed, M.key), name, value)
-                set_field(cfg, M.key, name, value)
-        if isinstance(cfg, argparse.Namespace):
-            for name, value in flat_items(typed).items():
-                if getattr(cfg, name, None) is None:
-                    setattr(cfg, name, value)
+        return SyntaxTransformerDecoder(cfg, cfg.plan.sides["decoder"], tgt_dict, embed_tokens,
+                                        no_encoder_attn=cfg.no_cross_attention)
 
     # ------------------------------------------------------------------------------------------------ data
-    def syntax_features(self) -> Set[str]:
-        """Names of the batch features (``net_input`` keys) this model needs from the task."""
-        return set(self.plan.features().required)
-
-    def optional_syntax_features(self) -> Set[str]:
-        """Features the model uses when the data has them (e.g. the parents of a parse head's loss)."""
-        return set(self.plan.features().optional)
-
-    def training_syntax_features(self) -> Set[str]:
-        """Optional features the training split must have: those of the auxiliary losses."""
-        return set(self.plan.features().training)
+    def syntax_needs(self) -> FeatureNeeds:
+        """The batch features (``net_input`` keys) this model reads: always, where the data has them, and those the
+        training split must have (its auxiliary losses)."""
+        return self.plan.features()
 
     def set_epoch(self, epoch: int) -> None:
         """fairseq's epoch (1-based) for every syntax part (a warm-up)."""

@@ -26,17 +26,15 @@ LayerKey = Tuple[str, int]  # ("encoder" | "decoder", 0-based layer)
 def syntax_layers(model) -> Dict[LayerKey, SyntaxMultiheadAttention]:
     """The self-attention modules with syntax heads, by (side, layer), encoder layers first, in layer order.
 
-    ``model`` is a ``syntax_transformer`` (or anything with ``encoder.layers``/``decoder.layers`` whose layers
-    have ``self_attn``); layers without syntax heads are left out.
+    ``model`` is a ``syntax_transformer`` (or any module); layers without syntax heads are left out.
     """
     out: Dict[LayerKey, SyntaxMultiheadAttention] = {}
-    for side in ("encoder", "decoder"):
-        part = getattr(model, side, None)
-        for i, layer in enumerate(getattr(part, "layers", None) or []):
-            attn = getattr(layer, "self_attn", None)
-            if isinstance(attn, SyntaxMultiheadAttention) and attn.block_keys:
-                out[side, i] = attn
-    return out
+    for name, module in model.named_modules():  # encoder.layers.3.self_attn
+        parts = name.split(".")
+        if isinstance(module, SyntaxMultiheadAttention) and module.block_keys and len(parts) == 4 and \
+                parts[0] in ("encoder", "decoder") and parts[1:4:2] == ["layers", "self_attn"]:
+            out[parts[0], int(parts[2])] = module
+    return dict(sorted(out.items(), key=lambda kv: (kv[0][0] != "encoder", kv[0][1])))
 
 
 def side_reports(side: str, output) -> Dict[int, Dict]:
@@ -56,8 +54,9 @@ def record_attention(model) -> Iterator[Dict[LayerKey, torch.Tensor]]:
     """
     kept: Dict[LayerKey, torch.Tensor] = {}
     handles = []
+    children = dict(model.named_children())
     for side in ("encoder", "decoder"):
-        part = getattr(model, side, None)
+        part = children.get(side)
         if part is None:
             continue
 

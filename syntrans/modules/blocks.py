@@ -79,6 +79,11 @@ class HeadBlock(SyntaxPart):
         """Called once when the attention places the block on ``heads``."""
         self.heads = heads
 
+    def query_projection(self, stock: nn.Linear, num_heads: int) -> Optional[nn.Module]:
+        """The layer's query projection this block's heads need instead of ``stock`` (the attention's own, over
+        ``num_heads`` heads), or None: asked once, after :meth:`attach`, by the attention, which keeps the result."""
+        return None
+
     def needs_probs(self, inputs: SideInputs) -> bool:
         """Whether this forward must form the block's probabilities (kept attention, an oracle, a loss that reads
         them), beyond a loss :meth:`fused_report` can give."""
@@ -157,16 +162,19 @@ class LogMaskHeads(HeadBlock):
         return add_log_mask
 
 
-@dataclass(frozen=True)
 class LayerSyntax:
-    """What one self-attention layer runs: its blocks' keys in head order, and how to build its blocks and mixer. The
-    attention builds them after its own parameters, so that a model draws its parameters in fairseq's order with
-    the syntax parts after each layer's projections (a seed gives the same model as before these parts were
-    modules of their own)."""
+    """What one self-attention layer runs: its blocks' keys in head order (none: a stock layer), and its blocks and
+    mixer, which the attention builds after its own parameters, so that a model draws its parameters in fairseq's
+    order with the syntax parts after each layer's projections (a seed gives the same model as before these parts
+    were modules of their own)."""
 
     keys: Tuple[str, ...] = ()
-    blocks: Callable[[], List["HeadBlock"]] = list
-    mixer: Callable[[], Optional["LayerMixer"]] = lambda: None
+
+    def blocks(self, head_dim: int) -> List["HeadBlock"]:
+        return []
+
+    def mixer(self, embed_dim: int, num_heads: int) -> Optional["LayerMixer"]:
+        return None
 
     def __bool__(self) -> bool:
         return bool(self.keys)

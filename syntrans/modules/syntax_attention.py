@@ -48,33 +48,21 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                  layer: Optional[LayerSyntax] = None, **kwargs):
         super().__init__(*args, **kwargs)
         if layer is not None:  # the mixer first, then the blocks in head order: the order of the draws before
-            mixer = layer.mixer()
-            blocks = layer.blocks()
+            mixer = layer.mixer(self.embed_dim, self.num_heads)
+            blocks = layer.blocks(self.head_dim)
+        # the blocks as the model's plan placed them (it checked their heads, keys and mixer: SyntaxPlan)
         start = 0
-        keys: List[str] = []
         for block in blocks:
-            if block.key in keys or hasattr(self, block.key):
-                raise ValueError(f"two blocks of key {block.key!r} in one layer")
-            heads = slice(start, start + block.num_heads)
-            if heads.stop > self.num_heads or block.num_heads < 1:
-                raise ValueError(f"a layer has {self.num_heads} heads but its syntax blocks ask for "
-                                 f"{', '.join(f'{b.num_heads} {b.key}' for b in blocks)}; give fewer heads to each "
-                                 "mechanism or put them in different layers")
             self.add_module(block.key, block)
-            block.attach(self, heads)
-            keys.append(block.key)
-            start = heads.stop
-        self.block_keys: Tuple[str, ...] = tuple(keys)
+            block.attach(self, slice(start, start + block.num_heads))
+            projection = block.query_projection(self.q_proj, self.num_heads)
+            if projection is not None:
+                self.q_proj = projection
+            start += block.num_heads
+        self.block_keys: Tuple[str, ...] = tuple(b.key for b in blocks)
         self.syntax_heads = start  # heads 0 … syntax_heads − 1 run blocks; the rest are stock
         self.mixer_key: Optional[str] = None
         if mixer is not None:
-            if not keys:
-                raise ValueError(f"a {mixer.key} mixes a layer's syntax heads, and this layer has none")
-            fixed = [b.key for b in blocks if not b.mixable]
-            if fixed:
-                raise ValueError(f"{', '.join(fixed)} heads cannot be mixed by a {mixer.key}: their attention is the "
-                                 "stock attention of a transformed query, with no syntax attention of its own to mix; "
-                                 "put them in a layer without one")
             self.add_module(mixer.key, mixer)
             self.mixer_key = mixer.key
 
@@ -169,7 +157,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             probs.append(p)
         elif mixer is not None:  # a mixed layer at evaluation, nothing kept: both sides fused, then mixed
             (qg, *qs), (kg, *ks), (vg, *vs) = (t.split([n, H - n], dim=1) for t in (q, k, v))
-            parts.append(self._gated_fused(x, qg, kg, vg, pad, attn_mask, syntax, report))
+            parts.append(self._mixed_fused(x, qg, kg, vg, pad, attn_mask, syntax, report))
         else:
             sizes = [b.num_heads for b in self.blocks] + [H - n]
             *qb, q_rest = q.split(sizes, dim=1)
@@ -278,7 +266,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         ctx = torch.matmul(self.dropout_module(probs.type_as(raw)), v)  # (B, n, T, d)
         return ctx, probs
 
-    def _gated_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
+    def _mixed_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
         """A mixed layer's syntax heads at evaluation, where the mix is linear: (mix of A_syn, A_raw)·V = mix of
         A_syn·V and A_raw·V, both fused."""
         sizes = [b.num_heads for b in self.blocks]

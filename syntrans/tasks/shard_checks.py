@@ -20,6 +20,7 @@ from typing import List, Optional, Set, Tuple
 import numpy as np
 import torch
 import torch.distributed as dist
+from fairseq.data.iterators import EpochBatchIterator
 from fairseq.distributed import utils as distributed_utils
 
 logger = logging.getLogger("syntrans.task")
@@ -84,20 +85,19 @@ def _gather(row: List[int], group) -> List[List[int]]:
     return [r.tolist() for r in rows]
 
 
-def check_shares(split: str, dataset, epoch_iter, num_shards: int) -> None:
+def check_shares(split: str, dataset, epoch_iter) -> None:
     """Raise (every process alike) where training cannot go on, say so where the processes' shares differ; called with
     the iterator fairseq's task built. With several processes this is a collective: each process calls it."""
-    batches = getattr(epoch_iter, "frozen_batches", None)
-    if batches is None:  # an iterator over a stream: its batches are not known in advance
+    if not isinstance(epoch_iter, EpochBatchIterator):  # an iterator over a stream: its batches are not known in advance
         return
-    n = len(batches)
+    n, num_shards = len(epoch_iter.frozen_batches), epoch_iter.num_shards
     if num_shards > 1 and dist.is_available() and dist.is_initialized() and not distributed_utils.use_xla():
         group = distributed_utils.get_data_parallel_group()
         if dist.get_world_size(group) == num_shards:  # fairseq's data-parallel processes (not --num-shards)
             error = mismatch_error(split, _gather(data_fingerprint(dataset, n), group))
             if error:
                 raise ValueError(error)
-    error = share_error(split, n, num_shards, bool(getattr(epoch_iter, "skip_remainder_batch", False)))
+    error = share_error(split, n, num_shards, bool(epoch_iter.skip_remainder_batch))
     if error:
         raise ValueError(error)
     note = share_note(split, n, num_shards)

@@ -3,20 +3,22 @@
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Optional, Set, Tuple
+from typing import Optional, Tuple
 
 from fairseq import utils
-from fairseq.models import ARCH_MODEL_REGISTRY
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from omegaconf import II
+from omegaconf.errors import OmegaConfBaseException
 
 from ..data import sidecars
 from ..data.feature_range import feature_range
+from ..data.features import FeatureNeeds
 from ..data.syntax_dataset import SyntaxPairDataset
 from ..generation.end_of_split import EndOfSplit
 from ..generation.printing import gen_subset_of, syntax_generator
 from .frozen_params import drop_frozen_grads, frozen_params, needs_zero_tie, with_zero_tie
+from .model_interface import SyntaxModel
 from .shard_checks import check_shares
 
 logger = logging.getLogger("syntrans.task")
@@ -33,20 +35,20 @@ class SyntaxTranslationConfig(TranslationConfig):
                           "(-1: EOS/BOS), and after the split the word-level UAS against the split's gold parses "
                           "(the target's with --score-reference); with --results-path into syntax-<subset>.txt"},
     )
-    # where fairseq-generate writes (no help: the flags are fairseq's own, these fields only copy their values)
+    # where fairseq-generate writes, and the model overrides of the command that loads a checkpoint (no help: the
+    # flags are fairseq's own, these fields only copy their values)
     results_path: Optional[str] = II("common_eval.results_path")
     gen_subset: str = II("dataset.gen_subset")
+    model_overrides: str = II("common_eval.model_overrides")
 
 
 @register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
 class SyntaxTranslationTask(TranslationTask):
-    """Translation whose batches carry the syntax features the model asks for (``model.syntax_features()``)."""
+    """Translation whose batches carry the syntax features the model reads (``model.syntax_needs()``)."""
 
     def __init__(self, cfg, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
-        self.syntax_requests: Set[str] = set()  # shared with every dataset of this task
-        self.syntax_optional: Set[str] = set()  # loaded where a split has their sidecars
-        self.syntax_train: Set[str] = set()  # optional features the training split must have (auxiliary losses)
+        self.syntax_needs = FeatureNeeds()  # of the models built so far; handed to every split
         self.syntax_generator = self.syntax_printer = None  # --print-syntax: the generator whose parses are printed
 
     def _check_supported(self):
@@ -69,19 +71,19 @@ class SyntaxTranslationTask(TranslationTask):
             raise NotImplementedError(f"{data_path}: sharded splits ({split}1, …) are not supported by syntax_translation yet")
         src_side = sidecars.load_side(data_path, split, a, b, src)
         tgt_side = sidecars.load_side(data_path, split, a, b, tgt)
-        self.datasets[split] = SyntaxPairDataset(self.datasets[split], src_side, tgt_side, self.syntax_requests,
-                                                  self.syntax_optional)
-        self._check_requests(split)
+        self.datasets[split] = SyntaxPairDataset(self.datasets[split], src_side, tgt_side, self.syntax_needs)
+        self._check_needs(split)
 
-    def _check_requests(self, split):
+    def _check_needs(self, split):
         ds = self.datasets.get(split)
         if not isinstance(ds, SyntaxPairDataset):
             return
-        train = self.syntax_train if split == self.cfg.train_subset else set()
-        for name in sorted(self.syntax_requests | train):
+        needs = self.syntax_needs
+        train = needs.training if split == self.cfg.train_subset else set()
+        for name in sorted(needs.required | train):
             why = ds.missing(name)
             if why:
-                role = "its training loss needs" if name not in self.syntax_requests else "the model asks for"
+                role = "its training loss needs" if name not in needs.required else "the model asks for"
                 raise FileNotFoundError(
                     f"split {split} of {self.cfg.data}: {role} {why}, which is missing "
                     f"(expected {ds.sidecar_path(name)}); {sidecars.how_to_write(ds.lacking(name))}"
@@ -102,32 +104,31 @@ class SyntaxTranslationTask(TranslationTask):
         logger.info(f"values of {feature} (the {side} side, {lang}) in {split}: {lo}..{hi}, fixed into the model")
         return lo, hi
 
+    def model_overrides_text(self) -> str:
+        """The ``--model-overrides`` of the command that loads a checkpoint (fairseq's ``common_eval.model_overrides``);
+        '' where the task's config is not part of a command's config."""
+        try:
+            text = self.cfg.model_overrides
+        except (AttributeError, OmegaConfBaseException):  # no root config to take it from
+            return ""
+        return "" if not isinstance(text, str) or text.startswith("${") else text
+
     def build_model(self, cfg, from_checkpoint=False):
-        """fairseq's model building, after the model class completes its config from the training data where it
-        asks to (``fill_from_data``: e.g. a value range, kept in the checkpoint); then the features it reads are
-        requested of every split."""
-        fill = getattr(ARCH_MODEL_REGISTRY.get(getattr(cfg, "_name", None) or getattr(cfg, "arch", None)),
-                       "fill_from_data", None)
-        if fill is not None:
-            fill(cfg, self)
+        """fairseq's model building; then the features the model reads are requested of every split."""
         model = super().build_model(cfg, from_checkpoint=from_checkpoint)
-        wanted = getattr(model, "syntax_features", None)
-        if wanted is not None:
-            self.syntax_requests.update(wanted())
-        optional = getattr(model, "optional_syntax_features", None)
-        if optional is not None:
-            self.syntax_optional.update(optional())
-        train = getattr(model, "training_syntax_features", None)
-        if train is not None:
-            self.syntax_train.update(train())
+        if isinstance(model, SyntaxModel):
+            self.syntax_needs = self.syntax_needs | model.syntax_needs()
+            for ds in self.datasets.values():
+                if isinstance(ds, SyntaxPairDataset):
+                    ds.request(self.syntax_needs)
         for split in list(self.datasets):
-            self._check_requests(split)
+            self._check_needs(split)
         return model
 
     def begin_epoch(self, epoch, model):
         """Tell the model fairseq's epoch (1-based) at every epoch start, a resumed one included (warm-ups)."""
         super().begin_epoch(epoch, model)
-        if hasattr(model, "set_epoch"):
+        if isinstance(model, SyntaxModel):
             model.set_epoch(epoch)
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
@@ -150,8 +151,8 @@ class SyntaxTranslationTask(TranslationTask):
         for ``--skip-remainder-batch`` (see ``shard_checks``)."""
         epoch_iter = super().get_batch_iterator(dataset, *args, **kwargs)
         split = next((name for name, ds in self.datasets.items() if ds is dataset), "(unnamed)")
-        check_shares(split, dataset, epoch_iter, getattr(epoch_iter, "num_shards", 1))
-        if getattr(self.cfg, "print_syntax", False) and gen_subset_of(self, dataset):
+        check_shares(split, dataset, epoch_iter)
+        if self.cfg.print_syntax and gen_subset_of(self, dataset):
             epoch_iter = EndOfSplit(epoch_iter, self._end_of_split)  # the UAS summary after the last batch
         return epoch_iter
 
@@ -161,7 +162,7 @@ class SyntaxTranslationTask(TranslationTask):
             return super(SyntaxTranslationTask, self).build_generator(models, args, cls, extra_gen_cls_kwargs,
                                                                       prefix_allowed_tokens_fn)
 
-        if not getattr(self.cfg, "print_syntax", False):
+        if not self.cfg.print_syntax:
             return build(seq_gen_cls)
         self.syntax_generator, self.syntax_printer = syntax_generator(self, models, args, build, seq_gen_cls)
         return self.syntax_generator
@@ -178,7 +179,7 @@ class SyntaxTranslationTask(TranslationTask):
             self.syntax_printer.finish()
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        if self.syntax_requests:
+        if self.syntax_needs.required:
             raise NotImplementedError(
                 "interactive translation needs syntax features for the input; use syntrans-translate (it parses the "
                 "input), or binarize it with syntrans-preprocess and use fairseq-generate"
