@@ -10,6 +10,7 @@ import torch
 from fairseq import checkpoint_utils
 from helpers import N_TEST, check_generate_bleu, generate, metric, metric_lines, run, tiny_train_argv
 
+from syntrans.models.config import model_config
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 from syntrans.syntax.deprels import N_LABELS
 
@@ -62,7 +63,8 @@ def test_sla_trains_and_decodes_with_its_gate_in_every_layer(tiny_data, trained)
             g = metric(valid[-1], f"gate_l{layer}h{head}")
             assert g is not None and 0.0 < g < 1.0, (layer, head, valid[-1])
     state = torch.load(ckpt, weights_only=True, map_location="cpu")
-    assert state["cfg"]["model"]["sla"]["threshold"] == 2 and state["cfg"]["model"]["sla"]["heads"] == 4
+    stored = model_config(state["cfg"]["model"])  # the stored config, read through the config's one adapter
+    assert stored.sla.threshold == 2 and stored.sla.heads == 4
     assert not any("bn" in k for k in state["model"] if ".gate." in k)  # no BatchNorm: SLA's gate is unregularised
     models, _ = checkpoint_utils.load_model_ensemble([str(ckpt)], arg_overrides={"data": str(tiny_data)})
     for layer in models[0].encoder.layers:
@@ -77,6 +79,7 @@ def test_sh_trains_and_decodes_with_its_label_embedding(tiny_data, trained):
     ckpt, _ = _train_generate("sh", tiny_data, trained)
     state = torch.load(ckpt, weights_only=True, map_location="cpu")
     assert tuple(state["model"]["encoder.labels.embed.weight"].shape) == (N_LABELS + 2, 10)
-    assert state["cfg"]["model"]["labels"]["input"] is True and state["cfg"]["model"]["labels"]["embed_dim"] == 10
+    stored = model_config(state["cfg"]["model"])  # the stored config, read through the config's one adapter
+    assert stored.labels.input is True and stored.labels.embed_dim == 10
     models, _ = checkpoint_utils.load_model_ensemble([str(ckpt)], arg_overrides={"data": str(tiny_data)})
     assert not any(isinstance(m, SyntaxMultiheadAttention) for m in models[0].modules())

@@ -13,6 +13,7 @@ from fairseq import checkpoint_utils
 from helpers import BIN, N_TEST, UPDATES, generate, metric, metric_lines, run, short_runs, tiny_train_argv
 
 import syntrans  # noqa: F401  (allow-lists the checkpoint classes for torch's safe loader)
+from syntrans.models.config import model_config
 
 PRESETS = {"dbsa": "dbsa_transformer_wmt_en_de", "syncattn": "syncattn_transformer_wmt_en_de"}
 # the one DBSA head of each preset: encoder layer 0 and decoder layer 0, U of shape (1, d, d), d = 32 / 4
@@ -82,8 +83,9 @@ def test_checkpoint_rebuilds_with_trained_u(name, tiny_data, trained):
     ckpt, _ = trained(name)
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)], arg_overrides={"data": str(tiny_data)})
     model = models[0]
-    assert (list(cfg.model.dbsa.encoder_layers), list(cfg.model.dbsa.decoder_layers), cfg.model.dbsa.heads) == ([0], [0], 1)
-    assert cfg.model.sync.attn == (name == "syncattn")
+    stored = model_config(cfg.model)  # the stored config, read through the config's one adapter
+    assert (stored.dbsa.encoder_layers, stored.dbsa.decoder_layers, stored.dbsa.heads) == ([0], [0], 1)
+    assert stored.sync.attn == (name == "syncattn")
     # --sync-layer -2 of a 2-layer decoder is its layer 0; no SyncAttn, no layer
     assert model.plan.alignment_layer() == (0 if name == "syncattn" else None)
 

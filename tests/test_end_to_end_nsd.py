@@ -22,6 +22,7 @@ from helpers import (
 )
 
 import syntrans  # noqa: F401  (allow-lists the checkpoint classes for torch's safe loader)
+from syntrans.models.config import model_config
 
 CASES = {  # name: (arch and flags, logged NSD losses)
     "src": (["--arch", "nsd_src_transformer_base"], ("nsd_src_ce", "nsd_src_dist")),
@@ -60,7 +61,8 @@ def test_generate_and_range_in_checkpoint(name, tiny_data, trained, tmp_path):
     ckpt, _ = trained(name)
     models, cfg, _ = checkpoint_utils.load_model_ensemble_and_task([str(ckpt)], arg_overrides={"data": str(tiny_data)})
     enc = models[0].encoder.nsd.settings
-    assert enc.v_min is not None and enc.v_min == cfg.model.nsd.src_min and enc.v_max == cfg.model.nsd.src_max
+    stored = model_config(cfg.model)  # the stored config, read through the config's one adapter
+    assert enc.v_min is not None and enc.v_min == stored.nsd.src_min and enc.v_max == stored.nsd.src_max
     out = generate(tiny_data, ckpt)
     hyps = re.findall(r"^H-(\d+)\t", out, flags=re.M)
     assert sorted(map(int, hyps)) == list(range(N_TEST)), out[-2000:]

@@ -22,6 +22,7 @@ from helpers import (
     short_runs,
 )
 
+from syntrans.models.config import model_config
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
 
 pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
@@ -113,12 +114,14 @@ def test_train_generate(name, tiny_data, trained, generated):
     bleu = check_generate_bleu(out)  # fairseq's BLEU4 line against the one computed here from the H-/T- lines
     assert bleu["precisions"][0] > 0, bleu  # the hypotheses share words with the references: the check is not 0 = 0
 
-    # the checkpoint loads with torch's safe loader (syntrans imported) and holds the syntax options, nested by group
+    # the checkpoint loads with torch's safe loader (syntrans imported) and holds the syntax options (read through
+    # the config's one adapter: by group)
     state = torch.load(ckpt, weights_only=True, map_location="cpu")
-    model_cfg = state["cfg"]["model"]
+    model_cfg = model_config(state["cfg"]["model"])
     for group, fields in expected_cfg.items():
         for key, value in fields.items():
-            assert model_cfg[group][key] == value, (group, key, model_cfg[group][key], value)
+            got = getattr(getattr(model_cfg, group), key)
+            assert got == value, (group, key, got, value)
     # LISA's bi-affine U exists exactly in the LISA layers, with head_dim + 1 rows
     u_keys = sorted(k for k in state["model"] if k.endswith("self_attn.lisa.U"))
     lisa_layers = [i for i, (_, blocks) in enumerate(expected_plans) if "lisa" in dict(blocks)]

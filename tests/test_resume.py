@@ -21,6 +21,7 @@ import torch
 from helpers import build_task_and_model, metric_lines, run, tiny_train_argv
 
 import syntrans  # noqa: F401  (allow-lists the checkpoint classes for torch's safe loader)
+from syntrans.models.config import model_config
 
 pytestmark = pytest.mark.usefixtures("single_threaded_tools")  # conftest
 
@@ -111,8 +112,8 @@ def test_resume_gives_identical_checkpoint(name, runs):
     loaded = rf"Loaded checkpoint \S*checkpoint_last\.pt \(epoch 1 @ {n // 2} updates\)"
     assert re.search(loaded, second), second[-3000:]
     a, b = load(straight / "checkpoint_last.pt"), load(resumed / "checkpoint_last.pt")
-    cfg = a["cfg"]["model"]  # the runs are what this file claims to test: dropout on everywhere
-    assert cfg["dropout"] == cfg["attention_dropout"] == 0.1 and cfg["gate"]["syntax_dropout"] == 0.4, cfg
+    cfg = model_config(a["cfg"]["model"])  # the runs are what this file claims to test: dropout on everywhere
+    assert cfg.dropout == cfg.attention_dropout == 0.1 and cfg.gate.syntax_dropout == 0.4, cfg
     assert any(k.endswith("bn.running_var") for k in a["model"]) and any(".gate.fc1." in k for k in a["model"])
 
     # every tensor of the model: parameters, BatchNorm running statistics (and num_batches_tracked), any buffer
