@@ -102,7 +102,16 @@ def test_all_means_every_layer_of_its_own_side():
                                           ({"nsd_tgt_input": "sum"}, "--nsd-tgt-input"),
                                           ({"pascal_layers": "0", "pascal_heads": 1, "pascal_sigma": 0.0},
                                            "--pascal-sigma"),
-                                          ({"gate_layers": "0", "gate_mode": "mean"}, "--gate-mode")])
+                                          ({"gate_layers": "0", "gate_mode": "mean"}, "--gate-mode"),
+                                          ({"distance_tau": -5.0}, "--distance-tau"), ({"distance_tau": 0.0}, "--distance-tau"),
+                                          ({"lisa_weight": -5.0}, "--lisa-weight"), ({"dbsa_weight": -1.0}, "--dbsa-weight"),
+                                          ({"sync_weight": -0.5}, "--sync-weight"), ({"nsd_ce_weight": -3.0}, "--nsd-ce-weight"),
+                                          ({"gate_hidden": 0}, "--gate-hidden"),
+                                          ({"gate_warmup_epochs": -1}, "--gate-warmup-epochs"),
+                                          ({"nsd_spe_lambda": 0.0}, "--nsd-spe-lambda"),
+                                          ({"distance_layers": "0,0", "distance_heads": 1},
+                                           "--distance-layers: layer 0 is named twice"),
+                                          ({"lisa_layers": "5,-1"}, "--lisa-layers: layer 5 is named twice")])
 def test_bad_values_are_refused_where_the_object_is_built(values, flag):
     cfg = model_config(argparse.Namespace(**values))  # read as given ...
     with pytest.raises(ValueError, match=flag):  # ... and refused when the model's mechanisms are built
