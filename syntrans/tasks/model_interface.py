@@ -3,9 +3,9 @@
 * The task asks a model for the batch features it reads (:meth:`SyntaxModel.syntax_needs`) and tells it fairseq's
   epoch (:meth:`SyntaxModel.set_epoch`); a model that is not a :class:`SyntaxModel` (e.g. fairseq's own Transformer)
   reads no syntax.
-* A model, when it is built, asks the task for the range of a feature's values over the training split
+* A model, when it is built, asks a :class:`SyntaxTask` for the range of a feature's values over the training split
   (:func:`value_ranges`) and for the ``--model-overrides`` of the command that loads it (:func:`model_overrides`); a
-  task other than ``syntax_translation`` has neither.
+  task that is not one (e.g. fairseq's own translation task) has neither.
 """
 from __future__ import annotations
 
@@ -26,12 +26,22 @@ class SyntaxModel:
         """fairseq's epoch (1-based), at every epoch start, a resumed one included (warm-ups)."""
 
 
+class SyntaxTask:
+    """A task whose data carries syntax sidecars (mixed into a fairseq task class)."""
+
+    def value_range(self, side: str, feature: str) -> Tuple[int, int]:
+        """(smallest, largest) value of batch feature ``feature`` on ``side`` over the training split."""
+        raise NotImplementedError
+
+    def model_overrides_text(self) -> str:
+        """The ``--model-overrides`` of the command that loads a checkpoint, as given ('' if none)."""
+        raise NotImplementedError
+
+
 def value_ranges(task, who: str) -> Callable[[str, str], Tuple[int, int]]:
     """``value_range(side, feature) → (min, max)`` of ``task`` over its training split; for another task, a function
     that raises, naming ``who`` needs the range."""
-    from .syntax_translation import SyntaxTranslationTask
-
-    if isinstance(task, SyntaxTranslationTask):
+    if isinstance(task, SyntaxTask):
         return task.value_range
 
     def unknown(side: str, feature: str) -> Tuple[int, int]:
@@ -44,9 +54,7 @@ def value_ranges(task, who: str) -> Callable[[str, str], Tuple[int, int]]:
 def model_overrides(task) -> Dict[str, Any]:
     """The ``--model-overrides`` of the command that builds the model from a checkpoint (fairseq-generate,
     fairseq-validate, syntrans-translate), as a dict; {} for a new model and for other tasks."""
-    from .syntax_translation import SyntaxTranslationTask
-
-    if not isinstance(task, SyntaxTranslationTask):
+    if not isinstance(task, SyntaxTask):
         return {}
     text = task.model_overrides_text()
     if not text:
@@ -62,4 +70,4 @@ def model_overrides(task) -> Dict[str, Any]:
     return value
 
 
-__all__ = ["SyntaxModel", "model_overrides", "value_ranges"]
+__all__ = ["SyntaxModel", "SyntaxTask", "model_overrides", "value_ranges"]

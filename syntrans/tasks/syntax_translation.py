@@ -18,7 +18,7 @@ from ..data.syntax_dataset import SyntaxPairDataset
 from ..generation.end_of_split import EndOfSplit
 from ..generation.printing import gen_subset_of, syntax_generator
 from .frozen_params import drop_frozen_grads, frozen_params, needs_zero_tie, with_zero_tie
-from .model_interface import SyntaxModel
+from .model_interface import SyntaxModel, SyntaxTask
 from .shard_checks import check_shares
 
 logger = logging.getLogger("syntrans.task")
@@ -43,7 +43,7 @@ class SyntaxTranslationConfig(TranslationConfig):
 
 
 @register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
-class SyntaxTranslationTask(TranslationTask):
+class SyntaxTranslationTask(TranslationTask, SyntaxTask):
     """Translation whose batches carry the syntax features the model reads (``model.syntax_needs()``)."""
 
     def __init__(self, cfg, src_dict, tgt_dict):
