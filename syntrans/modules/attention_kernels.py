@@ -4,8 +4,9 @@
   ``F.multi_head_attention_forward``: flash or memory-efficient on CUDA, the flash kernel on CPU), with an optional
   additive bias broadcast over the block's heads: no (B, n, T, S) tensor is formed.
 * :func:`flex`: torch's ``flex_attention`` with a score modification (e.g. a multiplied S ⊙ W) and the padding as a
-  block mask, optionally returning the log-sum-exp of every row; no (B, n, T, S) tensor either. Its backward needs
-  CUDA, and it has no attention dropout.
+  block mask (:func:`padding_block_mask`, made once per batch), optionally returning the log-sum-exp of every row;
+  no (B, n, T, S) tensor either. Compiled (:mod:`~syntrans.modules.compiled_kernels`: a failed compile leaves the
+  heads on the explicit path), on CUDA by default; its backward needs CUDA, and it has no attention dropout.
 * :func:`masked_scores` and :func:`softmax_probs`: the explicit path's pieces (scores formed, masked, softmax in
   float32 as fairseq's ``utils.softmax``), the reference every fused kernel is tested against.
 """
@@ -15,6 +16,8 @@ from typing import Callable, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
+
+from .compiled_kernels import KernelUnavailable, call, compile_enabled, compiled, usable
 
 
 def additive_mask(pad: Optional[torch.Tensor], attn_mask: Optional[torch.Tensor], bias: Optional[torch.Tensor],
@@ -43,9 +46,10 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch
 
 
 def flex_available(device: torch.device) -> bool:
-    """Whether :func:`flex` runs fused here: on CUDA, compiled (torch >= 2.5). Elsewhere torch runs flex attention as
-    a reference that forms the scores anyway (and has no backward on CPU): the explicit path is as good there."""
-    if device.type != "cuda":
+    """Whether :func:`flex` runs fused here: on CUDA, compiled (torch >= 2.5), unless compiling is off
+    (``SYNTRANS_COMPILE=0``). Elsewhere torch runs flex attention as a reference that forms the scores anyway (and has
+    no backward on CPU): the explicit path is as good there."""
+    if device.type != "cuda" or not compile_enabled():
         return False
     try:
         from torch.nn.attention import flex_attention  # noqa: F401
@@ -54,52 +58,75 @@ def flex_available(device: torch.device) -> bool:
     return True
 
 
-_COMPILED = {}
+def padding_block_mask(pad: Optional[torch.Tensor], causal: bool, B: int, T: int, S: int, device: torch.device):
+    """flex attention's block mask of padding keys (pad (B, S) True at padding) and, when ``causal``, later keys; None
+    when neither masks anything. Made by torch's ``create_block_mask``, compiled on CUDA (eager where that compile
+    failed, :mod:`~syntrans.modules.compiled_kernels`); the side's inputs make it once per batch for every layer
+    (:meth:`~syntrans.modules.blocks.SideInputs.block_mask`)."""
+    if pad is None and not causal:
+        return None
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    if pad is None:
+        def mask_mod(b, h, q_idx, kv_idx):  # the causal mask alone
+            return kv_idx <= q_idx
+    elif causal:
+        def mask_mod(b, h, q_idx, kv_idx):
+            return ~pad[b, kv_idx] & (kv_idx <= q_idx)
+    else:
+        def mask_mod(b, h, q_idx, kv_idx):
+            return ~pad[b, kv_idx]
+
+    caller = "causal mask" if causal else "padding mask"
+    if torch.device(device).type == "cuda" and usable("block mask", caller, device):
+        make = compiled("block mask", caller, device, create_block_mask, dynamic=True)
+        try:
+            return call("block mask", caller, device, make, mask_mod, B, None, T, S, device=device)
+        except KernelUnavailable:
+            pass
+    return create_block_mask(mask_mod, B, None, T, S, device=device)
 
 
-def _flex_attention(compiled: bool):
-    """torch's flex attention, compiled once (dynamic shapes: every batch has its own length) when ``compiled``."""
+FLEX = "flex attention"  # the kernel's name in compiled_kernels and its warning
+
+def _flex_kernel(compiled_for: Optional[str], device: torch.device):
+    """torch's flex attention: eager (its reference), or compiled for one caller on ``device``'s type, for dynamic
+    shapes (every batch has its own length)."""
     from torch.nn.attention.flex_attention import flex_attention
 
-    if not compiled:
+    if compiled_for is None:
         return flex_attention
-    if "flex" not in _COMPILED:
-        _COMPILED["flex"] = torch.compile(flex_attention, dynamic=True)
-    return _COMPILED["flex"]
+    return compiled(FLEX, compiled_for, device, flex_attention, dynamic=True)
 
 
 def flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod: Optional[Callable], pad: Optional[torch.Tensor],
          causal: bool = False, scale: Optional[float] = None, return_lse: bool = False,
-         compiled: Optional[bool] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+         compiled: Optional[bool] = None, block_mask=None, caller: str = "syntax heads"
+         ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """flex attention over (B, n, T, d) with ``score_mod(score, b, h, q_idx, kv_idx)`` applied to the scaled scores
     and the padding keys (pad (B, S)) and, when ``causal``, later keys masked → (out (B, n, T, d), lse (B, n, T) or
-    None). ``h`` counts the block's heads from 0. ``compiled`` (default: on CUDA) runs torch's compiled kernel; the
-    eager one is torch's reference (the tests compare it with the explicit path on CPU)."""
-    from torch.nn.attention.flex_attention import create_block_mask
-
+    None). ``h`` counts the block's heads from 0. ``block_mask``: that mask made already (:func:`padding_block_mask`;
+    made here when None). ``compiled`` (default: on CUDA) runs torch's compiled kernel, for ``caller`` (the heads, as
+    its failure warning names them): :class:`~syntrans.modules.compiled_kernels.KernelUnavailable` when it cannot
+    run; the eager one is torch's reference (the tests compare it with the explicit path on CPU)."""
     B, _, T, _ = q.shape
     S = k.size(2)
-    block_mask = None
-    if pad is not None or causal:
-        def mask_mod(b, h, q_idx, kv_idx):
-            keep = kv_idx >= 0
-            if pad is not None:
-                keep = keep & ~pad[b, kv_idx]
-            if causal:
-                keep = keep & (kv_idx <= q_idx)
-            return keep
-
-        block_mask = create_block_mask(mask_mod, B, None, T, S, device=q.device)
-    run = _flex_attention(q.device.type == "cuda" if compiled is None else compiled)
+    if block_mask is None:
+        block_mask = padding_block_mask(pad, causal, B, T, S, q.device)
+    compiled = q.device.type == "cuda" if compiled is None else compiled
+    run = _flex_kernel(caller if compiled else None, q.device)
+    kwargs = dict(score_mod=score_mod, block_mask=block_mask, scale=scale)
+    if return_lse:
+        try:  # torch >= 2.9 asks for the log-sum-exp with return_aux (its return_lse is deprecated)
+            from torch.nn.attention.flex_attention import AuxRequest
+            kwargs["return_aux"] = AuxRequest(lse=True)
+        except ImportError:
+            kwargs["return_lse"] = True
+    result = call(FLEX, caller, q.device, run, q, k, v, **kwargs) if compiled else run(q, k, v, **kwargs)
     if not return_lse:
-        return run(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale), None
-    try:  # torch >= 2.9 asks for the log-sum-exp with return_aux (its return_lse is deprecated)
-        from torch.nn.attention.flex_attention import AuxRequest
-    except ImportError:
-        out, lse = run(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, return_lse=True)
-        return out, lse
-    out, aux = run(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, return_aux=AuxRequest(lse=True))
-    return out, aux.lse
+        return result, None
+    out, aux = result
+    return out, getattr(aux, "lse", aux)
 
 
 def masked_scores(scores: torch.Tensor, attn_mask: Optional[torch.Tensor], pad: Optional[torch.Tensor]) -> torch.Tensor:

@@ -17,7 +17,10 @@ The layer is split by heads, and each part runs on its own kernel (:mod:`~syntra
   fairseq's order of operations (q scaled, then QKᵀ; softmax in float32), which every fused kernel is tested against.
 
 ``SideInputs.backend = "explicit"`` puts every head on the explicit path; ``"flex"`` takes flex attention wherever a
-block allows it, also off CUDA (torch's reference there: forward only, for tests). A block whose loss needs only
+block allows it, also off CUDA (torch's reference there: forward only, for tests); ``"compiled"`` does too, compiled
+on every device (inductor on CPU: forward only, for tests). A compiled kernel that fails (to compile, to run, or past
+dynamo's recompile limit) warns once and leaves its block on the explicit path (:mod:`.compiled_kernels`). The flex
+block mask (padding, causal) is made once per batch and side (:meth:`SideInputs.block_mask`) for every layer. A block whose loss needs only
 each row's log-sum-exp and its parent's score (a parse head's log-likelihood) runs in flex attention too, its loss
 formed from the kernel's log-sum-exp and the gathered parent score. Incremental decoding (decoder blocks that allow
 it) stays on fairseq's own cached path.
@@ -29,10 +32,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from fairseq.modules import MultiheadAttention
 
-from .attention_kernels import additive_mask, flex, flex_available, masked_scores, sdpa, softmax_probs
+from .attention_kernels import FLEX, additive_mask, flex, flex_available, masked_scores, sdpa, softmax_probs
 from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, LayerSyntax, SideInputs
+from .compiled_kernels import KernelUnavailable, usable
 
-BACKENDS = ("auto", "explicit", "flex")
+BACKENDS = ("auto", "explicit", "flex", "compiled")
 
 
 class SyntaxMultiheadAttention(MultiheadAttention):
@@ -208,23 +212,43 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             if fused is not None and flexible:  # the loss from the rows' log-sum-exp: no (B, n, T, S) probabilities
                 qf, kf, scale = fused
                 scale = self.scaling if scale is None else scale
-                ctx, lse = flex(qf, kf, vb, None, pad, causal=attn_mask is not None, scale=scale, return_lse=True,
-                                compiled=x.device.type == "cuda")
-                fused_report = block.fused_report(qf, kf, lse, scale, syntax)
+                got = self._flex(x, block, qf, kf, vb, None, pad, attn_mask, syntax, scale, return_lse=True)
+                fused_report = None if got is None else block.fused_report(qf, kf, got[1], scale, syntax)
                 if fused_report is not None:
                     report[block.key] = fused_report
-                    return ctx
+                    return got[0]
             mod = block.score_mod(syntax)
             if mod is not None and not loss and flexible and attn_mask is None:
-                return flex(qb, kb, vb, mod, pad, scale=self.scaling, compiled=x.device.type == "cuda")[0]
+                got = self._flex(x, block, qb, kb, vb, mod, pad, None, syntax, self.scaling)
+                if got is not None:
+                    return got[0]
         ctx, _ = self._explicit(x, qb, kb, vb, pad, attn_mask, syntax, report, blocks=[block])
         return ctx
 
+    def _flex(self, x, block: HeadBlock, q, k, v, mod, pad, attn_mask, syntax: SideInputs, scale: float,
+              return_lse: bool = False):
+        """The block in flex attention: compiled on CUDA (and under ``backend="compiled"``), torch's eager reference
+        under ``backend="flex"`` off CUDA; the side's block mask of this batch. None when the compiled kernel cannot
+        run for this block (it failed once: :mod:`~syntrans.modules.compiled_kernels`): the caller takes the explicit
+        path."""
+        compiled = x.device.type == "cuda" or syntax.backend == "compiled"
+        caller = f"{block.key} heads"
+        if compiled and not usable(FLEX, caller, x.device):
+            return None
+        causal = attn_mask is not None
+        mask = syntax.block_mask(pad, causal, q.size(2), q.device)
+        try:
+            return flex(q, k, v, mod, pad, causal=causal, scale=scale, return_lse=return_lse, compiled=compiled,
+                        block_mask=mask, caller=caller)
+        except KernelUnavailable:
+            return None
+
     def _flexible(self, x, attn_mask, syntax: SideInputs) -> bool:
         """Whether flex attention can run this forward's blocks fused: on CUDA (or forced, ``backend="flex"``: its
-        reference, forward only off CUDA), without attention dropout (flex attention has none), and with no mask from
-        the caller but the decoder's causal one (as a mask function)."""
-        wanted = syntax.backend == "flex" or (syntax.backend == "auto" and flex_available(x.device))
+        reference, forward only off CUDA; ``"compiled"``: compiled on every device, inductor's forward only on CPU),
+        without attention dropout (flex attention has none), and with no mask from the caller but the decoder's causal
+        one (as a mask function)."""
+        wanted = syntax.backend in ("flex", "compiled") or (syntax.backend == "auto" and flex_available(x.device))
         return wanted and self._dropout_p() == 0.0 and (attn_mask is None or self.causal_mask_ok(attn_mask))
 
     @staticmethod
