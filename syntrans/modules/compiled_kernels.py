@@ -25,10 +25,11 @@ benchmark's recompile count.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import types
 import warnings
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, Iterator, Tuple
 
 import torch
 
@@ -43,7 +44,8 @@ class KernelFallbackWarning(RuntimeWarning):
     """A compiled kernel failed once; its caller runs the explicit path for the rest of the process."""
 
 
-_KERNELS: Dict[Tuple[str, str, str, bool], Callable] = {}
+_KERNELS: Dict[Tuple[str, str, str, bool, str], Callable] = {}
+_OVERRIDE: Dict[str, object] = {}  # torch.compile options every kernel compiled now takes (compile_options)
 _FAILED: Dict[Tuple[str, str, str], str] = {}  # (kernel, caller, device type) → the warning given
 
 
@@ -61,7 +63,8 @@ def compiled(kernel: str, caller: str, device: torch.device, fn: Callable, **opt
     """``fn`` compiled by torch.compile (``options``: torch.compile's), one compiled function per (kernel, caller,
     device type, grad mode): a fresh code object each, so that torch keeps a separate cache and recompile limit for
     each."""
-    key = (kernel, caller, torch.device(device).type, torch.is_grad_enabled())
+    options = {**options, **_OVERRIDE}
+    key = (kernel, caller, torch.device(device).type, torch.is_grad_enabled(), repr(sorted(options.items())))
     if key not in _KERNELS:
         def trampoline(*args, **kwargs):
             return fn(*args, **kwargs)
@@ -72,6 +75,19 @@ def compiled(kernel: str, caller: str, device: torch.device, fn: Callable, **opt
         own = types.FunctionType(code, trampoline.__globals__, name, None, trampoline.__closure__)
         _KERNELS[key] = torch.compile(own, fullgraph=True, **options)
     return _KERNELS[key]
+
+
+@contextlib.contextmanager
+def compile_options(**options) -> Iterator[None]:
+    """Kernels compiled inside take these torch.compile options (e.g. ``backend="eager"``: dynamo's guards and
+    recompiles without inductor, for the benchmark's recompile count off CUDA); each set has its own kernels."""
+    before = dict(_OVERRIDE)
+    _OVERRIDE.update(options)
+    try:
+        yield
+    finally:
+        _OVERRIDE.clear()
+        _OVERRIDE.update(before)
 
 
 def call(kernel: str, caller: str, device: torch.device, fn: Callable, *args, **kwargs):
