@@ -233,3 +233,25 @@ def test_fully_masked_rows_get_zero_probabilities_and_gradients():
     assert torch.equal(p[:, :, rows], torch.softmax(scores.detach().float()[:, :, rows], -1))
     (p * torch.randn_like(p)).sum().backward()
     assert torch.isfinite(scores.grad).all() and torch.equal(scores.grad[:, :, 1], torch.zeros(2, 3, 5, dtype=torch.float64))
+
+
+def test_dropout_masks_drawn_at_once_are_independent_inverted_dropout():
+    """attention_kernels.dropout_keeps: each mask is 1/(1 − rate) with probability 1 − rate and 0 otherwise, element by
+    element independently, also across the masks drawn together; rate 0 gives no mask; the draw follows torch's seed."""
+    from syntrans.modules.attention_kernels import dropout_keeps
+
+    like = torch.zeros(())
+    torch.manual_seed(3)
+    a, none, b = dropout_keeps([(400, 500), (3,), (400, 500)], [0.4, 0.0, 0.25], like)
+    assert none is None and a.shape == b.shape == (400, 500)
+    assert a.unique().tolist() == [0.0, pytest.approx(1 / 0.6)]
+    assert b.unique().tolist() == [0.0, pytest.approx(1 / 0.75)]
+    n = a.numel()  # 200 000 draws: a frequency is within 0.005 of its probability (> 4 standard deviations)
+    ka, kb = a > 0, b > 0
+    assert abs(ka.float().mean().item() - 0.6) < 0.005 and abs(kb.float().mean().item() - 0.75) < 0.005
+    assert abs((ka & kb).float().mean().item() - 0.6 * 0.75) < 0.005  # independent of each other
+    assert abs((ka[:, 1:] & ka[:, :-1]).float().mean().item() - 0.36) < 0.005  # and of their neighbours
+    assert abs(a.mean().item() - 1.0) < 0.01 and n == 200_000  # inverted: the expectation is kept
+    torch.manual_seed(3)
+    again = dropout_keeps([(400, 500), (3,), (400, 500)], [0.4, 0.0, 0.25], like)
+    assert torch.equal(again[0], a) and torch.equal(again[2], b)

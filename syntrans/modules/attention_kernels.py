@@ -8,11 +8,13 @@
   no (B, n, T, S) tensor either. Compiled (:mod:`~syntrans.modules.compiled_kernels`: a failed compile leaves the
   heads on the explicit path), on CUDA by default; its backward needs CUDA, and it has no attention dropout.
 * :func:`masked_scores` and :func:`softmax_probs`: the explicit path's pieces (scores formed, masked, softmax in
-  float32 as fairseq's ``utils.softmax``), the reference every fused kernel is tested against.
+  float32 as fairseq's ``utils.softmax``), the reference every fused kernel is tested against; :func:`dropout_keeps`:
+  several dropout masks in one draw (a mixed layer's syntax dropout and attention dropout).
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Tuple
+import math
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -130,20 +132,59 @@ def flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score_mod: Optional[
 
 
 def masked_scores(scores: torch.Tensor, attn_mask: Optional[torch.Tensor], pad: Optional[torch.Tensor]) -> torch.Tensor:
-    """scores (B, n, T, S) + the caller's attn_mask (T, S), padding keys (pad (B, S)) at −inf."""
+    """scores (B, n, T, S) + the caller's attn_mask (T, S), padding keys (pad (B, S)) at −inf. (``where`` rather than
+    an out-of-place ``masked_fill``: the same values and gradients in one pass instead of a copy and a fill.)"""
     if attn_mask is not None:
         scores = scores + attn_mask.to(scores.dtype)
     if pad is not None:
         B, _, _, S = scores.shape
-        scores = scores.masked_fill(pad.view(B, 1, 1, S), float("-inf"))
+        scores = torch.where(pad.view(B, 1, 1, S), scores.new_tensor(float("-inf")), scores)
     return scores
 
 
-def softmax_probs(scores: torch.Tensor) -> torch.Tensor:
+def softmax_probs(scores: torch.Tensor, live: bool = False) -> torch.Tensor:
     """Softmax over keys in float32 whatever the scores' dtype, as fairseq's unfused attention takes it. A query
     row whose keys are all masked (a padding query of a left-padded target under the causal mask) gets zeros, not
     the NaN of a softmax over −inf, which the next layer's probabilities × values would carry into the real rows
-    (0 · NaN) — in the forward and in the gradients. scores (B, h, T, S) → (B, h, T, S) float32."""
+    (0 · NaN) — in the forward and in the gradients. scores (B, h, T, S) → (B, h, T, S) float32.
+
+    torch's ``_safe_softmax`` (the softmax SDPA's reference path takes) does exactly that in fewer passes over the
+    (B, h, T, S) tensor; torch versions without it take the same steps one by one. ``live``: the caller knows that no
+    row is fully masked (:func:`rows_live`), so the plain softmax gives the same numbers in fewer passes still."""
     scores = scores.float()
+    if live:
+        return F.softmax(scores, dim=-1)
+    if _SAFE_SOFTMAX is not None:
+        return _SAFE_SOFTMAX(scores, -1)
     dead = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (B, h, T, 1)
     return F.softmax(scores.masked_fill(dead, 0.0), dim=-1).masked_fill(dead, 0.0)
+
+
+_SAFE_SOFTMAX = getattr(torch, "_safe_softmax", None)
+
+
+def rows_live(pad: Optional[torch.Tensor], attn_mask: Optional[torch.Tensor]) -> bool:
+    """Whether every query row keeps a key after the masks alone (no caller mask, and no sentence all padding), known
+    without waiting for a device: on CPU only (on CUDA the check would stop the stream; False there)."""
+    if attn_mask is not None or (pad is not None and pad.device.type != "cpu"):
+        return False
+    return pad is None or not bool(pad.all(dim=-1).any())
+
+
+def dropout_keeps(shapes: Sequence[Tuple[int, ...]], rates: Sequence[float], like: torch.Tensor
+                  ) -> List[Optional[torch.Tensor]]:
+    """Dropout masks for several tensors, drawn at once (one ``torch.rand``, cheaper than torch's ``bernoulli_`` per
+    tensor): for each (shape, rate) the mask to multiply by, 1/(1 − rate) where kept (probability 1 − rate, each
+    element independently of every other, in every mask) and 0 where dropped, in ``like``'s dtype and device (None
+    for rate 0): inverted dropout, as ``F.dropout``."""
+    sizes = [math.prod(shape) if rate > 0 else 0 for shape, rate in zip(shapes, rates)]
+    u = torch.rand(sum(sizes), device=like.device)  # float32 uniforms in [0, 1)
+    out: List[Optional[torch.Tensor]] = []
+    for part, shape, rate in zip(u.split(sizes), shapes, rates):
+        if rate <= 0:
+            out.append(None)
+        elif rate >= 1:
+            out.append(like.new_zeros(shape))
+        else:
+            out.append(part.view(shape).lt_(1.0 - rate).mul_(1.0 / (1.0 - rate)).to(like.dtype))  # in place: u → mask
+    return out

@@ -196,10 +196,17 @@ class LayerMixer(SyntaxPart):
     """What a mechanism does to all syntax heads of a layer after their softmax (e.g. mixes them with the stock
     probabilities)."""
 
+    def syntax_dropout_p(self) -> float:
+        """The dropout rate on the syntax heads' probabilities in this forward (0: none). The attention draws that
+        mask together with its attention dropout mask (one draw) and hands it to :meth:`mix` as ``syntax_keep``."""
+        return 0.0
+
     def mix(self, p_syn: torch.Tensor, p_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,
-            inputs: SideInputs) -> Tuple[torch.Tensor, Dict]:
+            inputs: SideInputs, syntax_keep: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, Dict]:
         """p_syn (B, n, T, S) the syntax heads' probabilities, p_raw (B, n, T, S) their stock ones, x (T, B, C) the
-        layer input, pad (B, T) → (probabilities the heads attend with, report)."""
+        layer input, pad (B, T), ``syntax_keep`` (B, n, T, S) the dropout mask of p_syn at :meth:`syntax_dropout_p`
+        (scaled: 1/(1 − p) kept, 0 dropped; None: the mixer draws its own) → (probabilities the heads attend with,
+        report)."""
         raise NotImplementedError
 
     def mix_outputs(self, o_syn: torch.Tensor, o_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,

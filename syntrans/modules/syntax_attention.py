@@ -32,7 +32,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from fairseq.modules import MultiheadAttention
 
-from .attention_kernels import FLEX, additive_mask, flex, flex_available, masked_scores, sdpa, softmax_probs
+from .attention_kernels import (FLEX, additive_mask, dropout_keeps, flex, flex_available, masked_scores, rows_live,
+                                sdpa, softmax_probs)
 from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, LayerSyntax, SideInputs
 from .compiled_kernels import KernelUnavailable, usable
 
@@ -270,21 +271,32 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         raw = torch.matmul(q * self.scaling, k.transpose(-1, -2))  # (B, n, T, S) QKᵀ/√d, fairseq's order
         at = sum(b.num_heads for b in blocks)
         sizes = [b.num_heads for b in blocks] + ([n - at] if at < n else [])
-        if len(sizes) == 1:
+        if len(sizes) == 1 and blocks and blocks[0].additive:  # the bias and the masks added in one pass
+            pieces = None
+            scores = raw + additive_mask(pad, attn_mask, blocks[0].bias(syntax, raw.dtype), raw.dtype, raw.size(0),
+                                         raw.size(-1))
+        elif len(sizes) == 1:
             pieces = [blocks[0].scores(raw, q, k, syntax) if blocks else raw]
         else:
             pieces = [block.scores(r, qi, ki, syntax)
                       for block, r, qi, ki in zip(blocks, raw.split(sizes, 1), q.split(sizes, 1), k.split(sizes, 1))]
             if at < n:
                 pieces.append(raw.split(sizes, 1)[-1])  # stock heads kept explicit (their probabilities are kept)
-        scores = masked_scores(torch.cat(pieces, dim=1) if len(pieces) > 1 else pieces[0], attn_mask, pad)
+        if pieces is not None:
+            scores = masked_scores(torch.cat(pieces, dim=1) if len(pieces) > 1 else pieces[0], attn_mask, pad)
         probs = softmax_probs(scores)  # (B, n, T, S) float32
         mixer = self.mixer if group else None
+        attn_keep = None
         if mixer is not None:
             m = self.syntax_heads  # = at: the mixer mixes every block's heads
             syn, *stock = probs.split([m, n - m], dim=1) if m < n else (probs,)
-            p_raw = softmax_probs(masked_scores(raw.split([m, n - m], dim=1)[0] if m < n else raw, attn_mask, pad))
-            mixed, report[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax)
+            p_raw = softmax_probs(masked_scores(raw.split([m, n - m], dim=1)[0] if m < n else raw, attn_mask, pad),
+                                  live=rows_live(pad, attn_mask))  # the stock scores: only the masks can empty a row
+            # the mixer's dropout of the syntax probabilities and the attention dropout: both masks in one draw
+            syn_keep, attn_keep = dropout_keeps([tuple(syn.shape), tuple(probs.shape)],
+                                                [mixer.syntax_dropout_p(), self._dropout_p()], raw)
+            mixed, report[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax,
+                                                 syntax_keep=None if syn_keep is None else syn_keep.to(syn.dtype))
             probs = torch.cat([mixed, *stock], dim=1) if stock else mixed
         p_parts = probs.split(sizes, dim=1) if len(sizes) > 1 else (probs,)
         s_parts = scores.split(sizes, dim=1) if len(sizes) > 1 else (scores,)
@@ -299,7 +311,9 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         if at < n:
             out.append(p_parts[-1])
         probs = torch.cat(out, dim=1) if len(out) > 1 else out[0]
-        ctx = torch.matmul(self.dropout_module(probs.type_as(raw)), v)  # (B, n, T, d)
+        attended = probs.type_as(raw)
+        attended = attended * attn_keep if attn_keep is not None else self.dropout_module(attended)
+        ctx = torch.matmul(attended, v)  # (B, n, T, d)
         return ctx, probs
 
     def _gated_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
