@@ -291,11 +291,11 @@ def test_training_mix_draws_both_dropout_masks_at_once_and_follows_the_formula()
     p_raw = torch.softmax(raw.masked_fill(padded, float("-inf")), -1)
     torch.manual_seed(7)
     g = gate(x, pad)  # the gate's BatchNorm draws nothing; the draw below is the layer's one draw
-    keep_s, keep_a = dropout_keeps([tuple(p_syn.shape), tuple(p_syn.shape)], [0.4, 0.25], raw)
-    assert keep_s.unique().tolist() == [0.0, pytest.approx(1 / 0.6)]
-    assert keep_a.unique().tolist() == [0.0, pytest.approx(1 / 0.75)]
-    mixed = g[:, :, None, None] * (p_syn * keep_s) + (1 - g[:, :, None, None]) * p_raw
-    want = attn.out_proj(((mixed * keep_a) @ v).permute(2, 0, 1, 3).reshape(T, B, C))
+    (keep_s, scale_s), (keep_a, scale_a) = dropout_keeps([tuple(p_syn.shape), tuple(p_syn.shape)], [0.4, 0.25],
+                                                         raw.device)
+    assert scale_s == pytest.approx(1 / 0.6) and scale_a == pytest.approx(1 / 0.75)
+    mixed = g[:, :, None, None] * (p_syn * keep_s * scale_s) + (1 - g[:, :, None, None]) * p_raw
+    want = attn.out_proj(((mixed * keep_a * scale_a) @ v).permute(2, 0, 1, 3).reshape(T, B, C))
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-6)
     want.square().sum().backward()
     for n, p in attn.named_parameters():

@@ -19,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.dataclass import FairseqDataclass
 
+from ..modules.attention_kernels import dropped
 from ..modules.aux_losses import report_aux_metric
 from ..modules.blocks import LayerMixer, SideInputs
 from ..modules.precision import full_precision, named_precision
@@ -157,7 +158,8 @@ class SyntaxGate(LayerMixer):
         gates = self(x, pad)  # (B, H)
         n = p_syn.size(1)
         if self.syntax_dropout_p() > 0:
-            p_syn = p_syn * syntax_keep if syntax_keep is not None else F.dropout(p_syn, self.syntax_dropout, True)
+            p_syn = dropped(p_syn, syntax_keep) if syntax_keep is not None else F.dropout(p_syn, self.syntax_dropout,
+                                                                                          True)
         return mix(p_syn, p_raw, gates[:, :n]), {"values": gates[:, :n].detach()}  # (B, n)
 
     def mix_outputs(self, o_syn, o_raw, x, pad, inputs: SideInputs):

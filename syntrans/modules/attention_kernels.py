@@ -171,20 +171,30 @@ def rows_live(pad: Optional[torch.Tensor], attn_mask: Optional[torch.Tensor]) ->
     return pad is None or not bool(pad.all(dim=-1).any())
 
 
-def dropout_keeps(shapes: Sequence[Tuple[int, ...]], rates: Sequence[float], like: torch.Tensor
-                  ) -> List[Optional[torch.Tensor]]:
+def dropout_keeps(shapes: Sequence[Tuple[int, ...]], rates: Sequence[float], device: torch.device
+                  ) -> List[Optional[Tuple[torch.Tensor, float]]]:
     """Dropout masks for several tensors, drawn at once (one ``torch.rand``, cheaper than torch's ``bernoulli_`` per
-    tensor): for each (shape, rate) the mask to multiply by, 1/(1 − rate) where kept (probability 1 − rate, each
-    element independently of every other, in every mask) and 0 where dropped, in ``like``'s dtype and device (None
-    for rate 0): inverted dropout, as ``F.dropout``."""
+    tensor): for each (shape, rate) the boolean mask of the kept elements (each kept with probability 1 − rate,
+    independently of every other element, in every mask) and the scale 1/(1 − rate) of inverted dropout, as
+    ``F.dropout`` applies them (:func:`dropped`); None for rate 0. A boolean mask is what backward keeps: a quarter
+    of a float one."""
     sizes = [math.prod(shape) if rate > 0 else 0 for shape, rate in zip(shapes, rates)]
-    u = torch.rand(sum(sizes), device=like.device)  # float32 uniforms in [0, 1)
-    out: List[Optional[torch.Tensor]] = []
+    u = torch.rand(sum(sizes), device=device)  # float32 uniforms in [0, 1)
+    out: List[Optional[Tuple[torch.Tensor, float]]] = []
     for part, shape, rate in zip(u.split(sizes), shapes, rates):
         if rate <= 0:
             out.append(None)
         elif rate >= 1:
-            out.append(like.new_zeros(shape))
+            out.append((torch.zeros(shape, dtype=torch.bool, device=device), 0.0))
         else:
-            out.append(part.view(shape).lt_(1.0 - rate).mul_(1.0 / (1.0 - rate)).to(like.dtype))  # in place: u → mask
+            out.append((part.view(shape) < 1.0 - rate, 1.0 / (1.0 - rate)))
     return out
+
+
+def dropped(x: torch.Tensor, keep: Optional[Tuple[torch.Tensor, float]], scale: bool = True) -> torch.Tensor:
+    """x with a mask of :func:`dropout_keeps` applied: x · scale where kept, 0 where dropped (``scale`` False: the
+    caller scales later, e.g. a product's smaller result)."""
+    if keep is None:
+        return x
+    mask, factor = keep
+    return torch.where(mask, x * factor if scale else x, x.new_zeros(()))

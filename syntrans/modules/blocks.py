@@ -204,9 +204,9 @@ class LayerMixer(SyntaxPart):
     def mix(self, p_syn: torch.Tensor, p_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,
             inputs: SideInputs, syntax_keep: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, Dict]:
         """p_syn (B, n, T, S) the syntax heads' probabilities, p_raw (B, n, T, S) their stock ones, x (T, B, C) the
-        layer input, pad (B, T), ``syntax_keep`` (B, n, T, S) the dropout mask of p_syn at :meth:`syntax_dropout_p`
-        (scaled: 1/(1 − p) kept, 0 dropped; None: the mixer draws its own) → (probabilities the heads attend with,
-        report)."""
+        layer input, pad (B, T), ``syntax_keep`` the dropout of p_syn at :meth:`syntax_dropout_p` as the attention
+        drew it (a mask and its scale, :func:`~syntrans.modules.attention_kernels.dropped` applies it; None: the
+        mixer draws its own) → (probabilities the heads attend with, report)."""
         raise NotImplementedError
 
     def mix_outputs(self, o_syn: torch.Tensor, o_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,

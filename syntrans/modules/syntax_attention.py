@@ -32,8 +32,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from fairseq.modules import MultiheadAttention
 
-from .attention_kernels import (FLEX, additive_mask, dropout_keeps, flex, flex_available, masked_scores, rows_live,
-                                sdpa, softmax_probs)
+from .attention_kernels import (FLEX, additive_mask, dropout_keeps, dropped, flex, flex_available, masked_scores,
+                                rows_live, sdpa, softmax_probs)
 from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, LayerSyntax, SideInputs
 from .compiled_kernels import KernelUnavailable, usable
 
@@ -294,9 +294,8 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                                   live=rows_live(pad, attn_mask))  # the stock scores: only the masks can empty a row
             # the mixer's dropout of the syntax probabilities and the attention dropout: both masks in one draw
             syn_keep, attn_keep = dropout_keeps([tuple(syn.shape), tuple(probs.shape)],
-                                                [mixer.syntax_dropout_p(), self._dropout_p()], raw)
-            mixed, report[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax,
-                                                 syntax_keep=None if syn_keep is None else syn_keep.to(syn.dtype))
+                                                [mixer.syntax_dropout_p(), self._dropout_p()], raw.device)
+            mixed, report[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax, syntax_keep=syn_keep)
             probs = torch.cat([mixed, *stock], dim=1) if stock else mixed
         p_parts = probs.split(sizes, dim=1) if len(sizes) > 1 else (probs,)
         s_parts = scores.split(sizes, dim=1) if len(sizes) > 1 else (scores,)
@@ -312,9 +311,10 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             out.append(p_parts[-1])
         probs = torch.cat(out, dim=1) if len(out) > 1 else out[0]
         attended = probs.type_as(raw)
-        attended = attended * attn_keep if attn_keep is not None else self.dropout_module(attended)
-        ctx = torch.matmul(attended, v)  # (B, n, T, d)
-        return ctx, probs
+        if attn_keep is None:
+            return torch.matmul(self.dropout_module(attended), v), probs  # (B, n, T, d)
+        # the drawn attention dropout: the mask on the probabilities, its scale on the (smaller) product
+        return torch.matmul(dropped(attended, attn_keep, scale=False), v) * attn_keep[1], probs
 
     def _gated_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
         """A mixed layer's syntax heads at evaluation, where the mix is linear: (mix of A_syn, A_raw)·V = mix of
