@@ -170,8 +170,8 @@ def test_compiled_pascal_layer_equals_the_explicit_path(weights, op, lengths):
 def test_compiled_causal_block_mask_equals_the_explicit_path(monkeypatch):
     """The decoder's mask (causal, right padding), as the side makes it for flex attention, compiled by inductor on
     CPU with a score modification (a log-mask head's, random log M), at six lengths; where inductor's CPU kernel cannot
-    compile it for dynamic shapes (CPU_CAUSAL_DYNAMIC), compiled for each shape, at two lengths (one and two blocks). (Its own user, the
-    decoder's DBSA loss from the log-sum-exp, cannot compile on CPU: CPU_NO_LSE.)"""
+    compile it for dynamic shapes (CPU_CAUSAL_DYNAMIC), compiled for each shape, at two lengths (one and two blocks).
+    (Its own user, the decoder's DBSA loss from the log-sum-exp, cannot compile on CPU: CPU_NO_LSE.)"""
     lengths = LENGTHS
     if known(CPU_CAUSAL_DYNAMIC):
         monkeypatch.setattr(attention_kernels, "compiled", with_options(dynamic=False))

@@ -100,11 +100,14 @@ def call(kernel: str, caller: str, device: torch.device, fn: Callable, *args, **
     from torch._functorch import config as functorch_config
 
     try:
-        with dynamo_config.patch(suppress_errors=False, specialize_float=True), functorch_config.patch(force_non_lazy_backward_lowering=True):
+        # errors raise (no silent eager run); a float captured by a score modification (σ, a scale) is a constant,
+        # not an input (inductor's flex lowering fails on an unbacked float); the backward compiles with the forward
+        with dynamo_config.patch(suppress_errors=False, specialize_float=True), \
+                functorch_config.patch(force_non_lazy_backward_lowering=True):
             return fn(*args, **kwargs)
     except torch.OutOfMemoryError:
         raise
-    except Exception as error:  # noqa: BLE001: every failure of a compiled kernel has the same remedy
+    except Exception as error:  # every failure of a compiled kernel has the same remedy
         message = give_up(kernel, caller, device_type, error)
         raise KernelUnavailable(message) from error
 

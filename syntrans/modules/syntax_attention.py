@@ -20,10 +20,10 @@ The layer is split by heads, and each part runs on its own kernel (:mod:`~syntra
 block allows it, also off CUDA (torch's reference there: forward only, for tests); ``"compiled"`` does too, compiled
 on every device (inductor on CPU: forward only, for tests). A compiled kernel that fails (to compile, to run, or past
 dynamo's recompile limit) warns once and leaves its block on the explicit path (:mod:`.compiled_kernels`). The flex
-block mask (padding, causal) is made once per batch and side (:meth:`SideInputs.block_mask`) for every layer. A block whose loss needs only
-each row's log-sum-exp and its parent's score (a parse head's log-likelihood) runs in flex attention too, its loss
-formed from the kernel's log-sum-exp and the gathered parent score. Incremental decoding (decoder blocks that allow
-it) stays on fairseq's own cached path.
+block mask (padding, causal) is made once per batch and side (:meth:`SideInputs.block_mask`) for every layer. A block
+whose loss needs only each row's log-sum-exp and its parent's score (a parse head's log-likelihood) runs in flex
+attention too, its loss formed from the kernel's log-sum-exp and the gathered parent score. Incremental decoding
+(decoder blocks that allow it) stays on fairseq's own cached path.
 """
 from __future__ import annotations
 
@@ -32,8 +32,18 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from fairseq.modules import MultiheadAttention
 
-from .attention_kernels import (FLEX, additive_mask, dropout_keeps, dropped, flex, flex_available, masked_scores,
-                                rows_live, sdpa, softmax_probs)
+from .attention_kernels import (
+    FLEX,
+    additive_mask,
+    dropout_keeps,
+    dropped,
+    flex,
+    flex_available,
+    masked_scores,
+    rows_live,
+    sdpa,
+    softmax_probs,
+)
 from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, LayerSyntax, SideInputs
 from .compiled_kernels import KernelUnavailable, usable
 
