@@ -165,10 +165,11 @@ _SAFE_SOFTMAX = getattr(torch, "_safe_softmax", None)
 
 def rows_live(pad: Optional[torch.Tensor], attn_mask: Optional[torch.Tensor]) -> bool:
     """Whether every query row keeps a key after the masks alone (no caller mask, and no sentence all padding), known
-    without waiting for a device: on CPU only (on CUDA the check would stop the stream; False there)."""
-    if attn_mask is not None or (pad is not None and pad.device.type != "cpu"):
+    without waiting for a device: on CPU only (on CUDA the check would stop the stream; False there, and with no
+    padding mask to tell the device by)."""
+    if attn_mask is not None or pad is None or pad.device.type != "cpu":
         return False
-    return pad is None or not bool(pad.all(dim=-1).any())
+    return not bool(pad.all(dim=-1).any())
 
 
 def dropout_keeps(shapes: Sequence[Tuple[int, ...]], rates: Sequence[float], device: torch.device

@@ -281,10 +281,12 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         raw = torch.matmul(q * self.scaling, k.transpose(-1, -2))  # (B, n, T, S) QKᵀ/√d, fairseq's order
         at = sum(b.num_heads for b in blocks)
         sizes = [b.num_heads for b in blocks] + ([n - at] if at < n else [])
+        live = False  # no row of the scores is fully masked (known on CPU only: rows_live)
         if len(sizes) == 1 and blocks and blocks[0].additive:  # the bias and the masks added in one pass
             pieces = None
-            scores = raw + additive_mask(pad, attn_mask, blocks[0].bias(syntax, raw.dtype), raw.dtype, raw.size(0),
-                                         raw.size(-1))
+            bias = blocks[0].bias(syntax, raw.dtype)  # (B, 1, T, S)
+            scores = raw + additive_mask(pad, attn_mask, bias, raw.dtype, raw.size(0), raw.size(-1))
+            live = rows_live(pad, attn_mask) and not bool(torch.isneginf(bias).all(dim=-1).any())
         elif len(sizes) == 1:
             pieces = [blocks[0].scores(raw, q, k, syntax) if blocks else raw]
         else:
@@ -294,14 +296,17 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                 pieces.append(raw.split(sizes, 1)[-1])  # stock heads kept explicit (their probabilities are kept)
         if pieces is not None:
             scores = masked_scores(torch.cat(pieces, dim=1) if len(pieces) > 1 else pieces[0], attn_mask, pad)
-        probs = softmax_probs(scores)  # (B, n, T, S) float32
+        probs = softmax_probs(scores, live=live)  # (B, n, T, S) float32
         mixer = self.mixer if group else None
         attn_keep = None
         if mixer is not None:
             m = self.syntax_heads  # = at: the mixer mixes every block's heads
             syn, *stock = probs.split([m, n - m], dim=1) if m < n else (probs,)
-            p_raw = softmax_probs(masked_scores(raw.split([m, n - m], dim=1)[0] if m < n else raw, attn_mask, pad),
-                                  live=rows_live(pad, attn_mask))  # the stock scores: only the masks can empty a row
+            raw_m = raw.split([m, n - m], dim=1)[0] if m < n else raw
+            # the stock scores, masked by adding (one pass, nothing to do backward); only the masks can empty a row
+            p_raw = softmax_probs(raw_m + additive_mask(pad, attn_mask, None, raw.dtype, raw.size(0), raw.size(-1))
+                                  if pad is not None or attn_mask is not None else raw_m,
+                                  live=rows_live(pad, attn_mask))
             # the mixer's dropout of the syntax probabilities and the attention dropout: both masks in one draw
             syn_keep, attn_keep = dropout_keeps([tuple(syn.shape), tuple(probs.shape)],
                                                 [mixer.syntax_dropout_p(), self._dropout_p()], raw.device)
