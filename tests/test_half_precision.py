@@ -39,6 +39,7 @@ from syntrans.mechanisms.distance import DistanceHeads
 from syntrans.mechanisms.gate import SyntaxGate
 from syntrans.mechanisms.lisa import LisaHead
 from syntrans.mechanisms.pascal import pascal_weights
+from syntrans.modules import syntax_attention
 from syntrans.modules.blocks import HeadBlock
 from syntrans.modules.precision import PrecisionError
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
@@ -343,6 +344,10 @@ def test_dtypes_inside_the_model(cases, name, mode, monkeypatch):
 
         return scores
 
+    def softmax_input(scores, *args, **kwargs):  # the explicit path's scores as its softmax gets them (an additive
+        seen["scores"].add(scores.dtype)  # block's bias is added there in one pass with the masks, not by .scores)
+        return original_softmax(scores, *args, **kwargs)
+
     def bias(self, inputs, dtype):  # the distance heads' log M as the encoder prepared it, and as the kernel gets it
         seen["bias"].add(inputs.get(self.key).dtype)
         out = original_bias(self, inputs, dtype)
@@ -359,6 +364,8 @@ def test_dtypes_inside_the_model(cases, name, mode, monkeypatch):
         seen["attn"].add(out[0].dtype)
 
     original_bias, original_mapped = DistanceHeads.bias, sync_attn.mapped_target_attention
+    original_softmax = syntax_attention.softmax_probs
+    monkeypatch.setattr(syntax_attention, "softmax_probs", softmax_input)
     for cls in {type(m) for m in case.model.modules() if isinstance(m, HeadBlock)}:
         monkeypatch.setattr(cls, "scores", block_scores(cls.scores))
     monkeypatch.setattr(DistanceHeads, "bias", bias)
