@@ -233,3 +233,26 @@ def test_fully_masked_rows_get_zero_probabilities_and_gradients():
     assert torch.equal(p[:, :, rows], torch.softmax(scores.detach().float()[:, :, rows], -1))
     (p * torch.randn_like(p)).sum().backward()
     assert torch.isfinite(scores.grad).all() and torch.equal(scores.grad[:, :, 1], torch.zeros(2, 3, 5, dtype=torch.float64))
+
+
+def test_dropout_masks_drawn_at_once_are_independent_inverted_dropout():
+    """attention_kernels.dropout_keeps: each mask keeps an element with probability 1 − rate, element by element
+    independently, also across the masks drawn together, and scales the kept by 1/(1 − rate) (dropped applies it);
+    rate 0 gives no mask; the draw follows torch's seed."""
+    from syntrans.modules.attention_kernels import dropout_keeps, dropped
+
+    cpu = torch.device("cpu")
+    torch.manual_seed(3)
+    (ka, sa), none, (kb, sb) = dropout_keeps([(400, 500), (3,), (400, 500)], [0.4, 0.0, 0.25], cpu)
+    assert none is None and ka.shape == kb.shape == (400, 500) and ka.dtype == kb.dtype == torch.bool
+    assert sa == pytest.approx(1 / 0.6) and sb == pytest.approx(1 / 0.75)
+    # 200 000 draws: a frequency is within 0.005 of its probability (> 4 standard deviations)
+    assert abs(ka.float().mean().item() - 0.6) < 0.005 and abs(kb.float().mean().item() - 0.75) < 0.005
+    assert abs((ka & kb).float().mean().item() - 0.6 * 0.75) < 0.005  # independent of each other
+    assert abs((ka[:, 1:] & ka[:, :-1]).float().mean().item() - 0.36) < 0.005  # and of their neighbours
+    x = torch.rand(400, 500)
+    assert torch.equal(dropped(x, (ka, sa)), torch.where(ka, x * sa, torch.zeros(())))
+    assert abs(dropped(torch.ones(400, 500), (ka, sa)).mean().item() - 1.0) < 0.01  # inverted: the mean is kept
+    torch.manual_seed(3)
+    again = dropout_keeps([(400, 500), (3,), (400, 500)], [0.4, 0.0, 0.25], cpu)
+    assert torch.equal(again[0][0], ka) and torch.equal(again[2][0], kb)

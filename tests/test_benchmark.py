@@ -124,15 +124,20 @@ def test_subset_and_bad_arch(tmp_path):
         benchmark.main(["--quick", "--corpus", "synth", "--archs", "not_an_arch", "--work-dir", str(tmp_path)])
 
 
-def test_by_length_measures_one_layer_per_preset(tmp_path):
+def test_by_length_measures_one_layer_per_preset(tmp_path, capfd):
     """--lengths: for every preset asked, its first encoder (and decoder) layer with syntax heads against the stock
     layer, at each length, both parts (attention alone, the whole layer) and both backends; identical presets are
-    measured once; the batch holds --layer-tokens tokens; a preset with no syntax heads (NSD) has no layer."""
+    measured once; the batch holds --layer-tokens tokens; a preset with no syntax heads (NSD) has no layer. The
+    compiled kernels' compiles are counted over --recompile-batches batches (off CUDA: dynamo's guards, the eager
+    backend); torch's profiler, which measures the CPU memory, prints nothing."""
     out, md = tmp_path / "l.json", tmp_path / "l.md"
     archs = ["pascal_transformer_iwslt_de_en", "dbsa_transformer_wmt_en_de", "nsd_src_transformer_base"]
     rc = benchmark.main(["--quick", "--lengths", "16,48", "--layer-tokens", "96", "--device", "cpu", "--reps", "1",
-                         "--archs", ",".join(archs), "--json", str(out), "--out", str(md)])
+                         "--recompile-batches", "6", "--archs", ",".join(archs), "--json", str(out), "--out", str(md)])
     assert rc == 0
+    err = capfd.readouterr().err
+    assert "[benchmark] cpu T=48" in err  # stderr is caught here…
+    assert "USDT" not in err and "profiler_start" not in err and "CPUAllocator" not in err, err  # …without the noise
     result = json.loads(out.read_text())
     (cpu,) = result["devices"]
     cases = sorted({r["case"] for r in cpu["rows"]})
@@ -153,6 +158,32 @@ def test_by_length_measures_one_layer_per_preset(tmp_path):
         assert r["attention_explicit"]["peak_mb"] >= r["attention_auto"]["peak_mb"]
     text = md.read_text()
     assert "| pascal_transformer_iwslt_de_en/encoder | 2 pascal | 48 | 2 |" in text
+    recompiles = {r["case"]: r for r in cpu["recompiles"]}
+    assert set(recompiles) == set(cases)
+    # IWSLT's attention dropout keeps PASCAL's heads off flex attention; DBSA's loss (no attention dropout in the WMT
+    # preset) comes from the compiled kernel's log-sum-exp: compiled at its first batch at least
+    assert recompiles["pascal_transformer_iwslt_de_en/encoder"]["mode"] == "none"
+    for case in ("dbsa_transformer_wmt_en_de/encoder", "dbsa_transformer_wmt_en_de/decoder"):
+        r = recompiles[case]
+        assert r["batches"] == 6 and len(r["per_batch"]) == 6 and r["per_batch"][0] >= 1 and r["fallbacks"] == []
+        assert r["warmup"] + r["after"] == sum(r["per_batch"]) and 8 <= min(r["lengths"]) <= max(r["lengths"]) <= 48
+        assert f"| {case} | 1 dbsa | cpu: dynamo's guards (backend eager), forward only | {r['warmup']} | {r['after']} |" in text
+
+
+def test_quiet_profiler_keeps_every_other_line(capfd):
+    """The profiler's own notes are dropped from stderr; any other line written there meanwhile (Python's or a C
+    library's, through file descriptor 2) is written back, in order."""
+    import os
+
+    from syntrans.bench.measure import quiet_profiler
+
+    with quiet_profiler():
+        os.write(2, b"USDT:2026-11-27 00:00:44 4962:4962 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+        os.write(2, b"first line of ours\n")
+        os.write(2, b"[W1127 00:00:44.573921713 CPUAllocator.cpp:245] Memory block of unknown size was allocated before "
+                    b"the profiling started, profiler results will not include the deallocation event\n")
+        os.write(2, b"second, a warning: profiler_start is a word\n")
+    assert capfd.readouterr().err == "first line of ours\nsecond, a warning: profiler_start is a word\n"
 
 
 def test_by_length_refuses_bad_lengths(tmp_path):

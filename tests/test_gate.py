@@ -257,3 +257,42 @@ def test_gate_mixes_pascal_attention_too():
     torch.testing.assert_close(weights["avg"][:2], 0.5 * (weights["pascal"][:2] + weights["stock"][:2]))
     assert torch.equal(weights["avg"][2:], weights["stock"][2:])
     assert not torch.allclose(weights["pascal"][:2], weights["stock"][:2])
+
+
+@pytest.mark.fast
+def test_training_mix_draws_both_dropout_masks_at_once_and_follows_the_formula():
+    """In training the gated heads attend with drop_a(G·drop_s(A_syn) + (1 − G)·A_raw): syntax ignoring (rate 0.4) and
+    attention dropout (rate 0.25), their two masks drawn in one draw (attention_kernels.dropout_keeps) from the
+    layer's random stream. The layer's output and its gradients are this formula's, computed here from the same
+    draw; every head is gated (the layer's stock heads would draw SDPA's own mask)."""
+    from syntrans.modules.attention_kernels import dropout_keeps
+
+    x, pad, gaps = batch()
+    torch.manual_seed(0)
+    gate = SyntaxGate(C, H, 8, syntax_dropout=0.4)
+    attn = syntax_attention(C, H, blocks=[DistanceHeads(H)], mixer=gate, dropout=0.25, train=True)
+    inputs = distance_inputs(x, pad, gaps)
+    torch.manual_seed(7)
+    out = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs)[0]
+    out.square().sum().backward()
+    grads = {n: p.grad.clone() for n, p in attn.named_parameters()}
+    attn.zero_grad()
+
+    T, B, _ = x.shape
+    d = C // H
+    q, k, v = (p(x).view(T, B, H, d).permute(1, 2, 0, 3) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+    raw = (q * attn.scaling) @ k.transpose(-1, -2)  # (B, H, T, S)
+    padded = pad[:, None, None, :]
+    p_syn = torch.softmax((raw + inputs.get("distance").unsqueeze(1)).masked_fill(padded, float("-inf")), -1)
+    p_raw = torch.softmax(raw.masked_fill(padded, float("-inf")), -1)
+    torch.manual_seed(7)
+    g = gate(x, pad)  # the gate's BatchNorm draws nothing; the draw below is the layer's one draw
+    (keep_s, scale_s), (keep_a, scale_a) = dropout_keeps([tuple(p_syn.shape), tuple(p_syn.shape)], [0.4, 0.25],
+                                                         raw.device)
+    assert scale_s == pytest.approx(1 / 0.6) and scale_a == pytest.approx(1 / 0.75)
+    mixed = g[:, :, None, None] * (p_syn * keep_s * scale_s) + (1 - g[:, :, None, None]) * p_raw
+    want = attn.out_proj(((mixed * keep_a * scale_a) @ v).permute(2, 0, 1, 3).reshape(T, B, C))
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-6)
+    want.square().sum().backward()
+    for n, p in attn.named_parameters():
+        torch.testing.assert_close(grads[n], p.grad, rtol=1e-3, atol=1e-5, msg=n)  # BatchNorm: cancellations

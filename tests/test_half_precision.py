@@ -10,6 +10,7 @@ Tolerances are relative to float32 and 3-10x the worst difference measured on th
 (numbers in docs/half_precision.md); beam search's shares of agreeing hypotheses, which count near-tie flips of an
 untrained model, are looser bounds (GEN_TOL)."""
 import contextlib
+import json
 import logging
 import math
 import os
@@ -38,6 +39,7 @@ from syntrans.mechanisms.distance import DistanceHeads
 from syntrans.mechanisms.gate import SyntaxGate
 from syntrans.mechanisms.lisa import LisaHead
 from syntrans.mechanisms.pascal import pascal_weights
+from syntrans.modules import syntax_attention
 from syntrans.modules.blocks import HeadBlock
 from syntrans.modules.precision import PrecisionError
 from syntrans.modules.syntax_attention import SyntaxMultiheadAttention
@@ -342,6 +344,10 @@ def test_dtypes_inside_the_model(cases, name, mode, monkeypatch):
 
         return scores
 
+    def softmax_input(scores, *args, **kwargs):  # the explicit path's scores as its softmax gets them (an additive
+        seen["scores"].add(scores.dtype)  # block's bias is added there in one pass with the masks, not by .scores)
+        return original_softmax(scores, *args, **kwargs)
+
     def bias(self, inputs, dtype):  # the distance heads' log M as the encoder prepared it, and as the kernel gets it
         seen["bias"].add(inputs.get(self.key).dtype)
         out = original_bias(self, inputs, dtype)
@@ -358,6 +364,8 @@ def test_dtypes_inside_the_model(cases, name, mode, monkeypatch):
         seen["attn"].add(out[0].dtype)
 
     original_bias, original_mapped = DistanceHeads.bias, sync_attn.mapped_target_attention
+    original_softmax = syntax_attention.softmax_probs
+    monkeypatch.setattr(syntax_attention, "softmax_probs", softmax_input)
     for cls in {type(m) for m in case.model.modules() if isinstance(m, HeadBlock)}:
         monkeypatch.setattr(cls, "scores", block_scores(cls.scores))
     monkeypatch.setattr(DistanceHeads, "bias", bias)
@@ -624,17 +632,47 @@ def test_gpu_check_without_cuda_says_so(tmp_path):
 
 @pytest.mark.slow
 def test_gpu_check_plumbing_on_cpu(tiny_data, tmp_path, single_threaded_tools):
-    """The script's plumbing on CPU in float32: one preset trained (3 updates), validated, decoded; the summary
-    table has its row with a finite loss and BLEU and the script exits 0."""
+    """The script's plumbing on CPU, every stage: a. the layers (CPU's kernels against the explicit path) within their
+    tolerances; b. the benchmark by length with its recompile count; c. one preset trained (3 updates, float32),
+    validated and decoded; d. a parse rate (the trivial parser). The table (summary.md) has every stage's row, time and
+    estimate, and each stage's results; the script exits 0."""
     out = tmp_path / "out"
-    rc, log = gpu_check(out, "--plumbing", GPU_CHECK_DATA=str(tiny_data), GPU_CHECK_PRESETS="lisa_ce",
-                        GPU_CHECK_NO_BENCH="1")
+    rc, log = gpu_check(out, "--plumbing", GPU_CHECK_DATA=str(tiny_data), GPU_CHECK_PRESETS="lisa_ce")
     assert rc == 0, log[-3000:]
+    table = (out / "summary.md").read_text()
+    for stage, status in (("a. layers, CPU against CPU (plumbing)", "ok: every layer within its tolerance"),
+                          ("b. by length (plumbing)", "ok; kernels given up: none"),
+                          ("c. trainings in float32 (plumbing)", "ok: every run trained, validated and decoded"),
+                          ("d. parse rate, trivial parser (plumbing)", "ok: ")):
+        row = next(line for line in table.splitlines() if line.startswith(f"| {stage} |"))
+        cells = [c.strip() for c in row.split("|")[1:-1]]
+        assert cells[1].startswith(status) and cells[2].isdigit() and cells[3].startswith("~"), row
+    layers = json.loads((out / "layers.json").read_text())
+    assert layers["ok"] and {r["case"] for r in layers["rows"]} == {
+        "pascal_transformer_wmt_en_de/encoder", "dbsa_transformer_wmt_en_de/encoder", "dbsa_transformer_wmt_en_de/decoder"}
+    assert "plumbing: CPU against CPU" in table and "| pascal_transformer_wmt_en_de/encoder | 5 pascal | float32 |" in table
+    assert "Compiles of the compiled kernels over 4 batches" in table  # stage b's recompile count
     rows = [line.split("\t") for line in (out / "summary.tsv").read_text().splitlines()]
     assert rows[0][:3] == ["preset", "precision", "updates"] and len(rows) == 2, rows
     row = dict(zip(rows[0], rows[1]))
     assert row["preset"] == "lisa_ce" and row["precision"] == "fp32" and row["updates"] == "3", row
     assert math.isfinite(float(row["train_loss"])) and math.isfinite(float(row["valid_loss"])), row
     assert row["decode"] == "yes" and math.isfinite(float(row["BLEU"])) and row["status"] == "ok", row
-    assert "| lisa_ce | fp32 | 3 |" in (out / "summary.md").read_text()
+    assert row["kernels_given_up"] == "none", row
+    assert "| lisa_ce | fp32 | 3 |" in table
     assert (out / "train.lisa_ce.fp32.log").exists() and (out / "generate.lisa_ce.fp32.txt").exists()
+    parse = (out / "parse.md").read_text()
+    assert "right-branching (trivial), on cpu" in parse and " lines/s" in parse, parse
+
+
+@pytest.mark.slow
+def test_gpu_check_reports_stages_given_up_for_the_budget(tmp_path):
+    """A run whose budget is spent gives up the stages it cannot start, says so in its table next to the stages left
+    out, and exits 1: a check cut short is never reported as passed."""
+    out = tmp_path / "out"
+    rc, log = gpu_check(out, "--plumbing", GPU_CHECK_STAGES="a d", GPU_CHECK_BUDGET="0")
+    assert rc == 1, log[-3000:]
+    table = (out / "summary.md").read_text()
+    for stage, status in (("a. layers", "given up: the budget of 0s was spent"), ("b. by length", "left out"),
+                          ("c. trainings", "left out"), ("d. parse rate", "given up: the budget of 0s was spent")):
+        assert any(line.startswith(f"| {stage}") and f"| {status}" in line for line in table.splitlines()), table

@@ -261,7 +261,8 @@ def run_by_length(opts, presets: List[str], devices: List[str]) -> dict:
     """Every case at every length on every device (see the module docstring)."""
     found = cases(presets, opts.dim, opts.heads, opts.ffn)
     result = {"lengths": list(opts.lengths), "tokens": opts.layer_tokens, "dim": opts.dim, "heads": opts.heads,
-              "ffn": opts.ffn, "reps": opts.reps, "dtype": opts.layer_dtype, "devices": []}
+              "ffn": opts.ffn, "reps": opts.reps, "dtype": opts.layer_dtype,
+              "recompile_batches": opts.recompile_batches, "devices": []}
     for device in devices:
         rows = []
         for case in found:
@@ -271,6 +272,9 @@ def run_by_length(opts, presets: List[str], devices: List[str]) -> dict:
         info = {"device": device, "rows": rows}
         info["gpu" if device == "cuda" else "threads"] = (torch.cuda.get_device_name(0) if device == "cuda"
                                                           else torch.get_num_threads())
+        if opts.recompile_batches:
+            from .recompiles import run_recompiles
+            info["recompiles"] = run_recompiles(opts, found, device)
         result["devices"].append(info)
     return result
 
@@ -298,5 +302,8 @@ def render_by_length(result: dict) -> str:
                        f"| {la['mem']:.3f} / {le['mem']:.3f} | {la['stock_peak_mb']:,.1f} / {la['peak_mb']:,.1f} |")
         out.append("")
         out.append("- cases: " + "; ".join(sorted({f"{r['case']} = {', '.join(r['presets'])}" for r in dev["rows"]})))
+        if dev.get("recompiles"):
+            from .recompiles import render_recompiles
+            out += render_recompiles(dev["recompiles"], result["recompile_batches"])
     out += ["", "Ratios are reported, never enforced; CPU timings are sensitive to other load on the machine."]
     return "\n".join(out) + "\n"

@@ -18,9 +18,14 @@ Every number is also given as a ratio to the model's reference row measured in t
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import statistics
+import sys
+import tempfile
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from fairseq import utils
@@ -60,11 +65,41 @@ def _tensors(obj):
             yield from _tensors(v)
 
 
+#: what torch's profiler writes to the process's stderr at every recording, not the benchmark's output: kineto's
+#: start/stop notes and the CPU allocator's note that blocks allocated before the recording have no free event (the
+#: reason a first run is recorded, see :func:`cpu_memory_events`)
+PROFILER_NOISE = re.compile(r"^(USDT:.*profiler_(start|stop)\s*$|\[W[^\]]*CPUAllocator\.cpp:\d+\] Memory block of unknown "
+                            r"size was allocated before the profiling started)")
+
+
+@contextlib.contextmanager
+def quiet_profiler() -> Iterator[None]:
+    """Runs its block with the process's stderr (file descriptor 2, where torch's C++ code writes) caught; afterwards
+    every caught line but :data:`PROFILER_NOISE` is written back to stderr, in order."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            kept = [line for line in caught.read().decode("utf-8", "replace").splitlines(keepends=True)
+                    if not PROFILER_NOISE.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+
+
 def cpu_memory_events(run: Callable[[], None]) -> list:
     """The CPU allocator's allocation (+) and free (−) events recorded by torch's profiler during ``run()``, in time
     order. Frees of blocks allocated before the recording are not reported: record a first run, so that the blocks
-    kept between runs are recorded ones, and count the second."""
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    kept between runs are recorded ones, and count the second. The profiler's own stderr notes are left out
+    (:func:`quiet_profiler`)."""
+    with quiet_profiler(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         run()
     events = [e for e in prof.profiler.kineto_results.events()
               if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]

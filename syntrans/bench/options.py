@@ -71,6 +71,7 @@ class BenchOptions:
     lengths: Optional[List[int]] = None  # the benchmark by length: one layer per mechanism at these sentence lengths
     layer_tokens: Optional[int] = None  # tokens per batch of the benchmark by length
     layer_dtype: str = "float32"  # the dtype of the layers and inputs of the benchmark by length
+    recompile_batches: Optional[int] = None  # the benchmark by length: batches of the recompile count (0: none)
 
     def __post_init__(self) -> None:
         if self.lengths is not None:
@@ -82,6 +83,10 @@ class BenchOptions:
                     setattr(self, k, v)
             if self.layer_tokens is None:
                 self.layer_tokens = 512 if self.quick else 4096
+            if self.recompile_batches is None:
+                self.recompile_batches = 10 if self.quick else 50
+            if self.recompile_batches < 0:
+                raise BenchError(f"--recompile-batches must be ≥ 0, found {self.recompile_batches}")
             if self.layer_dtype not in ("float32", "float16", "bfloat16"):
                 raise BenchError(f"--layer-dtype must be float32, float16 or bfloat16, found {self.layer_dtype!r}")
             if self.layer_tokens < max(self.lengths):

@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tokens per batch of the benchmark by length (default 4096; B = tokens // length)")
     g.add_argument("--layer-dtype", choices=("float32", "float16", "bfloat16"), default="float32",
                    help="dtype of the layers of the benchmark by length (float16: a GPU's --fp16 layers)")
+    g.add_argument("--recompile-batches", type=int, default=None,
+                   help="batches of random lengths over which the compiled kernels' compiles are counted, per case "
+                        "(default 50, --quick 10; 0: no count)")
     return p
 
 
@@ -104,7 +107,7 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         threads=args.threads, quick=args.quick, corpus=args.corpus, multi30k_dir=args.multi30k_dir,
         bpe_merges=args.bpe_merges, work_dir=args.work_dir, no_sidecars=args.no_sidecars,
         sidecar_reps=args.sidecar_reps, out=args.out, json=args.json, verbose=args.verbose, lengths=args.lengths,
-        layer_tokens=args.layer_tokens, layer_dtype=args.layer_dtype)
+        layer_tokens=args.layer_tokens, layer_dtype=args.layer_dtype, recompile_batches=args.recompile_batches)
 
 
 # ------------------------------------------------------------------------------------------- main

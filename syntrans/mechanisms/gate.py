@@ -19,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.dataclass import FairseqDataclass
 
+from ..modules.attention_kernels import dropped
 from ..modules.aux_losses import report_aux_metric
 from ..modules.blocks import LayerMixer, SideInputs
 from ..modules.precision import full_precision, named_precision
@@ -145,12 +146,18 @@ class SyntaxGate(LayerMixer):
                     return torch.sigmoid(self._logits(x, pad_mask))
             return torch.sigmoid(self._logits(x, pad_mask))
 
-    def mix(self, p_syn, p_raw, x, pad, inputs: SideInputs):
-        """Syntax heads: G·A_syn + (1 − G)·A_raw, A_syn with syntax ignoring (dropout rate p, training only)."""
+    def syntax_dropout_p(self) -> float:
+        """Syntax ignoring: dropout rate p on A_syn, in training only."""
+        return self.syntax_dropout if self.training else 0.0
+
+    def mix(self, p_syn, p_raw, x, pad, inputs: SideInputs, syntax_keep=None):
+        """Syntax heads: G·A_syn + (1 − G)·A_raw, A_syn with syntax ignoring (dropout rate p, training only; its mask
+        ``syntax_keep`` when the attention drew it)."""
         gates = self(x, pad)  # (B, H)
         n = p_syn.size(1)
-        if self.training and self.syntax_dropout > 0:
-            p_syn = F.dropout(p_syn, self.syntax_dropout, training=True)
+        if self.syntax_dropout_p() > 0:
+            p_syn = dropped(p_syn, syntax_keep) if syntax_keep is not None else F.dropout(p_syn, self.syntax_dropout,
+                                                                                          True)
         return mix(p_syn, p_raw, gates[:, :n]), {"values": gates[:, :n].detach()}  # (B, n)
 
     def mix_outputs(self, o_syn, o_raw, x, pad, inputs: SideInputs):

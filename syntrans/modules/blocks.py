@@ -35,10 +35,26 @@ class SideInputs:
     pad_mask: torch.Tensor  # (B, T) True at padding
     data: Dict[str, Any] = field(default_factory=dict)
     keep: FrozenSet[str] = frozenset()
-    backend: str = "auto"  # "explicit": every head on the explicit (reference) path
+    backend: str = "auto"  # "explicit": every head on the explicit (reference) path; see syntax_attention.BACKENDS
+    _masks: List[Tuple[Optional[torch.Tensor], bool, int, Any]] = field(default_factory=list, repr=False,
+                                                                         compare=False)
 
     def get(self, key: str) -> Any:
         return self.data.get(key)
+
+    def block_mask(self, pad: Optional[torch.Tensor], causal: bool, length: int, device: torch.device):
+        """flex attention's block mask of this batch's padding keys ``pad`` (B, S) (the tensor the layers are given,
+        None: none) and, when ``causal``, later keys, for ``length`` queries: made on first use and shared by every
+        layer and block of the side (one per batch, not one per layer and block). None when nothing is masked."""
+        for given, was_causal, was_length, mask in self._masks:
+            if given is pad and was_causal == causal and was_length == length:
+                return mask
+        from .attention_kernels import padding_block_mask
+
+        B, S = (pad.shape if pad is not None else (self.pad_mask.size(0), length))
+        mask = padding_block_mask(pad, causal, B, length, S, device)
+        self._masks.append((pad, causal, length, mask))  # the tensor itself is kept: its identity is the key
+        return mask
 
 
 class SyntaxPart(nn.Module):
@@ -155,9 +171,13 @@ class LogMaskHeads(HeadBlock):
 
     def score_mod(self, inputs: SideInputs) -> Optional[Callable]:
         log_m = self.log_mask(inputs)  # (B, T, T)
+        # read as one flat vector with its sizes as tensors: a kernel compiled for one length serves every length
+        # (inductor's CPU flex template fails to compile a (B, T, T) buffer read at [b, q, kv] for dynamic shapes)
+        flat = log_m.reshape(-1)  # (B·T·T,)
+        T, S = (torch.tensor(n, device=log_m.device) for n in log_m.shape[1:])
 
         def add_log_mask(score, b, h, q_idx, kv_idx):
-            return score + log_m[b, q_idx, kv_idx].to(score.dtype)
+            return score + flat[(b * T + q_idx) * S + kv_idx].to(score.dtype)
 
         return add_log_mask
 
@@ -184,10 +204,17 @@ class LayerMixer(SyntaxPart):
     """What a mechanism does to all syntax heads of a layer after their softmax (e.g. mixes them with the stock
     probabilities)."""
 
+    def syntax_dropout_p(self) -> float:
+        """The dropout rate on the syntax heads' probabilities in this forward (0: none). The attention draws that
+        mask together with its attention dropout mask (one draw) and hands it to :meth:`mix` as ``syntax_keep``."""
+        return 0.0
+
     def mix(self, p_syn: torch.Tensor, p_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,
-            inputs: SideInputs) -> Tuple[torch.Tensor, Dict]:
+            inputs: SideInputs, syntax_keep: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, Dict]:
         """p_syn (B, n, T, S) the syntax heads' probabilities, p_raw (B, n, T, S) their stock ones, x (T, B, C) the
-        layer input, pad (B, T) → (probabilities the heads attend with, report)."""
+        layer input, pad (B, T), ``syntax_keep`` the dropout of p_syn at :meth:`syntax_dropout_p` as the attention
+        drew it (a mask and its scale, :func:`~syntrans.modules.attention_kernels.dropped` applies it; None: the
+        mixer draws its own) → (probabilities the heads attend with, report)."""
         raise NotImplementedError
 
     def mix_outputs(self, o_syn: torch.Tensor, o_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,

@@ -17,10 +17,13 @@ The layer is split by heads, and each part runs on its own kernel (:mod:`~syntra
   fairseq's order of operations (q scaled, then QKᵀ; softmax in float32), which every fused kernel is tested against.
 
 ``SideInputs.backend = "explicit"`` puts every head on the explicit path; ``"flex"`` takes flex attention wherever a
-block allows it, also off CUDA (torch's reference there: forward only, for tests). A block whose loss needs only
-each row's log-sum-exp and its parent's score (a parse head's log-likelihood) runs in flex attention too, its loss
-formed from the kernel's log-sum-exp and the gathered parent score. Incremental decoding (decoder blocks that allow
-it) stays on fairseq's own cached path.
+block allows it, also off CUDA (torch's reference there: forward only, for tests); ``"compiled"`` does too, compiled
+on every device (inductor on CPU: forward only, for tests). A compiled kernel that fails (to compile, to run, or past
+dynamo's recompile limit) warns once and leaves its block on the explicit path (:mod:`.compiled_kernels`). The flex
+block mask (padding, causal) is made once per batch and side (:meth:`SideInputs.block_mask`) for every layer. A block
+whose loss needs only each row's log-sum-exp and its parent's score (a parse head's log-likelihood) runs in flex
+attention too, its loss formed from the kernel's log-sum-exp and the gathered parent score. Incremental decoding
+(decoder blocks that allow it) stays on fairseq's own cached path.
 """
 from __future__ import annotations
 
@@ -29,10 +32,22 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from fairseq.modules import MultiheadAttention
 
-from .attention_kernels import additive_mask, flex, flex_available, masked_scores, sdpa, softmax_probs
+from .attention_kernels import (
+    FLEX,
+    additive_mask,
+    dropout_keeps,
+    dropped,
+    flex,
+    flex_available,
+    masked_scores,
+    rows_live,
+    sdpa,
+    softmax_probs,
+)
 from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, LayerSyntax, SideInputs
+from .compiled_kernels import KernelUnavailable, usable
 
-BACKENDS = ("auto", "explicit", "flex")
+BACKENDS = ("auto", "explicit", "flex", "compiled")
 
 
 class SyntaxMultiheadAttention(MultiheadAttention):
@@ -196,23 +211,43 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             if fused is not None and flexible:  # the loss from the rows' log-sum-exp: no (B, n, T, S) probabilities
                 qf, kf, scale = fused
                 scale = self.scaling if scale is None else scale
-                ctx, lse = flex(qf, kf, vb, None, pad, causal=attn_mask is not None, scale=scale, return_lse=True,
-                                compiled=x.device.type == "cuda")
-                fused_report = block.fused_report(qf, kf, lse, scale, syntax)
+                got = self._flex(x, block, qf, kf, vb, None, pad, attn_mask, syntax, scale, return_lse=True)
+                fused_report = None if got is None else block.fused_report(qf, kf, got[1], scale, syntax)
                 if fused_report is not None:
                     report[block.key] = fused_report
-                    return ctx
+                    return got[0]
             mod = block.score_mod(syntax)
             if mod is not None and not loss and flexible and attn_mask is None:
-                return flex(qb, kb, vb, mod, pad, scale=self.scaling, compiled=x.device.type == "cuda")[0]
+                got = self._flex(x, block, qb, kb, vb, mod, pad, None, syntax, self.scaling)
+                if got is not None:
+                    return got[0]
         ctx, _ = self._explicit(x, qb, kb, vb, pad, attn_mask, syntax, report, blocks=[block])
         return ctx
 
+    def _flex(self, x, block: HeadBlock, q, k, v, mod, pad, attn_mask, syntax: SideInputs, scale: float,
+              return_lse: bool = False):
+        """The block in flex attention: compiled on CUDA (and under ``backend="compiled"``), torch's eager reference
+        under ``backend="flex"`` off CUDA; the side's block mask of this batch. None when the compiled kernel cannot
+        run for this block (it failed once: :mod:`~syntrans.modules.compiled_kernels`): the caller takes the explicit
+        path."""
+        compiled = x.device.type == "cuda" or syntax.backend == "compiled"
+        caller = f"{block.key} heads"
+        if compiled and not usable(FLEX, caller, x.device):
+            return None
+        causal = attn_mask is not None
+        mask = syntax.block_mask(pad, causal, q.size(2), q.device)
+        try:
+            return flex(q, k, v, mod, pad, causal=causal, scale=scale, return_lse=return_lse, compiled=compiled,
+                        block_mask=mask, caller=caller)
+        except KernelUnavailable:
+            return None
+
     def _flexible(self, x, attn_mask, syntax: SideInputs) -> bool:
         """Whether flex attention can run this forward's blocks fused: on CUDA (or forced, ``backend="flex"``: its
-        reference, forward only off CUDA), without attention dropout (flex attention has none), and with no mask from
-        the caller but the decoder's causal one (as a mask function)."""
-        wanted = syntax.backend == "flex" or (syntax.backend == "auto" and flex_available(x.device))
+        reference, forward only off CUDA; ``"compiled"``: compiled on every device, inductor's forward only on CPU),
+        without attention dropout (flex attention has none), and with no mask from the caller but the decoder's causal
+        one (as a mask function)."""
+        wanted = syntax.backend in ("flex", "compiled") or (syntax.backend == "auto" and flex_available(x.device))
         return wanted and self._dropout_p() == 0.0 and (attn_mask is None or self.causal_mask_ok(attn_mask))
 
     @staticmethod
@@ -234,21 +269,36 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         raw = torch.matmul(q * self.scaling, k.transpose(-1, -2))  # (B, n, T, S) QKᵀ/√d, fairseq's order
         at = sum(b.num_heads for b in blocks)
         sizes = [b.num_heads for b in blocks] + ([n - at] if at < n else [])
-        if len(sizes) == 1:
+        live = False  # no row of the scores is fully masked (known on CPU only: rows_live)
+        if len(sizes) == 1 and blocks and blocks[0].additive:  # the bias and the masks added in one pass
+            pieces = None
+            bias = blocks[0].bias(syntax, raw.dtype)  # (B, 1, T, S)
+            scores = raw + additive_mask(pad, attn_mask, bias, raw.dtype, raw.size(0), raw.size(-1))
+            live = rows_live(pad, attn_mask) and not bool(torch.isneginf(bias).all(dim=-1).any())
+        elif len(sizes) == 1:
             pieces = [blocks[0].scores(raw, q, k, syntax) if blocks else raw]
         else:
             pieces = [block.scores(r, qi, ki, syntax)
                       for block, r, qi, ki in zip(blocks, raw.split(sizes, 1), q.split(sizes, 1), k.split(sizes, 1))]
             if at < n:
                 pieces.append(raw.split(sizes, 1)[-1])  # stock heads kept explicit (their probabilities are kept)
-        scores = masked_scores(torch.cat(pieces, dim=1) if len(pieces) > 1 else pieces[0], attn_mask, pad)
-        probs = softmax_probs(scores)  # (B, n, T, S) float32
+        if pieces is not None:
+            scores = masked_scores(torch.cat(pieces, dim=1) if len(pieces) > 1 else pieces[0], attn_mask, pad)
+        probs = softmax_probs(scores, live=live)  # (B, n, T, S) float32
         mixer = self.mixer if group else None
+        attn_keep = None
         if mixer is not None:
             m = self.syntax_heads  # = at: the mixer mixes every block's heads
             syn, *stock = probs.split([m, n - m], dim=1) if m < n else (probs,)
-            p_raw = softmax_probs(masked_scores(raw.split([m, n - m], dim=1)[0] if m < n else raw, attn_mask, pad))
-            mixed, report[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax)
+            raw_m = raw.split([m, n - m], dim=1)[0] if m < n else raw
+            # the stock scores, masked by adding (one pass, nothing to do backward); only the masks can empty a row
+            p_raw = softmax_probs(raw_m + additive_mask(pad, attn_mask, None, raw.dtype, raw.size(0), raw.size(-1))
+                                  if pad is not None or attn_mask is not None else raw_m,
+                                  live=rows_live(pad, attn_mask))
+            # the mixer's dropout of the syntax probabilities and the attention dropout: both masks in one draw
+            syn_keep, attn_keep = dropout_keeps([tuple(syn.shape), tuple(probs.shape)],
+                                                [mixer.syntax_dropout_p(), self._dropout_p()], raw.device)
+            mixed, report[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax, syntax_keep=syn_keep)
             probs = torch.cat([mixed, *stock], dim=1) if stock else mixed
         p_parts = probs.split(sizes, dim=1) if len(sizes) > 1 else (probs,)
         s_parts = scores.split(sizes, dim=1) if len(sizes) > 1 else (scores,)
@@ -263,8 +313,11 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         if at < n:
             out.append(p_parts[-1])
         probs = torch.cat(out, dim=1) if len(out) > 1 else out[0]
-        ctx = torch.matmul(self.dropout_module(probs.type_as(raw)), v)  # (B, n, T, d)
-        return ctx, probs
+        attended = probs.type_as(raw)
+        if attn_keep is None:
+            return torch.matmul(self.dropout_module(attended), v), probs  # (B, n, T, d)
+        # the drawn attention dropout: the mask on the probabilities, its scale on the (smaller) product
+        return torch.matmul(dropped(attended, attn_keep, scale=False), v) * attn_keep[1], probs
 
     def _mixed_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
         """A mixed layer's syntax heads at evaluation, where the mix is linear: (mix of A_syn, A_raw)·V = mix of
