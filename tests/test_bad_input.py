@@ -265,6 +265,19 @@ def test_a_truncated_sidecar_names_the_file(tiny_data, tmp_path, cut):
         assert str(e.value).startswith(f"{path}: 30 bytes, but an index of 40 items has {size}: the file is truncated")
 
 
+def test_a_sidecar_of_empty_items_loads(tmp_path):
+    """A split whose lines have one word each has an empty dist.bin (0 bytes), which cannot be memory-mapped."""
+    from syntrans.data import sidecars
+
+    prefix = str(tmp_path / "x.dist")
+    sidecars.write(prefix, [[], [], []])
+    assert os.path.getsize(f"{prefix}.bin") == 0
+    sc = Sidecar(prefix)
+    assert len(sc) == 3 and sc.sizes.tolist() == [0, 0, 0] and sc[2].tolist() == [] and sc[2].dtype == np.int64
+    with pytest.raises(IndexError):
+        sc[3]
+
+
 def clean_corpus(root: Path):
     return write_corpus(root, ["the c@@ at", "a b c"],
                         GOOD_LINE1 + "# line = 2\n" + row(1, "a", "0") + row(2, "b", "1") + row(3, "c", "1") + "\n")
