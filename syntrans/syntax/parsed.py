@@ -7,8 +7,11 @@ Formats read by :func:`read_parsed`:
   corpus; several sentences may share a line, and a line with no sentence is an empty line. Without
   any ``# line`` comment, sentence k belongs to line k. A ``# parse_failed = REASON`` comment marks a
   sentence whose parse is a fallback. Words are CoNLL-U syntactic words (multi-word-token ranges are
-  read past; ``syntrans-parse`` never writes them).
+  read past; ``syntrans-parse`` never writes them), their IDs 1, 2, … in order.
 * PTB brackets, one tree per line or blank-line separated (no dependencies); tree k is line k.
+
+Errors name the file and the line (a byte that is not UTF-8, a bad word ID, a bracket that does not close); whether
+dependency heads form a tree is the reader's to check (:mod:`.tree_checks`).
 """
 from __future__ import annotations
 
