@@ -232,7 +232,7 @@ def bad_case(name):
         "tree-leaf-count": ([text1, "a b"], [ok1, S(["a", "b"], [0, 1], tree="(S (X a) (X b) (X c))", line=2)],
                             False, ValueError, ["{P}, sentence 2", "2 words but the constituency tree has 3 leaves"]),
         "bad-ptb": ([text1, "a b"], "(ROOT (S (NP (DT the) (NN cat)) (VBD sat) (. .)))\n(ROOT (S (X a) (X b)\n",
-                    False, ValueError, ["{P}", "cannot read PTB brackets"]),
+                    False, ValueError, ["{P}, line 2", "cannot read PTB brackets", "not closed"]),
         "line-zero": (["a"], [S(["a"], [0], tree="(X a)", line=0)], False, ValueError, ["{P}, sentence 1"]),
     }
     return cases[name]
@@ -464,9 +464,9 @@ def test_report_counts_lines(tmp_path, capsys):
     s = rep.summary()
     assert "multi-sentence lines 2 (lines 2, 5)" in s and "empty lines 1 (lines 3)" in s and "failed parses 2 (lines 4, 5)" in s
     # the CLI prints the same report
-    (tmp_path / "bin").mkdir()
+    write_lines(tmp_path / "train.tgt", ["x"] * len(lines))  # a target side without parses (no sidecars)
     assert preprocess_main(["-s", "src", "-t", "tgt", "--trainpref", str(tmp_path / "train"), "--trainparse",
-                            str(tmp_path / "parse"), "--destdir", str(tmp_path / "bin"), "--sidecars-only"]) == 0
+                            str(tmp_path / "parse"), "--destdir", str(tmp_path / "bin"), "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert "[syntrans] train.src:" in out and "empty lines 1 (lines 3)" in out
 

@@ -5,7 +5,8 @@
     syntrans-average-checkpoints --inputs ckpt --num-update-checkpoints 5 [--checkpoint-upper-bound 50000] --output avg.pt
 
 The element-wise mean of the models' parameters (float32 accumulation, cast back); integer buffers must be
-equal. Everything else comes from the last checkpoint (the newest with ``--num-*-checkpoints``), so the output
+equal, and so must the model configs (the first differing field is named; ``--allow-different-config`` averages
+them anyway). Everything else comes from the last checkpoint (the newest with ``--num-*-checkpoints``), so the output
 loads in fairseq-generate like any checkpoint. Exit status 0, or 2 with a message naming the file.
 See :mod:`syntrans.checkpoints.average`.
 """
@@ -35,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-upper-bound", type=int, default=None, metavar="K",
                    help="with --num-*-checkpoints: only epochs (updates) up to K")
     p.add_argument("--output", required=True, metavar="FILE", help="the averaged checkpoint to write")
+    p.add_argument("--allow-different-config", action="store_true",
+                   help="average checkpoints whose model configs differ (refused by default, naming the first "
+                        "differing field); the output keeps the last checkpoint's config")
     return p
 
 
@@ -64,7 +68,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     t0 = time.perf_counter()
     try:
         paths = resolve_inputs(args, parser)
-        state = average_checkpoints(paths)
+        state = average_checkpoints(paths, allow_different_config=args.allow_different_config)
         save_checkpoint(state, args.output)
     except (FileNotFoundError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)

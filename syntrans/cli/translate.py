@@ -16,6 +16,10 @@ BPE-removed and Moses-detokenized (``--no-detokenize``: left tokenized).
 A summary (sentences, empty lines, parse fallbacks, time) goes to stderr. Exit status 0, or 2 for a usage,
 input or model error (a missing stanza model included: the message says how to install it).
 
+A line longer than the model takes (``--max-source-positions`` tokens, BPE pieces and EOS) stops the command, naming
+the line, after the translations of every line before it are written; with ``--skip-invalid`` it is translated to an
+empty line, reported on stderr and counted in the summary, and the command goes on.
+
 ``--print-syntax FILE`` / ``--print-target-syntax FILE``: the parse the model itself predicts of each source line
 (encoder LISA or DBSA heads) / of its hypothesis (decoder DBSA heads, as computed while decoding), word-level CoNLL-U
 with ``# line = N``, one sentence per line that has words. Each subword's predicted parent is the argmax of its
@@ -72,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-overrides", default="{}",
                    help="like fairseq-generate's, e.g. \"{'lisa': {'gold_parents': True}}\" (a mechanism's fields also "
                         "by their flat names, e.g. 'lisa_gold_parents')")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="translate a line longer than the model takes to an empty line, reported on stderr, and go on "
+                        "(default: stop at it, after writing the translations of the lines before it)")
     p.add_argument("--input", metavar="FILE", default=None, help="input text (default: stdin)")
     p.add_argument("--output", metavar="FILE", default=None, help="output text (default: stdout)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
@@ -101,10 +108,17 @@ def line_batches(stream: TextIO, size: int) -> Iterator[List[str]]:
 
 
 def read_parse_file(path: str) -> Dict[int, list]:
-    """line number → its parsed sentences, from a parsed corpus (errors name the file)."""
+    """line number → its parsed sentences, from a parsed corpus (errors name the file). Dependency heads that are no
+    tree get the chain fallback, reported, as syntrans-preprocess gives them without --strict."""
     from ..syntax.parsed import read_parsed  # lazy: stanza's trees (seconds), not for --help
+    from ..syntax.tree_checks import chain_heads, dependency_fault
     by_line: Dict[int, list] = {}
-    for s in read_parsed(path):
+    for k, s in enumerate(read_parsed(path)):
+        fault = None if s.heads is None else dependency_fault(s.heads, s.words)
+        if fault:
+            _info(f"{path}, sentence {k + 1} (line {s.line} of the input): the dependency heads are no tree: {fault}; "
+                  "the chain fallback is used (each word headed by the next)")
+            s.heads, s.deprels = chain_heads(len(s.words)), None
         by_line.setdefault(s.line, []).append(s)
     return by_line
 
@@ -123,7 +137,7 @@ def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str
 
 def run(args) -> int:
     from ..hub.predicted_syntax import NoParseHeads  # lazy: fairseq and torch (seconds), not for --help
-    from ..hub.translator import Translator
+    from ..hub.translator import LineTooLong, Translator
     t0 = time.perf_counter()
     overrides = ast.literal_eval(args.model_overrides)
     if not isinstance(overrides, dict):
@@ -137,7 +151,7 @@ def run(args) -> int:
             max_len_a=args.max_len_a, max_len_b=args.max_len_b, batch_size=args.batch_size, device=args.device,
             lowercase=args.lowercase, tokenize=not (args.no_tokenize or args.parse), detokenize=not args.no_detokenize,
             parser_lang=args.parser_lang, binarize_trees=args.binarize_trees, bpe_marker=args.bpe_marker,
-            model_overrides=overrides, log=_info, syntax=tuple(files))
+            model_overrides=overrides, log=_info, syntax=tuple(files), skip_invalid=args.skip_invalid)
     except NoParseHeads as e:
         flag = {"source": "--print-syntax", "target": "--print-target-syntax"}
         raise ValueError(f"{' and '.join(flag[s] for s in files)}: {args.checkpoint}: {e}") from None
@@ -156,16 +170,26 @@ def run(args) -> int:
     n = 0
     try:
         for lines in line_batches(inp, args.batch_size):
-            if by_line is not None:
-                parses = _parses_of(by_line, lines, n + 1, args.parse, name)
-                done = translator.translate_parsed_syntax([line.split() for line in lines], parses, first_line=n + 1,
-                                                          name=name)
-            else:
-                done = translator.translate_syntax(lines, first_line=n + 1, name=name)
+            stopped = None
+            try:
+                if by_line is not None:
+                    parses = _parses_of(by_line, lines, n + 1, args.parse, name)
+                    done = translator.translate_parsed_syntax([line.split() for line in lines], parses,
+                                                              first_line=n + 1, name=name)
+                else:
+                    done = translator.translate_syntax(lines, first_line=n + 1, name=name)
+            except LineTooLong as e:  # the lines before it are translated: written before stopping
+                stopped, done = e, e.done
             out.write("".join(t.text + "\n" for t in done))
             out.flush()
             write_parses(syntax_out, done, n + 1, uas)
-            n += len(lines)
+            n += len(done)
+            if stopped is not None:
+                before = "line 1" if n == 1 else f"lines 1-{n}"
+                written = f"the translations of {before} are written to {args.output or 'stdout'}" if n else \
+                    "no line was translated before it"
+                raise ValueError(f"{stopped}; stopped there ({written}; --skip-invalid translates such a line to an "
+                                 "empty line and goes on)")
     finally:
         for f in syntax_out.values():
             f.close()
@@ -177,7 +201,8 @@ def run(args) -> int:
         raise ValueError(f"{args.parse}: sentences for line {max(by_line)} but {name} has {n} lines")
     seconds = time.perf_counter() - t0
     source = "not needed" if not translator.needs_parse else (f"from {args.parse}" if args.parse else f"parser {args.parser}")
-    _info(f"summary: {n} sentences ({translator.empty_lines} empty, {translator.parse_failures} parse fallbacks) in "
+    too_long = f", {translator.too_long} too long for the model, written empty" if translator.too_long else ""
+    _info(f"summary: {n} sentences ({translator.empty_lines} empty, {translator.parse_failures} parse fallbacks{too_long}) in "
           f"{seconds:.1f}s (loading {t_load:.1f}s, {n / max(seconds - t_load, 1e-9):.1f} sentences/s); source parse: {source}")
     for side, path in files.items():
         what = "source" if side == "source" else "hypothesis"

@@ -10,6 +10,8 @@ from ..syntax.align import bpe_word_index, bpe_words, check_line_words, line_fac
 from ..syntax.deprels import OTHER_LABEL, line_labels
 from ..syntax.gc_pause import gc_paused
 from ..syntax.parsed import group_by_line, read_parsed
+from ..syntax.text_files import read_utf8
+from ..syntax.tree_checks import chain_heads, dependency_fault
 from . import sidecars
 
 logger = logging.getLogger("syntrans.preprocess")
@@ -32,6 +34,8 @@ class SidecarReport:
     empty: List[int] = field(default_factory=list)
     failed: List[int] = field(default_factory=list)
     respelled: List[int] = field(default_factory=list)
+    not_trees: List[int] = field(default_factory=list)  # lines with dependency heads that are no tree (chain fallback)
+    first_not_tree: str = ""  # what the first of them is
     other_labels: List[int] = field(default_factory=list)  # lines with a relation outside UD v2 (label "other")
     seconds: float = 0.0
 
@@ -40,10 +44,13 @@ class SidecarReport:
             return f"{len(xs)}" + (f" (lines {', '.join(map(str, xs[:5]))}{', …' if len(xs) > 5 else ''})" if xs else "")
         labels = (f"lines with a dependency relation outside UD v2 {some(self.other_labels)} (label 'other'); "
                   if "label" in self.kinds else "")
+        fallback = (f" (the chain fallback is used: each word headed by the next; first: {self.first_not_tree})"
+                    if self.not_trees else "")
         return (f"{self.text_file}: {self.lines} lines, {self.words} words → sidecars {'/'.join(self.kinds)}; "
                 f"multi-sentence lines {some(self.multi_sentence)} (gap 999 between sentences); "
                 f"empty lines {some(self.empty)} (empty sidecars); failed parses {some(self.failed)} "
                 f"(the parser's fallback tree is used); words spelled differently in the parse {some(self.respelled)}; "
+                f"dependency heads that are no tree {some(self.not_trees)}{fallback}; "
                 f"{labels}{self.seconds:.2f}s")
 
 
@@ -53,7 +60,10 @@ def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "
     where the parses have dependencies, ``dist`` where they have constituency trees).
 
     Every line's word count (BPE pieces joined at ``marker``) must equal its parse's; multi-sentence
-    lines, empty lines and failed parses are counted and reported (errors under ``strict``).
+    lines, empty lines, failed parses, respelled words and dependency heads that are no tree (several roots or none, a
+    word its own head, a cycle: :func:`~syntrans.syntax.tree_checks.dependency_fault`) are counted and reported (errors
+    under ``strict``); such heads are replaced by :func:`~syntrans.syntax.tree_checks.chain_heads` (relations ``root`` and
+    ``dep``, as the parser's fallback has them).
     """
     with gc_paused():
         return _build_side(text_file, parse_file, out_prefix, marker, binarize, strict)
@@ -62,8 +72,7 @@ def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "
 def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> SidecarReport:
     t0 = time.perf_counter()
     rep = SidecarReport(text_file, parse_file)
-    with open(text_file, encoding="utf-8") as f:
-        lines = f.read().split("\n")
+    lines = read_utf8(text_file, "BPE text").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     rep.lines = len(lines)
@@ -80,6 +89,17 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
         if 0 < len(lacking) < len(sentences):
             raise SidecarError(f"{parse_file}: {len(sentences) - len(lacking)} of {len(sentences)} sentences have {what}; "
                                f"the sentence for line {lacking[0].line} has none (all or none must)")
+    for k, s in enumerate(sentences):
+        fault = None if s.heads is None else dependency_fault(s.heads, s.words)
+        if fault is None:
+            continue
+        where = f"{parse_file}, sentence {k + 1} (line {s.line} of {text_file})"
+        if strict:
+            raise SidecarError(f"{where}: the dependency heads are no tree: {fault}; --strict refuses it")
+        if not rep.not_trees or rep.not_trees[-1] != s.line:
+            rep.not_trees.append(s.line)
+        rep.first_not_tree = rep.first_not_tree or f"{where}: {fault}"
+        s.heads, s.deprels = chain_heads(len(s.words)), None
     need_tree = any(s.tree is not None for s in sentences)
     need_heads = any(s.heads is not None for s in sentences)
     word_items, head_items, dist_items, label_items = [], [], [], []

@@ -22,7 +22,10 @@ def feature_range(side: Dict[str, Sidecar], name: str) -> Tuple[int, int]:
     fillers = np.array(sorted({f.pad, *f.fillers}), dtype=np.int64)
     lo = hi = None
     for i in range(len(first)):
-        values = f.build({k: side[k][i] for k in f.needs})
+        try:
+            values = f.build({k: side[k][i] for k in f.needs})
+        except ValueError as e:  # bad sidecar values: name the file and the sentence, as the dataset does
+            raise ValueError(f"{side[f.needs[-1]].prefix}: sentence {i} (line {i + 1} of the text): {e}") from None
         values = values[~np.isin(values, fillers)]
         if len(values):
             lo = int(values.min()) if lo is None else min(lo, int(values.min()))

@@ -3,7 +3,8 @@
 The options are fairseq-preprocess's plus the parsed corpora of each split (:func:`add_syntax_args`):
 ``--trainparse P`` (and ``--validparse``/``--testparse``, comma-separated like ``--validpref``) where
 ``P.{lang}.conllu`` (or ``P.{lang}.ptb``) parses the tokenized text that ``--trainpref`` holds after BPE.
-Sides with no parse file get no sidecars. :func:`preprocess` runs both phases on parsed options;
+Sides with no parse file get no sidecars. :func:`preprocess` runs both phases on parsed options, every input checked
+before anything is written into ``--destdir`` (a folder it creates is removed again when a phase fails);
 :func:`parse_preprocess_args` builds those options from an argument list, raising :class:`SidecarError`
 instead of exiting on a bad one.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,9 +21,10 @@ from typing import List, Optional, Tuple
 
 from fairseq import options
 
+from ..syntax.text_files import check_utf8
 from .build_sidecars import SidecarError, SidecarReport, build_side
 from .preprocess_options import add_syntax_args
-from .sidecars import side_prefix
+from .sidecars import binarized_sizes, side_prefix
 
 
 def preprocessing_parser() -> argparse.ArgumentParser:
@@ -84,11 +88,22 @@ def _quiet(message: str) -> None:
     pass
 
 
+def text_files(args: argparse.Namespace) -> Iterator[Tuple[str, str]]:
+    """(path, what it is) of every text file fairseq's binarization reads (``--{split}pref`` prefix + ``.{lang}``)."""
+    for kind in ("train", "valid", "test"):
+        for prefix in (getattr(args, f"{kind}pref") or "").split(","):
+            for lang in (args.source_lang, args.target_lang):
+                path = f"{prefix}.{lang}"
+                if prefix and os.path.exists(path):
+                    yield path, f"text of --{kind}pref"
+
+
 def build_sidecars(args: argparse.Namespace, jobs: Sequence[Tuple[str, str, str]],
-                   log: Callable[[str], None] = _quiet) -> List[Tuple[str, str, SidecarReport]]:
-    """The sidecars of every (split, text prefix, parse prefix) job and side with a parse, into ``args.destdir``;
-    (split, lang, report) per side built, each also logged as it finishes."""
+                   log: Callable[[str], None] = _quiet, out_dir: Optional[str] = None) -> List[Tuple[str, str, SidecarReport]]:
+    """The sidecars of every (split, text prefix, parse prefix) job and side with a parse, into ``out_dir`` (default
+    ``args.destdir``); (split, lang, report) per side built, each also logged as it finishes."""
     src, tgt = args.source_lang, args.target_lang
+    out_dir = args.destdir if out_dir is None else out_dir
     built = []
     for split, text, parse in jobs:
         found = False
@@ -100,7 +115,7 @@ def build_sidecars(args: argparse.Namespace, jobs: Sequence[Tuple[str, str, str]
             tfile = f"{text}.{lang}"
             if not os.path.exists(tfile):
                 raise SidecarError(f"{tfile} does not exist (text of --{split.rstrip('0123456789')}pref for {lang})")
-            rep = build_side(tfile, pfile, side_prefix(args.destdir, split, src, tgt, lang),
+            rep = build_side(tfile, pfile, side_prefix(out_dir, split, src, tgt, lang),
                              marker=args.bpe_marker, binarize=args.binarize_trees, strict=args.strict)
             log(f"[syntrans] {split}.{lang}: {rep.summary()}")
             built.append((split, lang, rep))
@@ -119,24 +134,69 @@ class PreprocessReport:
     sidecar_seconds: float = 0.0
 
 
-def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) -> PreprocessReport:
-    """fairseq's binarization (unless ``--sidecars-only``), then the sidecars of every split with parses.
+def check_binarized(args: argparse.Namespace, sides: Sequence[Tuple[str, str, SidecarReport]], staged: str) -> None:
+    """The binarized text in ``args.destdir`` has, per side built, the lines and the subwords of each line that the
+    sidecars staged in ``staged`` were built from (SidecarError naming both files, the line and both counts)."""
+    src, tgt = args.source_lang, args.target_lang
+    for split, lang, rep in sides:
+        data = side_prefix(args.destdir, split, src, tgt, lang)
+        words = binarized_sizes(f"{side_prefix(staged, split, src, tgt, lang)}.word")
+        if not os.path.exists(f"{data}.idx"):
+            raise SidecarError(f"--sidecars-only: {args.destdir} has no binarized {split} text for {lang} ({data}.idx "
+                               f"is missing); binarize {rep.text_file} first (leave out --sidecars-only)")
+        tokens = binarized_sizes(data) - 1  # EOS
+        if len(tokens) != len(words):
+            raise SidecarError(f"{rep.text_file} has {len(words)} lines but the binarized {data}.bin holds {len(tokens)} "
+                               "sentences: the sidecars must be built from the text that was binarized")
+        differ = (tokens != words).nonzero()[0]
+        if len(differ):
+            i = int(differ[0])
+            raise SidecarError(f"{rep.text_file}, line {i + 1}: {words[i]} subwords, but sentence {i} of the binarized "
+                               f"{data}.bin has {tokens[i]} tokens before EOS ({len(differ)} of {len(words)} lines "
+                               "differ): the sidecars must be built from the text that was binarized")
 
-    ``log`` gets a summary line per side and the phases' times. Raises SidecarError for bad options or inputs
-    (ValueError and FileNotFoundError may also come from fairseq's binarization).
+
+def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) -> PreprocessReport:
+    """fairseq's binarization (unless ``--sidecars-only``) and the sidecars of every split with parses.
+
+    Every input is checked before anything is written into ``--destdir``: the text files fairseq reads are UTF-8, and
+    the sidecars are built into a folder of their own first; they are moved next to the binarized text when they
+    match it, line for line and subword for subword (with ``--sidecars-only``, the text binarized before). A folder
+    this call created is removed again when a phase fails. ``log`` gets a summary line per side and the phases'
+    times. Raises SidecarError for bad options or inputs (ValueError and FileNotFoundError may also come from
+    fairseq's binarization).
     """
     check_usage(args)
     jobs = list(split_jobs(args))
     if not jobs:
         raise SidecarError("no parsed corpora given: pass --trainparse/--validparse/--testparse")
-    report = PreprocessReport()
-    t0 = time.perf_counter()
     if not args.sidecars_only:
-        fairseq_binarize(args)
-        report.fairseq_seconds = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    report.sides = build_sidecars(args, jobs, log)
-    report.sidecar_seconds = time.perf_counter() - t1
+        for path, what in text_files(args):
+            check_utf8(path, what)  # fairseq's binarizer names no file for a byte that is not UTF-8
+    report = PreprocessReport()
+    created = None  # the outermost folder this call creates, removed again if it fails
+    folder = os.path.abspath(args.destdir)
+    while not os.path.exists(folder):
+        created, folder = folder, os.path.dirname(folder)
+    os.makedirs(args.destdir, exist_ok=True)
+    staged = tempfile.mkdtemp(prefix=".sidecars-", dir=args.destdir)
+    done = False
+    try:
+        t1 = time.perf_counter()
+        report.sides = build_sidecars(args, jobs, log, out_dir=staged)
+        report.sidecar_seconds = time.perf_counter() - t1
+        if not args.sidecars_only:
+            t0 = time.perf_counter()
+            fairseq_binarize(args)
+            report.fairseq_seconds = time.perf_counter() - t0
+        check_binarized(args, report.sides, staged)
+        for name in sorted(os.listdir(staged)):
+            os.replace(os.path.join(staged, name), os.path.join(args.destdir, name))
+        done = True
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+        if not done and created:
+            shutil.rmtree(created, ignore_errors=True)
     if report.fairseq_seconds is not None:
         log(f"[syntrans] fairseq binarization {report.fairseq_seconds:.2f}s, syntax sidecars "
             f"{report.sidecar_seconds:.2f}s")

@@ -16,7 +16,8 @@ def add_syntax_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--binarize-trees", action="store_true",
                    help="distances on CNF-binarized trees (the released distance-mask code); default: the paper's")
     g.add_argument("--strict", action="store_true",
-                   help="error on multi-sentence lines, empty lines, failed parses and respelled words instead of reporting them")
+                   help="error on multi-sentence lines, empty lines, failed parses, respelled words and dependency heads that "
+                        "are no tree, instead of reporting them (such heads get the chain fallback)")
     g.add_argument("--sidecars-only", action="store_true", help="skip fairseq's binarization (data already in --destdir)")
 
 

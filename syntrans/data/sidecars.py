@@ -13,6 +13,7 @@ line, where ``kind`` is one of :data:`KINDS`:
 from __future__ import annotations
 
 import os
+import struct
 from typing import Dict, Iterable, Sequence
 
 import numpy as np
@@ -60,20 +61,66 @@ def write(prefix: str, items: Iterable[Sequence[int]]) -> int:
     return len(items)
 
 
+_HEADER = 26  # bytes before the sizes in fairseq's mmap index: magic (9), version (8), dtype code (1), count (8)
+
+
+def binarized_sizes(prefix: str) -> np.ndarray:
+    """The item sizes (int64) of a fairseq mmap dataset ``prefix.{idx,bin}`` (a sidecar, or binarized text), after
+    checking that both files are whole: ValueError naming the file, its size and the size its index implies."""
+    idx, data = f"{prefix}.idx", f"{prefix}.bin"
+    fix = "write it again (syntrans-preprocess)"
+    n_idx = os.path.getsize(idx)
+    with open(idx, "rb") as f:
+        head = f.read(_HEADER)
+    magic = indexed_dataset.MMapIndexedDataset.Index._HDR_MAGIC
+    if head[:len(magic)] != magic[:len(head)]:  # a short file is checked as far as it goes
+        raise ValueError(f"{idx}: not an index of fairseq's mmap format (it starts {head[:len(magic)]!r}); {fix}")
+    if len(head) < _HEADER:
+        raise ValueError(f"{idx}: {n_idx} bytes, shorter than the {_HEADER}-byte header of an index: the file is "
+                         f"truncated; {fix}")
+    _version, code, n = struct.unpack("<QBQ", head[len(magic):])
+    dtype = indexed_dataset._code_to_dtype.get(code)
+    if dtype is None:
+        raise ValueError(f"{idx}: unknown item type code {code} in its header: the file is corrupt; {fix}")
+    want = _HEADER + 12 * n  # int32 sizes and int64 pointers
+    if n_idx != want:
+        raise ValueError(f"{idx}: {n_idx} bytes, but an index of {n} items has {want}: the file is "
+                         f"{'truncated' if n_idx < want else 'corrupt'}; {fix}")
+    sizes = np.fromfile(idx, dtype=np.int32, count=n, offset=_HEADER).astype(np.int64)
+    last = np.fromfile(idx, dtype=np.int64, count=1, offset=_HEADER + 4 * n + 8 * (n - 1)) if n else np.zeros(1, np.int64)
+    want = int(last[0]) + int(sizes[-1]) * np.dtype(dtype).itemsize if n else 0
+    n_data = os.path.getsize(data)
+    if n_data != want:
+        raise ValueError(f"{data}: {n_data} bytes, but its index {idx} describes {n} items of {want} bytes: the file is "
+                         f"{'truncated' if n_data < want else 'corrupt'}; {fix}")
+    return sizes
+
+
 class Sidecar:
-    """A loaded sidecar: ``sizes`` and int64 items as numpy arrays, with its path for error messages."""
+    """A loaded sidecar: ``sizes`` and int64 items as numpy arrays, with its path for error messages. Files that are
+    cut short or do not match their index are refused naming the file (:func:`binarized_sizes`)."""
 
     def __init__(self, prefix: str):
         if not exists(prefix):
             raise FileNotFoundError(f"syntax sidecar {prefix}.idx/.bin is missing; write it with syntrans-preprocess")
         self.prefix = prefix
-        self.data = indexed_dataset.MMapIndexedDataset(prefix)
-        self.sizes = np.asarray(self.data.sizes, dtype=np.int64)
+        self.sizes = binarized_sizes(prefix)
+        self.data = None  # every item empty: an empty .bin cannot be mapped
+        if self.sizes.sum():
+            try:
+                self.data = indexed_dataset.MMapIndexedDataset(prefix)
+            except (ValueError, OSError, AssertionError, struct.error) as e:
+                raise ValueError(f"{prefix}.idx/.bin: cannot read this sidecar ({type(e).__name__}: {e}); write it "
+                                 "again (syntrans-preprocess)") from None
 
     def __len__(self) -> int:
         return len(self.sizes)
 
     def __getitem__(self, i: int) -> np.ndarray:
+        if self.data is None:
+            if not -len(self.sizes) <= i < len(self.sizes):
+                raise IndexError(f"{self.prefix}: item {i} of {len(self.sizes)}")
+            return np.zeros(0, dtype=np.int64)
         return self.data[i].numpy()
 
 

@@ -13,7 +13,7 @@ heads predict, ``Translator(syntax=…).translate_syntax``); the checkpoint and 
 from .predicted_syntax import PredictedParse, Translation
 from .source_syntax import MemorySidecar, SourceParser
 from .text import SourceText, TargetText
-from .translator import PARSER_CHOICES, Translator
+from .translator import PARSER_CHOICES, LineTooLong, Translator
 
-__all__ = ["PARSER_CHOICES", "MemorySidecar", "PredictedParse", "SourceParser", "SourceText", "TargetText", "Translation",
-           "Translator"]
+__all__ = ["PARSER_CHOICES", "LineTooLong", "MemorySidecar", "PredictedParse", "SourceParser", "SourceText", "TargetText",
+           "Translation", "Translator"]

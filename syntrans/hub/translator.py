@@ -37,18 +37,30 @@ def _stderr(message: str) -> None:
     print(f"syntrans: {message}", file=sys.stderr, flush=True)
 
 
+class LineTooLong(ValueError):
+    """A line longer than the model takes (without ``skip_invalid``): the message names it; ``done`` holds the
+    translations of the lines before it in the same call, in order, and ``line`` its 1-based number."""
+
+    def __init__(self, message: str, line: int, done: List[Translation]):
+        super().__init__(message)
+        self.line, self.done = line, done
+
+
 class Translator:
     """Translate raw sentences (:meth:`translate`) or tokenized, parsed ones (:meth:`translate_parsed`).
 
     Build it with :meth:`from_checkpoint`. Counters since construction: ``sentences`` (lines translated, empty ones
-    included), ``empty_lines``, ``parse_failures`` (sentences that got the right-branching fallback parse).
+    included), ``empty_lines``, ``parse_failures`` (sentences that got the right-branching fallback parse),
+    ``too_long`` (lines longer than the model takes, each translated to an empty line and reported, with
+    ``skip_invalid``; without it such a line raises :class:`LineTooLong`, carrying the translations of the lines
+    before it).
     ``syntax``: the sides ("source", "target") whose predicted parse :meth:`translate_syntax` reports
     (ValueError when the model has no parse heads there); ``parses`` maps each to its parse layer (the last).
     """
 
     def __init__(self, model, task, source: SourceText, target: TargetText, generation, parser: Optional[SourceParser] = None,
                  device: str = "cpu", batch_size: int = 32, binarize_trees: bool = False,
-                 log: Callable[[str], None] = _stderr, syntax: Sequence[str] = ()):
+                 log: Callable[[str], None] = _stderr, syntax: Sequence[str] = (), skip_invalid: bool = False):
         from fairseq import utils  # lazy: imports fairseq
 
         if batch_size < 1:
@@ -61,7 +73,8 @@ class Translator:
                           else task.build_generator([model], generation))
         self.max_source_positions = utils.resolve_max_positions(task.max_positions(), model.max_positions())[0]
         self.requests = required_features(task)
-        self.sentences = self.empty_lines = self.parse_failures = 0
+        self.skip_invalid = skip_invalid
+        self.sentences = self.empty_lines = self.parse_failures = self.too_long = 0
 
     @classmethod
     def from_checkpoint(cls, checkpoint: str, data: str, bpe_codes: str, parser: Optional[str] = "auto",
@@ -70,7 +83,8 @@ class Translator:
                         device: Optional[str] = None, lowercase: bool = False, tokenize: bool = True,
                         detokenize: bool = True, parser_lang: Optional[str] = None, binarize_trees: bool = False,
                         bpe_marker: str = "@@", model_overrides: Optional[Dict] = None,
-                        log: Callable[[str], None] = _stderr, syntax: Sequence[str] = ()) -> "Translator":
+                        log: Callable[[str], None] = _stderr, syntax: Sequence[str] = (),
+                        skip_invalid: bool = False) -> "Translator":
         """Load ``checkpoint`` with the dictionaries in ``data`` and the BPE codes ``bpe_codes``.
 
         ``parser``: how to parse the source when the model needs it: ``auto`` (stanza with the installed models for
@@ -80,6 +94,7 @@ class Translator:
         parse. ``binarize_trees``: the data was binarized with ``syntrans-preprocess --binarize-trees``.
         ``device``: ``cpu``, ``cuda`` or None (CUDA when available). Generation settings are fairseq-generate's.
         ``syntax``: the sides whose predicted parses to report (see the class); checked before any parser is built.
+        ``skip_invalid``: a line longer than the model takes becomes an empty line, reported (see the class).
         """
         from fairseq.dataclass.configs import GenerationConfig  # lazy: imports fairseq
 
@@ -98,7 +113,7 @@ class Translator:
         if parser is not None and needs_parse(required_features(task)):
             built_parser = SourceParser(parser, parser_lang or src, batch_size)
         return cls(model, task, source, TargetText(tgt, detokenize), generation, built_parser, device, batch_size,
-                   binarize_trees, log, syntax)
+                   binarize_trees, log, syntax, skip_invalid)
 
     @property
     def needs_parse(self) -> bool:
@@ -120,7 +135,11 @@ class Translator:
             parses: List[LineParse] = [None] * len(chunk)
             if self.needs_parse:
                 parses = self._parse(tokens, first, name)
-            out.extend(self._translate(tokens, parses, first, name))
+            try:
+                out.extend(self._translate(tokens, parses, first, name))
+            except LineTooLong as e:
+                e.done = out + e.done
+                raise
         return out
 
     def translate_parsed(self, token_lists: Sequence[Sequence[str]], parsed_sentences: Optional[Sequence[LineParse]] = None,
@@ -143,7 +162,11 @@ class Translator:
         for start in range(0, len(token_lists), self.batch_size):
             stop = start + self.batch_size
             tokens = [[t.lower() for t in ts] if self.source.lowercase else list(ts) for ts in token_lists[start:stop]]
-            out.extend(self._translate(tokens, list(parsed_sentences[start:stop]), first_line + start, name, gold=True))
+            try:
+                out.extend(self._translate(tokens, list(parsed_sentences[start:stop]), first_line + start, name, gold=True))
+            except LineTooLong as e:
+                e.done = out + e.done
+                raise
         return out
 
     # ------------------------------------------------------------------------------------------------- internals
@@ -160,34 +183,50 @@ class Translator:
 
     def _translate(self, tokens: List[List[str]], parses: List[LineParse], first: int, name: str,
                    gold: bool = False) -> List[Translation]:
-        from fairseq import utils  # lazy: imports fairseq
-
-        results = [Translation("")] * len(tokens)
-        self.sentences += len(tokens)
-        live = []
-        for k, toks in enumerate(tokens):
-            if toks:
-                live.append(k)
-            else:
-                self.empty_lines += 1
-                self.log(f"{name}, line {first + k}: empty line, translated to an empty line")
-        if not live:
-            return results
         items, wheres, src_tokens, src_pieces = [], [], [], []
-        for k in live:
+        kept, stop = [], None  # stop: (k, message) of the first line too long, without skip_invalid
+        for k, toks in enumerate(tokens):
+            if not toks:
+                continue
             where = f"{name}, line {first + k}"
             sentences = as_sentences(parses[k])
             if self.needs_parse and not sentences:
                 raise ValueError(f"{where}: the model needs a parse of this sentence, and none was given")
-            pieces = self.source.pieces(tokens[k])
+            pieces = self.source.pieces(toks)
+            ids = encode_source(self.task, pieces)
+            if self.max_source_positions is not None and len(ids) > self.max_source_positions:
+                message = (f"{where}: {len(ids)} source tokens (BPE pieces and EOS) but the model takes at most "
+                           f"{self.max_source_positions}")
+                if not self.skip_invalid:
+                    stop = (k, message)
+                    break
+                self.too_long += 1
+                self.log(f"{message}: translated to an empty line (--skip-invalid)")
+                continue
+            kept.append(k)
             src_pieces.append(pieces)
             items.append(line_arrays(pieces, sentences, where, self.source.marker, self.binarize_trees))
             wheres.append(where)
-            ids = encode_source(self.task, pieces)
-            if self.max_source_positions is not None and len(ids) > self.max_source_positions:
-                raise ValueError(f"{where}: {len(ids)} source tokens (BPE pieces and EOS) but the model takes at most "
-                                 f"{self.max_source_positions}")
             src_tokens.append(ids)
+        end = len(tokens) if stop is None else stop[0]  # the lines before a line that stops the call are translated
+        self.sentences += end
+        for k in range(end):
+            if not tokens[k]:
+                self.empty_lines += 1
+                self.log(f"{name}, line {first + k}: empty line, translated to an empty line")
+        results = self._generate(kept, items, wheres, src_tokens, src_pieces, [Translation("")] * len(tokens), name, gold)
+        if stop is not None:
+            raise LineTooLong(stop[1], first + stop[0], results[:end])
+        return results
+
+    def _generate(self, live: List[int], items, wheres, src_tokens, src_pieces, results: List[Translation], name: str,
+                  gold: bool) -> List[Translation]:
+        """``results`` with the translations of the lines ``live`` (indices into ``results``) filled in; ``items``,
+        ``wheres``, ``src_tokens`` and ``src_pieces`` hold one entry per line of ``live``."""
+        from fairseq import utils  # lazy: imports fairseq
+
+        if not live:
+            return results
         side = (memory_side(items, wheres, needed_kinds(self.requests), name)
                 if isinstance(self.task, SyntaxTranslationTask) else None)
         sample = collate(self.task, src_tokens, side)

@@ -7,8 +7,11 @@ Formats read by :func:`read_parsed`:
   corpus; several sentences may share a line, and a line with no sentence is an empty line. Without
   any ``# line`` comment, sentence k belongs to line k. A ``# parse_failed = REASON`` comment marks a
   sentence whose parse is a fallback. Words are CoNLL-U syntactic words (multi-word-token ranges are
-  read past; ``syntrans-parse`` never writes them).
+  read past; ``syntrans-parse`` never writes them), their IDs 1, 2, … in order.
 * PTB brackets, one tree per line or blank-line separated (no dependencies); tree k is line k.
+
+Errors name the file and the line (a byte that is not UTF-8, a bad word ID, a bracket that does not close); whether
+dependency heads form a tree is the reader's to check (:mod:`.tree_checks`).
 """
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ from stanza.models.constituency.parse_tree import Tree
 from stanza.models.constituency.tree_reader import read_trees
 
 from .gc_pause import gc_paused
+from .text_files import check_utf8
+from .tree_checks import BracketError, id_fault, is_word_id, tree_lines
 from .trees import count_leaves, scan_brackets, tree_distances
 
 
@@ -84,7 +89,11 @@ def _sniff_ptb(path: str) -> bool:
 def read_parsed(path: str) -> List[ParsedSentence]:
     """Read a parsed corpus (CoNLL-U with or without trees, or PTB brackets); see the module doc."""
     with gc_paused():
-        return _read_parsed(path)
+        try:
+            return _read_parsed(path)
+        except UnicodeDecodeError:
+            check_utf8(path, "a parsed corpus")  # raises, naming the line and the byte
+            raise
 
 
 def _read_parsed(path: str) -> List[ParsedSentence]:
@@ -94,12 +103,19 @@ def _read_parsed(path: str) -> List[ParsedSentence]:
         with open(path, encoding="utf-8") as f:
             text = f.read()
         try:
+            starts = tree_lines(text)  # errors name the line of the fault
+        except BracketError as e:
+            raise ValueError(f"{path}, line {e.line}: cannot read PTB brackets: {e.what}") from None
+        try:
             trees = read_trees(text)
         except Exception as e:  # stanza raises ValueError subclasses with the position
             raise ValueError(f"{path}: cannot read PTB brackets: {e}") from e
+        if len(trees) != len(starts):
+            raise ValueError(f"{path}: cannot read PTB brackets: stanza reads {len(trees)} trees where the brackets "
+                             f"hold {len(starts)}")
         out = [ParsedSentence(words=list(t.leaf_labels()), tree=t, line=k + 1) for k, t in enumerate(trees)]
         for k, s in enumerate(out):
-            s.validate(f"{path}, tree {k + 1}")
+            s.validate(f"{path}, tree {k + 1} (line {starts[k]})")
         return out
     return read_conllu(path)
 
@@ -153,8 +169,9 @@ def read_conllu(path: str) -> List[ParsedSentence]:
     """
     try:
         blocks, comments = conllu_blocks(path)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text: {e}") from None
+    except UnicodeDecodeError:
+        check_utf8(path, "a parsed corpus")  # raises, naming the line and the byte
+        raise
     out: List[ParsedSentence] = []
     with_line = 0
     for k, (rows, notes) in enumerate(zip(blocks, comments)):
@@ -172,7 +189,10 @@ def read_conllu(path: str) -> List[ParsedSentence]:
                 failed = val.strip() or "unknown"
             elif key == "constituency":
                 tree = val.strip()
-        rows = [r for r in rows if "-" not in r[0] and "." not in r[0]]
+        bad_id = id_fault([r[0] for r in rows])
+        if bad_id is not None:
+            raise ValueError(f"{where}, line {_row_line(path, k, bad_id[0])}: {bad_id[1]}")
+        rows = [r for r in rows if is_word_id(r[0])]
         words = [r[1] for r in rows]
         heads = deprels = None
         if rows and all(r[6] != "_" for r in rows):
@@ -198,6 +218,29 @@ def read_conllu(path: str) -> List[ParsedSentence]:
             raise ValueError(f"{path}, sentence {k + 1}: line numbers must not decrease, found {s.line} after {prev}")
         prev = s.line
     return out
+
+
+def _row_line(path: str, block: int, row: int) -> int:
+    """The 1-based line of the file holding word row ``row`` of sentence ``block`` (both 0-based, as
+    :func:`conllu_blocks` counts them: blank-line separated chunks with word rows; comments are no rows)."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    k, r, in_chunk, has_rows = -1, 0, False, False
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            in_chunk = False
+            continue
+        if not in_chunk:
+            in_chunk, has_rows, r = True, False, 0
+        if line[0] == "#":
+            continue
+        if not has_rows:
+            has_rows = True
+            k += 1
+        if k == block and r == row:
+            return n
+        r += 1
+    return 0
 
 
 def group_by_line(sentences: Sequence[ParsedSentence], n_lines: int, path: str = "parsed corpus") -> List[List[ParsedSentence]]:
