@@ -174,7 +174,7 @@ def test_missing_models_stop_at_once_with_exit_2(tmp_path, monkeypatch, capsys):
     def no_reading(*a, **k):
         raise AssertionError("the input was read before the models were loaded")
 
-    monkeypatch.setattr(driver, "count_lines", no_reading)
+    monkeypatch.setattr(driver, "scan_input", no_reading)
     monkeypatch.setattr(driver, "iter_lines", no_reading)
     assert cli.main([str(src), "-o", str(out), "--lang", "en"]) == 2
     err = capsys.readouterr().err
@@ -209,7 +209,7 @@ class FakePipeline:
 @pytest.fixture
 def fake_stanza(monkeypatch):
     pipe = FakePipeline()
-    monkeypatch.setattr(stanza_parser, "make_pipeline", lambda lang, batch_size=64, use_gpu=None: pipe)
+    monkeypatch.setattr(stanza_parser, "make_pipeline", lambda lang, views=None, device=None, batch_sizes=None: pipe)
     return pipe
 
 
@@ -347,13 +347,14 @@ def test_make_pipeline_arguments(tmp_path, monkeypatch):
         return "pipeline"
 
     monkeypatch.setattr(stanza, "Pipeline", fake_pipeline)
-    assert stanza_parser.make_pipeline("en", batch_size=32) == "pipeline"
-    stanza_parser.make_pipeline("xx")
-    stanza_parser.make_pipeline("yy")
+    assert stanza_parser.make_pipeline("en", device="cpu", batch_sizes={"constituency": 32}) == "pipeline"
+    stanza_parser.make_pipeline("xx", device="cpu")
+    stanza_parser.make_pipeline("yy", device="cpu")
     kw = seen["en"]
     assert kw["processors"] == "tokenize,mwt,pos,lemma,depparse,constituency"
-    assert kw["tokenize_pretokenized"] is True and kw["download_method"] is None
+    assert kw["tokenize_pretokenized"] is True and kw["download_method"] is None and kw["use_gpu"] is False
     assert kw["dir"] == str(res) and kw["constituency_batch_size"] == 32
+    assert kw["pos_batch_size"] == stanza_parser.DEFAULT_BATCH_SIZES["cpu"]["pos"]  # the device's default
     assert seen["xx"]["processors"] == "tokenize,pos,lemma,depparse,constituency"  # no mwt model listed
     assert "mwt" in seen["yy"]["processors"]  # an alias of a language with mwt
 
@@ -362,4 +363,4 @@ def test_make_pipeline_arguments(tmp_path, monkeypatch):
 
     monkeypatch.setattr(stanza, "Pipeline", missing)
     with pytest.raises(stanza_parser.MissingModelsError, match=r"stanza\.download\('en'"):
-        stanza_parser.make_pipeline("en")
+        stanza_parser.make_pipeline("en", device="cpu")

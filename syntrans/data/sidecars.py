@@ -13,7 +13,7 @@ line, where ``kind`` is one of :data:`KINDS`:
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterable, Sequence
+from typing import Dict, Iterable, Optional, Sequence
 
 import numpy as np
 from fairseq.data import indexed_dataset
@@ -28,10 +28,57 @@ ADDED_LATER = {
 }
 
 
-def how_to_write(kinds) -> str:
-    """How to get the sidecars ``kinds`` that a split lacks (for error messages)."""
-    later = [ADDED_LATER[k] for k in kinds if k in ADDED_LATER]
-    return "; ".join(later) if later else "write it with syntrans-preprocess from parsed corpora"
+class LackingKinds(list):
+    """The sidecar kinds a split's side lacks (a list), with the path prefix of that side's files
+    (``{data}/{split}.{src}-{tgt}.{lang}``, or None when unknown), so that :func:`how_to_write` can name the command
+    that adds them."""
+
+    def __init__(self, kinds=(), prefix: Optional[str] = None):
+        super().__init__(kinds)
+        self.prefix = prefix
+
+
+def how_to_write(kinds, prefix: Optional[str] = None) -> str:
+    """How to get the sidecars ``kinds`` that a split lacks (for error messages): the view of the parse they are built
+    from and the one command that adds it (:func:`add_view_command`); for the labels of data binarized before
+    syntrans stored them, how to write them. ``prefix``: the side's files (default: ``kinds.prefix``)."""
+    from ..parsing.views import VIEW_TITLES, views_of_kinds  # light: no stanza
+
+    prefix = prefix if prefix is not None else getattr(kinds, "prefix", None)
+    views = views_of_kinds(kinds)
+    old_labels = list(kinds) == ["label"] and prefix is not None and exists(f"{prefix}.head")
+    if old_labels or not views:
+        later = [ADDED_LATER[k] for k in kinds if k in ADDED_LATER]
+        return "; ".join(later) if later else "write it with syntrans-preprocess from parsed corpora"
+    what = " and ".join(f"{VIEW_TITLES[v]} (view '{v}')" for v in views)
+    return f"it is built from the {what} of the parse, which this data was prepared without: {add_view_command(views, prefix)}"
+
+
+def add_view_command(views, prefix: Optional[str]) -> str:
+    """The command that adds ``views`` to the data of the side ``prefix``: ``syntrans-prepare --again OUT --views …``
+    for a folder syntrans-prepare made (``OUT/data-bin``, ``OUT/prepared.json``), else syntrans-parse on the split's
+    parsed corpus followed by syntrans-preprocess --sidecars-only."""
+    import json
+
+    from ..parsing.views import format_views
+
+    if prefix is not None:
+        out = os.path.dirname(os.path.dirname(os.path.abspath(prefix)))
+        summary = os.path.join(out, "prepared.json")
+        try:
+            with open(summary, encoding="utf-8") as f:
+                prepared = json.load(f)
+        except (OSError, ValueError):
+            prepared = None
+        if isinstance(prepared, dict) and "again" in prepared:
+            have = prepared.get("views") or []
+            return (f"add it with `syntrans-prepare --again {out} --views {format_views(set(have) | set(views))}` (it "
+                    f"parses {format_views(views)} alone, merges it into {os.path.join(out, 'parse')} and binarizes "
+                    "again; the rest is kept)")
+    return (f"add it to the parsed corpus of each split and side with `syntrans-parse TEXT -o PARSE.conllu "
+            f"--views {format_views(views)}` (it parses that view alone and merges it into PARSE.conllu made before from "
+            "the same TEXT), then write the sidecars again with `syntrans-preprocess … --sidecars-only` and the same "
+            "--trainparse/--validparse/--testparse")
 
 
 def side_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> str:
