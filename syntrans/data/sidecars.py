@@ -12,7 +12,9 @@ line, where ``kind`` is one of :data:`KINDS`:
 """
 from __future__ import annotations
 
+import array
 import os
+import struct
 from typing import Dict, Iterable, Optional, Sequence
 
 import numpy as np
@@ -95,16 +97,69 @@ def exists(prefix: str) -> bool:
     return os.path.exists(prefix + ".idx") and os.path.exists(prefix + ".bin")
 
 
+class SidecarWriter:
+    """Writes one sidecar item by item in fairseq's mmap format (``MMapIndexedDataset``: ``.bin`` the int32 values,
+    ``.idx`` the item sizes and byte offsets), in memory that does not grow with the corpus beyond the index's own 4
+    bytes per item: values go to ``.bin`` every ``flush_items`` items; :meth:`close` writes ``.idx`` (offsets in
+    pieces). Use as a context manager; on an error both files are removed."""
+
+    def __init__(self, prefix: str, flush_items: int = 10000):
+        self.prefix, self.flush_items = prefix, flush_items
+        self._bin = open(prefix + ".bin", "wb")
+        self._sizes = array.array("i")
+        self._pending: list = []
+
+    def add(self, item: Sequence[int]) -> None:
+        self._pending.append(item)
+        if len(self._pending) >= self.flush_items:
+            self._flush()
+
+    def _flush(self) -> None:
+        sizes = [len(it) for it in self._pending]
+        flat = np.fromiter((v for it in self._pending for v in it), dtype=np.int32, count=sum(sizes))
+        self._bin.write(flat.tobytes(order="C"))
+        self._sizes.extend(sizes)
+        self._pending = []
+
+    def close(self) -> int:
+        """Write the rest and the index; returns the item count."""
+        self._flush()
+        self._bin.close()
+        n = len(self._sizes)
+        sizes = np.frombuffer(self._sizes, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
+        with open(self.prefix + ".idx", "wb") as f:  # MMapIndexedDataset.Index's layout, version 1
+            f.write(indexed_dataset.MMapIndexedDataset.Index._HDR_MAGIC)
+            f.write(struct.pack("<Q", 1))
+            f.write(struct.pack("<B", indexed_dataset._dtype_header_code(np.int32)))
+            f.write(struct.pack("<Q", n))
+            f.write(sizes.tobytes(order="C"))
+            offset = 0
+            for start in range(0, n, 1 << 20):  # byte offsets of each item, a million at a time
+                piece = sizes[start:start + (1 << 20)].astype(np.int64) * 4
+                pointers = np.cumsum(piece) - piece + offset
+                f.write(pointers.tobytes(order="C"))
+                offset += int(piece.sum())
+        return n
+
+    def __enter__(self) -> "SidecarWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        self._bin.close()
+        for ext in (".bin", ".idx"):
+            if os.path.exists(self.prefix + ext):
+                os.remove(self.prefix + ext)
+
+
 def write(prefix: str, items: Iterable[Sequence[int]]) -> int:
-    """Write one int32 item per line (fairseq's mmap format, data in one write); returns the item count."""
-    items = list(items)
-    sizes = [len(it) for it in items]
-    flat = np.fromiter((v for it in items for v in it), dtype=np.int32, count=sum(sizes))
-    with open(prefix + ".bin", "wb") as f:
-        f.write(flat.tobytes(order="C"))
-    with indexed_dataset.MMapIndexedDataset.Index.writer(prefix + ".idx", np.int32) as index:
-        index.write(sizes)
-    return len(items)
+    """Write one int32 item per line (fairseq's mmap format, :class:`SidecarWriter`); returns the item count."""
+    with SidecarWriter(prefix) as w:
+        for item in items:
+            w.add(item)
+    return len(w._sizes)
 
 
 class Sidecar:
