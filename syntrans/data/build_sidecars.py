@@ -89,13 +89,13 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
     need_tree = first is not None and first.tree is not None
     need_heads = first is not None and first.heads is not None
     pending = first
-    writers = {"word": sidecars.SidecarWriter(f"{out_prefix}.word")}
+    writers = {"word": sidecars.SidecarWriter(f"{out_prefix}.word", dtype=sidecars.KIND_DTYPES["word"])}
     if need_heads:
-        writers["head"] = sidecars.SidecarWriter(f"{out_prefix}.head")
+        writers["head"] = sidecars.SidecarWriter(f"{out_prefix}.head", dtype=sidecars.KIND_DTYPES["head"])
     if need_tree:
-        writers["dist"] = sidecars.SidecarWriter(f"{out_prefix}.dist")
+        writers["dist"] = sidecars.SidecarWriter(f"{out_prefix}.dist", dtype=sidecars.KIND_DTYPES["dist"])
     if need_heads:
-        writers["label"] = sidecars.SidecarWriter(f"{out_prefix}.label")
+        writers["label"] = sidecars.SidecarWriter(f"{out_prefix}.label", dtype=sidecars.KIND_DTYPES["label"])
     ln = 0
     try:
         for ln, text in enumerate(_text_lines(text_file), 1):
@@ -145,7 +145,7 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
                 if OTHER_LABEL in labels:
                     rep.other_labels.append(ln)
             rep.words += len(words)
-        if pending is not None:
+        if pending is not None:  # (a value too large for its sidecar's type raises from the writer, naming the line)
             raise SidecarError(f"{parse_file}: a sentence is tied to line {pending.line} but the text has {ln} lines"
                                f" (without '# line' comments, sentence k belongs to line k) ({text_file})")
         rep.lines = ln
@@ -156,12 +156,14 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
                 if xs:
                     raise SidecarError(f"{text_file}, line {xs[0]} {what} ({len(xs)} line{'s' if len(xs) > 1 else ''} "
                                        "in all); --strict refuses it")
-    except BaseException:
+        for kind, w in writers.items():
+            w.close()
+            rep.kinds.append(kind)
+    except BaseException as e:
         for w in writers.values():
             w.__exit__(RuntimeError, None, None)  # closed and removed
+        if isinstance(e, ValueError) and not isinstance(e, SidecarError):  # a value its sidecar's type cannot hold
+            raise SidecarError(f"{e} ({text_file}, {parse_file})") from None
         raise
-    for kind, w in writers.items():
-        w.close()
-        rep.kinds.append(kind)
     rep.seconds = time.perf_counter() - t0
     return rep

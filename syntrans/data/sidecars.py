@@ -1,7 +1,7 @@
 """Syntax sidecar files next to fairseq's binarized data. See docs/commands.md (data layout).
 
-``{split}.{src}-{tgt}.{lang}.{kind}.{bin,idx}`` int32 mmap indexed datasets, one item per corpus
-line, where ``kind`` is one of :data:`KINDS`:
+``{split}.{src}-{tgt}.{lang}.{kind}.{bin,idx}`` mmap indexed datasets (values in :data:`KIND_DTYPES`), one item
+per corpus line, where ``kind`` is one of :data:`KINDS`:
 
 * ``word``: per subword token (EOS excluded) the 0-based index of its word in the line;
 * ``head``: per word its head, 1-based within the line, 0 = root (sentence offsets applied);
@@ -97,14 +97,21 @@ def exists(prefix: str) -> bool:
     return os.path.exists(prefix + ".idx") and os.path.exists(prefix + ".bin")
 
 
-class SidecarWriter:
-    """Writes one sidecar item by item in fairseq's mmap format (``MMapIndexedDataset``: ``.bin`` the int32 values,
-    ``.idx`` the item sizes and byte offsets), in memory that does not grow with the corpus beyond the index's own 4
-    bytes per item: values go to ``.bin`` every ``flush_items`` items; :meth:`close` writes ``.idx`` (offsets in
-    pieces). Use as a context manager; on an error both files are removed."""
+#: the value type each kind is written in: the smallest that holds its values (word and head: a word position within a
+#: line, up to 65535 words; label: 38 ids; dist: a distance, or -1 between sentences). The index records it; readers
+#: get int64 whatever it is. Data written by earlier versions (int32) reads the same.
+KIND_DTYPES = {"word": np.uint16, "head": np.uint16, "label": np.uint8, "dist": np.int16}
 
-    def __init__(self, prefix: str, flush_items: int = 10000):
-        self.prefix, self.flush_items = prefix, flush_items
+
+class SidecarWriter:
+    """Writes one sidecar item by item in fairseq's mmap format (``MMapIndexedDataset``: ``.bin`` the values in
+    ``dtype``, ``.idx`` the item sizes and byte offsets), in memory that does not grow with the corpus beyond the
+    index's own 4 bytes per item: values go to ``.bin`` every ``flush_items`` items; :meth:`close` writes ``.idx``
+    (offsets in pieces). A value ``dtype`` cannot hold is a ValueError naming the item (the line). Use as a context
+    manager; on an error both files are removed."""
+
+    def __init__(self, prefix: str, flush_items: int = 10000, dtype=np.int32):
+        self.prefix, self.flush_items, self.dtype = prefix, flush_items, np.dtype(dtype)
         self._bin = open(prefix + ".bin", "wb")
         self._sizes = array.array("i")
         self._pending: list = []
@@ -116,8 +123,15 @@ class SidecarWriter:
 
     def _flush(self) -> None:
         sizes = [len(it) for it in self._pending]
-        flat = np.fromiter((v for it in self._pending for v in it), dtype=np.int32, count=sum(sizes))
-        self._bin.write(flat.tobytes(order="C"))
+        flat = np.fromiter((v for it in self._pending for v in it), dtype=np.int64, count=sum(sizes))
+        info = np.iinfo(self.dtype)
+        bad = np.nonzero((flat < info.min) | (flat > info.max))[0]
+        if len(bad):
+            item = int(np.searchsorted(np.cumsum(sizes), bad[0], side="right"))
+            raise ValueError(f"{self.prefix}: item {len(self._sizes) + item + 1} (line {len(self._sizes) + item + 1} of "
+                             f"the text) holds the value {int(flat[bad[0]])}, which the sidecar's {self.dtype.name} "
+                             f"cannot hold ({info.min}..{info.max})")
+        self._bin.write(flat.astype(self.dtype).tobytes(order="C"))
         self._sizes.extend(sizes)
         self._pending = []
 
@@ -130,12 +144,12 @@ class SidecarWriter:
         with open(self.prefix + ".idx", "wb") as f:  # MMapIndexedDataset.Index's layout, version 1
             f.write(indexed_dataset.MMapIndexedDataset.Index._HDR_MAGIC)
             f.write(struct.pack("<Q", 1))
-            f.write(struct.pack("<B", indexed_dataset._dtype_header_code(np.int32)))
+            f.write(struct.pack("<B", indexed_dataset._dtype_header_code(self.dtype.type)))
             f.write(struct.pack("<Q", n))
             f.write(sizes.tobytes(order="C"))
             offset = 0
             for start in range(0, n, 1 << 20):  # byte offsets of each item, a million at a time
-                piece = sizes[start:start + (1 << 20)].astype(np.int64) * 4
+                piece = sizes[start:start + (1 << 20)].astype(np.int64) * self.dtype.itemsize
                 pointers = np.cumsum(piece) - piece + offset
                 f.write(pointers.tobytes(order="C"))
                 offset += int(piece.sum())
@@ -154,9 +168,9 @@ class SidecarWriter:
                 os.remove(self.prefix + ext)
 
 
-def write(prefix: str, items: Iterable[Sequence[int]]) -> int:
-    """Write one int32 item per line (fairseq's mmap format, :class:`SidecarWriter`); returns the item count."""
-    with SidecarWriter(prefix) as w:
+def write(prefix: str, items: Iterable[Sequence[int]], dtype=np.int32) -> int:
+    """Write one item per line (fairseq's mmap format, :class:`SidecarWriter`); returns the item count."""
+    with SidecarWriter(prefix, dtype=dtype) as w:
         for item in items:
             w.add(item)
     return len(w._sizes)
