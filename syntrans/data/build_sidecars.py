@@ -116,11 +116,14 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
                                 f"has {what} but the first sentence (line {first.line}) has none")
                         raise SidecarError(f"{parse_file}: the sentence for line {s.line} {said} (all or none must)")
             pieces = text.split()
-            try:
-                widx = bpe_word_index(pieces, marker)
-            except ValueError as e:
-                raise SidecarError(f"{text_file}, line {ln}: {e}") from None
-            words = bpe_words(pieces, marker)
+            if marker and marker in text:
+                try:
+                    widx = bpe_word_index(pieces, marker)
+                except ValueError as e:
+                    raise SidecarError(f"{text_file}, line {ln}: {e}") from None
+                words = bpe_words(pieces, marker)
+            else:  # no piece continues a word: a piece per word
+                widx, words = list(range(len(pieces))), pieces
             parse_words = [w for s in sents for w in s.words]
             try:
                 check_line_words(words, parse_words, f"{text_file}, line {ln}", parse_file)
@@ -161,7 +164,7 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
             rep.kinds.append(kind)
     except BaseException as e:
         for w in writers.values():
-            w.__exit__(RuntimeError, None, None)  # closed and removed
+            w.discard()
         if isinstance(e, ValueError) and not isinstance(e, SidecarError):  # a value its sidecar's type cannot hold
             raise SidecarError(f"{e} ({text_file}, {parse_file})") from None
         raise

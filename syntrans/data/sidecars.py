@@ -114,16 +114,18 @@ class SidecarWriter:
         self.prefix, self.flush_items, self.dtype = prefix, flush_items, np.dtype(dtype)
         self._bin = open(prefix + ".bin", "wb")
         self._sizes = array.array("i")
-        self._pending: list = []
+        self._pending_sizes: list = []
+        self._values: list = []
 
     def add(self, item: Sequence[int]) -> None:
-        self._pending.append(item)
-        if len(self._pending) >= self.flush_items:
+        self._values.extend(item)
+        self._pending_sizes.append(len(item))
+        if len(self._pending_sizes) >= self.flush_items:
             self._flush()
 
     def _flush(self) -> None:
-        sizes = [len(it) for it in self._pending]
-        flat = np.fromiter((v for it in self._pending for v in it), dtype=np.int64, count=sum(sizes))
+        sizes = self._pending_sizes
+        flat = np.array(self._values, dtype=np.int64) if self._values else np.zeros(0, dtype=np.int64)
         info = np.iinfo(self.dtype)
         bad = np.nonzero((flat < info.min) | (flat > info.max))[0]
         if len(bad):
@@ -133,7 +135,7 @@ class SidecarWriter:
                              f"cannot hold ({info.min}..{info.max})")
         self._bin.write(flat.astype(self.dtype).tobytes(order="C"))
         self._sizes.extend(sizes)
-        self._pending = []
+        self._pending_sizes, self._values = [], []
 
     def close(self) -> int:
         """Write the rest and the index; returns the item count."""
@@ -160,8 +162,16 @@ class SidecarWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
-            self.close()
-            return
+            try:
+                self.close()
+                return
+            except BaseException:
+                self.discard()
+                raise
+        self.discard()
+
+    def discard(self) -> None:
+        """Close and remove both files (after an error)."""
         self._bin.close()
         for ext in (".bin", ".idx"):
             if os.path.exists(self.prefix + ext):

@@ -106,7 +106,7 @@ def _read_parsed(path: str) -> List[ParsedSentence]:
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
 #: characters read at a time by the streaming readers: memory stays flat whatever the corpus size
-CHUNK_CHARS = 1 << 24
+CHUNK_CHARS = 1 << 22
 
 
 def _sentence_chunks(path: str, chunk_chars: int = CHUNK_CHARS) -> Iterator[Tuple[str, int]]:
@@ -143,19 +143,14 @@ def iter_conllu_blocks(path: str, chunk_chars: int = CHUNK_CHARS) -> Iterator[Tu
                 return first_line + text.count("\n", 0, max(text.find(piece), 0))
 
             for chunk in _BLANK_LINES.split(text):
-                rows: List[List[str]] = []
-                notes: List[str] = []
-                for line in chunk.split("\n"):
-                    if not line.strip():
-                        continue
-                    if line[0] == "#":
-                        notes.append(line)
-                        continue
-                    fields = line.split("\t")
+                lines = [x for x in chunk.split("\n") if x and not x.isspace()]
+                notes = [x for x in lines if x[0] == "#"]
+                rows = [x.split("\t") for x in lines if x[0] != "#"]
+                for fields in rows:
                     if len(fields) != 10:
+                        line = "\t".join(fields)
                         raise ValueError(f"{path}, line {line_of(line)}: a CoNLL-U word line needs 10 tab-separated "
                                          f"fields, found {len(fields)}: {line[:80]!r}")
-                    rows.append(fields)
                 if rows:
                     yield rows, notes
                 elif notes:
