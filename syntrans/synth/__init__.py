@@ -7,6 +7,7 @@ a ``random.Random`` seeded by the caller, so a seed fixes the corpus byte for by
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import random
@@ -74,12 +75,13 @@ def write_corpus(out_dir: str, sizes: dict[str, int], seed: int, src: str = "src
         grammar = Grammar(random.Random(split_seed(seed, split)))
         paths = {lang: os.path.join(out_dir, f"{split}.{lang}") for lang in (src, tgt)}
         words = done = 0
-        with gc_paused(), open(paths[src], "w", encoding="utf-8", newline="\n") as src_text, \
+        with open(paths[src], "w", encoding="utf-8", newline="\n") as src_text, \
                 open(paths[tgt], "w", encoding="utf-8", newline="\n") as tgt_text, \
                 open(paths[src] + ".conllu", "w", encoding="utf-8", newline="\n") as src_parse, \
                 open(paths[tgt] + ".conllu", "w", encoding="utf-8", newline="\n") as tgt_parse:
             while done < n:
-                pairs = _draw(grammar, min(CHUNK_PAIRS, n - done), min_len, max_len)
+                with gc_paused():  # per chunk: the trees' reference cycles are collected between chunks
+                    pairs = _draw(grammar, min(CHUNK_PAIRS, n - done), min_len, max_len)
                 for k, (s, t) in enumerate(pairs, done + 1):
                     s.line = t.line = k
                 for side, text, parse in ((0, src_text, src_parse), (1, tgt_text, tgt_parse)):
@@ -88,6 +90,8 @@ def write_corpus(out_dir: str, sizes: dict[str, int], seed: int, src: str = "src
                     parse.write(format_conllu(sentences))
                 words += sum(len(s.words) for s, _ in pairs)
                 done += len(pairs)
+                del pairs
+                gc.collect()
         summaries.append({"split": split, "sentences": n, "mean_len": words / max(1, n),
                           "seconds": time.perf_counter() - start})
     overlaps = _overlaps({split: os.path.join(out_dir, f"{split}.{src}") for split in sizes}, sizes)
