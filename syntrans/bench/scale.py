@@ -3,7 +3,8 @@ loading the result (``python -m syntrans.bench.scale``).
 
 For each ``--pairs`` N (several give a scaling series) in ``--work-dir``:
 
-1. ``syntrans-synth --train N --valid V --test V`` (gold parses of both sides, both views); not timed against anything;
+1. ``syntrans-synth --train N --valid V --test V`` for the largest N (gold parses of both sides, both views); the
+   smaller sizes take its first N training pairs, which are what ``--train N`` draws (one random stream);
 2. ``fairseq-preprocess`` of the text (joined dictionary, ``--workers``), then ``syntrans-preprocess`` with the same
    flags plus the parses, then ``syntrans-preprocess --sidecars-only`` alone: wall time and peak resident memory
    (``/usr/bin/time``'s maximum RSS) of each command, the ratio syntrans / fairseq of wall time, and the sidecars'
@@ -83,12 +84,40 @@ def sidecar_bytes(data_bin: Path, split: str = "train") -> Dict[str, int]:
     return out
 
 
-def run_size(n: int, work: Path, valid: int, workers: int, updates: int, train: bool, seed: int) -> dict:
+def prefix_corpus(big: Path, corpus: Path, n: int) -> None:
+    """The corpus of ``n`` training pairs from a larger one of the same seed: syntrans-synth draws the training pairs
+    from one random stream, so its first ``n`` lines (and their parses) are what ``--train n`` writes; valid and test
+    are copied."""
+    corpus.mkdir(parents=True, exist_ok=True)
+    for name in os.listdir(big):
+        if not name.startswith("train."):
+            if name != "synth.json":
+                shutil.copyfile(big / name, corpus / name)
+            continue
+        with open(big / name, encoding="utf-8") as f, open(corpus / name, "w", encoding="utf-8") as out:
+            if name.endswith(".conllu"):
+                stop = f"# line = {n + 1}\n"
+                for line in f:
+                    if line == stop:
+                        break
+                    out.write(line)
+            else:
+                for _, line in zip(range(n), f):
+                    out.write(line)
+
+
+def run_size(n: int, work: Path, valid: int, workers: int, updates: int, train: bool, seed: int,
+             source: Optional[Path] = None) -> dict:
     root = work / f"pairs{n}"
     corpus = root / "corpus"
     stamp = corpus / "synth.json"
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
     result: dict = {"pairs": n}
+    if source is not None and not (stamp.exists() and json.loads(stamp.read_text()).get("args") == [n, valid, seed]):
+        shutil.rmtree(corpus, ignore_errors=True)
+        say(f"{n} pairs: the first {n} training pairs of {source}")
+        prefix_corpus(source, corpus, n)
+        stamp.write_text(json.dumps({"args": [n, valid, seed], "synth": {"prefix_of": str(source)}}))
     if not (stamp.exists() and json.loads(stamp.read_text()).get("args") == [n, valid, seed]):
         shutil.rmtree(corpus, ignore_errors=True)
         corpus.mkdir(parents=True)
@@ -175,13 +204,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     args.work_dir.mkdir(parents=True, exist_ok=True)
     results = []
+    sizes = sorted(sizes, reverse=True)  # the largest corpus is drawn; the smaller ones are its prefixes
+    largest = args.work_dir / f"pairs{sizes[0]}" / "corpus"
     for n in sizes:
-        results.append(run_size(n, args.work_dir, args.valid, args.workers, args.updates, not args.no_train, args.seed))
+        results.append(run_size(n, args.work_dir, args.valid, args.workers, args.updates, not args.no_train, args.seed,
+                                None if n == sizes[0] else largest))
         (args.work_dir / "scale.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         say(json.dumps(results[-1]))
-        if args.clean:
+        if args.clean and n != sizes[0]:
             shutil.rmtree(args.work_dir / f"pairs{n}", ignore_errors=True)
-    print(markdown(results))
+    if args.clean:
+        shutil.rmtree(args.work_dir / f"pairs{sizes[0]}", ignore_errors=True)
+    print(markdown(sorted(results, key=lambda r: r["pairs"])))
     return 0
 
 
