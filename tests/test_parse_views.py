@@ -36,6 +36,8 @@ def corpus(root: Path, lines=LINES) -> Path:
     ("distance_mask/iwslt14_de_en.args", ("trees",)), ("gated/iwslt14_de_en.args", ("trees",)),
     ("pascal/nc11_de_en.args", ("deps",)), ("pascal/nc11_de_en.sh.args", ("deps",)),
     ("syncattn/wmt14_en_de.args", ("deps",)), ("gated/iwslt14_de_en.lisa.args", ("deps",)),
+    ("gated/iwslt14_de_en.sla.args", ("deps",)), ("dbsa/wmt14_en_de.args", ("deps",)),
+    ("lisa/nc11_de_en.args", ("deps",)),
     ("pascal/nc11_de_en.baseline.args", ()), ("pascal/nc11_de_en.multitask.args", ()),
 ])
 def test_the_views_a_config_reads_follow_from_its_mechanisms(config, views):
@@ -163,10 +165,11 @@ def test_prepare_parses_the_views_asked_and_again_adds_the_missing_one(tmp_path,
             "--for-config", "pascal/nc11_de_en.args"]
     assert prepare_cli.main(argv) == 0
     log = capsys.readouterr().out
-    assert "parse views for pascal/nc11_de_en.args: deps" in log
+    assert "parse views for pascal/nc11_de_en.args: source deps, target none" in log  # PASCAL reads the source only
     data = out / "data-bin"
     assert (data / "train.de-en.de.head.idx").exists() and not (data / "train.de-en.de.dist.idx").exists()
-    assert json.loads((out / "prepared.json").read_text())["views"] == ["deps"]
+    assert not list(data.glob("*.de-en.en.*.idx")) and not list((out / "parse").glob("*.en.conllu"))
+    assert json.loads((out / "prepared.json").read_text())["views"] == {"de": ["deps"], "en": []}
     task, _ = build_task_and_model(data, "distance_transformer_iwslt_de_en", "--distance-layers", "0",
                                    "--distance-heads", "1")
     with pytest.raises(FileNotFoundError) as e:
@@ -176,8 +179,9 @@ def test_prepare_parses_the_views_asked_and_again_adds_the_missing_one(tmp_path,
     assert prepare_cli.main(command.split()[1:]) == 0
     log = capsys.readouterr().out
     assert "step tokenize: done before, skipped" in log and "step bpe: done before, skipped" in log
-    assert log.count("holds deps: parsing only trees and merging it in") == 6  # 3 splits × 2 sides, nothing else
-    assert (data / "train.de-en.de.dist.idx").exists()
+    assert log.count("holds deps: parsing only trees and merging it in") == 3  # the source's 3 splits
+    assert log.count("views deps,trees): lines=") == 3  # the target's, parsed whole
+    assert (data / "train.de-en.de.dist.idx").exists() and (data / "train.de-en.en.dist.idx").exists()
     task, _ = build_task_and_model(data, "distance_transformer_iwslt_de_en", "--distance-layers", "0",
                                    "--distance-heads", "1")
     task.load_dataset("valid")
@@ -190,7 +194,7 @@ def test_prepare_with_no_view_parses_nothing(tmp_path):
     p = prepare_corpus("multi30k", "de", "en", tmp_path / "m", raw_dir=MULTI30K, smoke=True, parser="right-branching",
                        bpe_ops=50, smoke_sizes={"train": 40, "valid": 10, "test": 10}, views=(), log=logs.append) \
         if (MULTI30K / "train.en").exists() else pytest.skip("the shared Multi30k folder is absent")
-    assert p.parsers == {"de": "none", "en": "none"} and p.views == ()
+    assert p.parsers == {"de": "none", "en": "none"} and p.views == {"de": [], "en": []}
     assert not list((tmp_path / "m" / "parse").glob("*.conllu")) if (tmp_path / "m" / "parse").exists() else True
     assert not list(p.data_bin.glob("*.word.idx")) and (p.data_bin / "train.de-en.de.idx").exists()
     assert any("nothing parsed" in m for m in logs)

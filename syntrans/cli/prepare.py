@@ -65,11 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="processes for tokenization, BPE, the parser (on CPU) and fairseq binarization (default 1)")
     views = p.add_mutually_exclusive_group()
     views.add_argument("--views", type=views_arg, default=None, metavar="VIEWS",
-                       help="what to parse: deps (dependencies), trees (constituency) or deps,trees (default); a folder "
-                            "parsed before gets only the views it lacks")
+                       help="what to parse of both sides: deps (dependencies), trees (constituency) or deps,trees "
+                            "(default); a folder parsed before gets only the views it lacks")
     views.add_argument("--for-config", action="append", default=[], metavar="ARGS_FILE",
-                       help="parse the views the models of these configs/*.args files read (repeatable), e.g. "
-                            "--for-config pascal/wmt16_en_de.args: dependencies only")
+                       help="parse of each side the views the models of these configs/*.args files read (repeatable), "
+                            "e.g. --for-config pascal/wmt16_en_de.args: the source's dependencies, no target parse")
     p.add_argument("--force", action="store_true", help="redo every step (downloads are only verified again)")
     p.add_argument("--checksums", type=Path, metavar="FILE",
                    help="known sha256 sums of the raw files (sha256sum format) to verify them against")
@@ -123,13 +123,16 @@ def recipe_from_args(args) -> Recipe | None:
 
 
 def _views(args):
-    """The views asked for: --views, those of the --for-config files, or None (both)."""
+    """The views asked for: --views (both sides), those each side of the --for-config files' models reads, or None
+    (both views, both sides)."""
     if not args.for_config:
         return args.views
-    from ..reproduce.config_views import views_of_config  # lazy: builds the models' configs (fairseq)
+    from ..parsing.views import format_side_views
+    from ..reproduce.config_views import side_views_of_config  # lazy: builds the models' configs (fairseq)
 
-    views = tuple(v for v in ("deps", "trees") if any(v in views_of_config(c) for c in args.for_config))
-    print(f"parse views for {', '.join(args.for_config)}: {','.join(views) or 'none'}", flush=True)
+    read = [side_views_of_config(c) for c in args.for_config]
+    views = {side: tuple(v for v in ("deps", "trees") if any(v in r[side] for r in read)) for side in ("source", "target")}
+    print(f"parse views for {', '.join(args.for_config)}: {format_side_views(views)}", flush=True)
     return views
 
 

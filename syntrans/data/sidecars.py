@@ -74,6 +74,8 @@ def add_view_command(views, prefix: Optional[str]) -> str:
             prepared = None
         if isinstance(prepared, dict) and "again" in prepared:
             have = prepared.get("views") or []
+            if isinstance(have, dict):  # {lang: views}
+                have = [v for views_of_side in have.values() for v in views_of_side]
             return (f"add it with `syntrans-prepare --again {out} --views {format_views(set(have) | set(views))}` (it "
                     f"parses {format_views(views)} alone, merges it into {os.path.join(out, 'parse')} and binarizes "
                     "again; the rest is kept)")

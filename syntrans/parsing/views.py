@@ -63,11 +63,36 @@ def views_of_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
     return tuple(v for v in VIEWS if v in got)
 
 
-def views_of_features(names: Iterable[str]) -> tuple[str, ...]:
-    """The views the batch features ``names`` (:data:`syntrans.data.features.FEATURES`) are built from."""
+SIDES = ("source", "target")
+
+
+def views_of_features(names: Iterable[str], side: str | None = None) -> tuple[str, ...]:
+    """The views the batch features ``names`` (:data:`syntrans.data.features.FEATURES`) are built from: those of one
+    ``side`` (``source`` or ``target``), or of both (None)."""
     from ..data.features import FEATURES  # lazy: imports torch
 
     unknown = sorted(set(names) - set(FEATURES))
     if unknown:
         raise ValueError(f"unknown batch features {unknown}; known: {', '.join(sorted(FEATURES))}")
-    return views_of_kinds(k for n in names for k in FEATURES[n].needs)
+    return views_of_kinds(k for n in names if side in (None, FEATURES[n].side) for k in FEATURES[n].needs)
+
+
+def side_views(views) -> dict[str, tuple[str, ...]]:
+    """``views`` for each side: None → both views on both sides; a list or a ``--views`` string → those on both sides;
+    a dict ``{"source": …, "target": …}`` → each side's (a missing side: none). ViewError for a bad name."""
+    if views is None:
+        return dict.fromkeys(SIDES, VIEWS)
+    if isinstance(views, dict):
+        bad = sorted(set(views) - set(SIDES))
+        if bad:
+            raise ViewError(f"expected views per side (source, target), found {bad}")
+        return {side: (parse_views(list(views[side])) if views.get(side) else ()) for side in SIDES}
+    names = [views] if isinstance(views, str) else list(views)
+    return dict.fromkeys(SIDES, parse_views(names) if names and names != [""] else ())
+
+
+def format_side_views(views: dict) -> str:
+    """``source deps, target none`` (or ``deps`` when both sides have the same)."""
+    if len({tuple(views[s]) for s in SIDES}) == 1:
+        return format_views(views[SIDES[0]])
+    return ", ".join(f"{s} {format_views(views[s])}" for s in SIDES)

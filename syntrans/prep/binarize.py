@@ -39,14 +39,15 @@ def preprocess_argv(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: 
 
 def binary_outputs(src: str, tgt: str, sidecars: bool = True, kinds=SIDECAR_KINDS) -> list[str]:
     """Files (relative to data-bin) the step must leave: dictionaries, binaries and (``sidecars``) the sidecars
-    ``kinds`` of every split."""
+    ``kinds`` of every split (a tuple for both sides, or {lang: kinds})."""
     out = [f"dict.{src}.txt", f"dict.{tgt}.txt"]
     for split in SPLITS:
         for lang in (src, tgt):
             base = f"{split}.{src}-{tgt}.{lang}"
             out += [f"{base}.bin", f"{base}.idx"]
             if sidecars:
-                out += [f"{base}.{kind}.{ext}" for kind in kinds for ext in ("bin", "idx")]
+                side = kinds.get(lang, ()) if isinstance(kinds, dict) else kinds
+                out += [f"{base}.{kind}.{ext}" for kind in side for ext in ("bin", "idx")]
     return out
 
 

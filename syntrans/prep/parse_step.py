@@ -122,39 +122,47 @@ def copy_gold(src: Path, out: Path, n_lines: int) -> None:
 def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: dict[str, str], requested: str,
               smoke: bool, shards: int = 1, workers: int = 1, gold_dir: Path | None = None, views=None,
               launch=None, log: Callable[[str], None] = print) -> dict[str, str]:
-    """Parse every split of both sides into ``views`` (None: both; empty: nothing is parsed, parser ``none``) with
-    the launcher options ``launch`` (None: here); returns the parser actually used per language. PrepPending when
-    jobs are left running (``launch.wait`` off)."""
+    """Parse every split of both sides into ``views`` (None: both; a list: those on both sides; {lang: views}: each
+    side's; a side with none is not parsed, parser ``none``) with the launcher options ``launch`` (None: here);
+    returns the parser actually used per language. PrepPending when jobs are left running (``launch.wait`` off)."""
     from ..parsing.cluster import parse_sharded  # lazy: syntrans.parsing imports stanza and torch
     from ..parsing.driver import ParseJob
-    from ..parsing.shards import InputError, count_lines
+    from ..parsing.shards import InputError, count_lines, file_sha256, read_marker
     from ..parsing.views import VIEWS, format_views, parse_views
     from ..reproduce.launcher import LaunchError, LaunchOptions
 
-    views = VIEWS if views is None else (parse_views(list(views)) if views else ())
+    if not isinstance(views, dict):
+        views = dict.fromkeys(langs, VIEWS if views is None else (parse_views(list(views)) if views else ()))
     parse_dir.mkdir(parents=True, exist_ok=True)
     used = dict(parsers)
     jobs = []
     for lang in langs:
         name = parsers[lang]
+        lang_views = tuple(views.get(lang, ()))
         if name == "gold":
             for split in SPLITS:
                 copy_gold(gold_dir / f"{split}.{lang}.conllu", parse_dir / f"{split}.{lang}.conllu",
                           count_lines(str(tok_dir / f"{split}.{lang}")))
             log(f"parse: {lang}: gold parses copied for {', '.join(SPLITS)}")
             continue
-        if not views:
+        if not lang_views:
+            for split in SPLITS:  # a parse of this text is kept (binarized too); one of other text must go
+                kept = parse_dir / f"{split}.{lang}.conllu"
+                info = read_marker(str(kept))
+                if kept.exists() and (info is None or info.get("input_sha256")
+                                      != file_sha256(str(tok_dir / f"{split}.{lang}"))):
+                    kept.unlink()
             used[lang] = "none"
-            log(f"parse: {lang}: no view asked for (the systems read no parse): nothing parsed")
+            log(f"parse: {lang}: no view asked for (the systems read none of this side's parse): nothing parsed")
             continue
-        used[lang] = name = _check_models(name, lang, requested, smoke, views, log)
+        used[lang] = name = _check_models(name, lang, requested, smoke, lang_views, log)
         for split in SPLITS:
             jobs.append(ParseJob(input=str(tok_dir / f"{split}.{lang}"), output=str(parse_dir / f"{split}.{lang}.conllu"),
-                                 lang=lang, parser=name, num_shards=shards, workers=workers, views=views,
+                                 lang=lang, parser=name, num_shards=shards, workers=workers, views=lang_views,
                                  device="cpu" if workers > 1 else None))
-    if jobs:
-        log(f"parse: views {format_views(views)} of {len(jobs)} files in {shards} shard(s) each"
+        log(f"parse: {lang}: views {format_views(lang_views)} of {len(SPLITS)} files in {shards} shard(s) each"
             + (f", as {launch.launcher} jobs" if launch is not None and launch.launcher != "local" else ""))
+    if jobs:
         try:
             finished = parse_sharded(jobs, launch or LaunchOptions(), log=log)
         except (InputError, LaunchError) as e:
@@ -162,5 +170,5 @@ def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: d
         if not finished:
             raise PrepPending("parse jobs are still running; run the same command again to collect them and go on")
         for job in jobs:
-            log(f"parse: {Path(job.input).name} with {job.parser} ({format_views(views)}) in {job.output}")
+            log(f"parse: {Path(job.input).name} with {job.parser} ({format_views(job.views)}) in {job.output}")
     return used

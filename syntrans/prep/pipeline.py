@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..parsing.names import AUTO_PARSERS
-from ..parsing.views import KIND_VIEW, VIEWS, parse_views
+from ..parsing.views import KIND_VIEW, VIEWS, parse_views, side_views
 from . import markers
 from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
@@ -78,8 +78,8 @@ class Prepared:
     0 for word-level data). ``ref_test``/``src_test_raw``: raw test target/source text, one line per test
     pair, lowercased if the corpus lowercases. ``parsers``: {lang: parser used} ("gold" for synthetic).
     ``sizes``: pairs per split after cleaning; ``dropped``: training pairs dropped per filter (``language``
-    too where the language filter is on). ``recipe``: the set fields of the recipe, or None. ``views``: the views of
-    the parse asked for (:mod:`syntrans.parsing.views`; the sidecars built from them are in data-bin).
+    too where the language filter is on). ``recipe``: the set fields of the recipe, or None. ``views``: {lang: the
+    views of its parse asked for} (:mod:`syntrans.parsing.views`; the sidecars built from them are in data-bin).
     """
 
     corpus: str
@@ -101,7 +101,7 @@ class Prepared:
     bpe_ops_by_lang: dict = field(default_factory=dict)
     word_vocab: int | None = None
     recipe: dict | None = None
-    views: tuple = ("deps", "trees")
+    views: dict = field(default_factory=dict)  # {lang: views of its parse}
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -122,7 +122,7 @@ class Prepared:
         else:
             bpe = f"BPE {self.bpe_ops} {'joint' if self.joint else 'separate'}"
         recipe = f"; recipe: {describe_settings(self.recipe)}" if self.recipe else ""
-        views = ",".join(self.views) or "none"
+        views = ", ".join(f"{lang} {','.join(v) or 'none'}" for lang, v in self.views.items()) or "none"
         return (f"prepared {self.corpus} {self.src}->{self.tgt}{' (smoke)' if self.smoke else ''}: {sizes} pairs "
                 f"(train dropped: {dropped or 'no filters'}); {bpe}; "
                 f"parsers {parsers} (views {views}); data-bin {self.data_bin}; reference {self.ref_test}{recipe}")
@@ -148,7 +148,7 @@ class _Run:
     known: list  # [(sums, label)] from --checksums
     parse_shards: int
     recipe: dict | None = None  # recipe_settings(recipe)
-    views: tuple = VIEWS  # the views of the parse (syntrans.parsing.views)
+    views: dict = field(default_factory=dict)  # {lang: the views of its parse} (syntrans.parsing.views)
     launch: object = None  # a syntrans.reproduce.launcher.LaunchOptions for the parse shards; None: here
 
     @property
@@ -296,37 +296,48 @@ def _bpe(r: _Run) -> tuple[list[str], dict]:
     return outs, {}
 
 
+def _lang_views(r: _Run) -> dict:
+    """{lang: the views its parse holds}: those asked for, both for gold parses."""
+    return dict.fromkeys(r.pair.langs, VIEWS) if r.pair.gold_parses else dict(r.views)
+
+
 def _parse_settings(r: _Run) -> dict:
-    if not r.views and not r.pair.gold_parses:
-        return {"views": []}  # nothing to parse
+    views = _lang_views(r)
+    if not any(views.values()):
+        return {"views": {}}  # nothing to parse
     parsers, _ = resolve_parsers(r.parser, r.pair.langs, r.smoke, r.pair.gold_parses)
     settings = {"requested": r.parser, "parsers": parsers}
-    if tuple(r.views) != VIEWS:  # named only when not both: a folder prepared before views existed keeps its marker
-        settings["views"] = list(r.views)
+    if any(tuple(v) != VIEWS for v in views.values()):  # named only when not both on both sides: a folder prepared
+        settings["views"] = {lang: list(v) for lang, v in views.items()}  # before views existed keeps its marker
     return settings
 
 
 def _parse(r: _Run) -> tuple[list[str], dict]:
-    if not r.views and not r.pair.gold_parses:
+    views = _lang_views(r)
+    if not any(views.values()):
         r.log("parse: no view asked for (the systems read no parse): nothing parsed, no sidecars")
         return [], {"parsers": dict.fromkeys(r.pair.langs, "none")}
     parsers, notes = resolve_parsers(r.parser, r.pair.langs, r.smoke, r.pair.gold_parses)
     for note in notes:
         r.log(note)
     used = run_parse(r.out / "tok", r.out / "parse", r.pair.langs, parsers, r.parser, r.smoke, r.parse_shards,
-                     r.workers, gold_dir=r.raw, views=r.views, launch=r.launch, log=r.log)
-    return [f"parse/{s}.{lang}.conllu" for s in SPLITS for lang in r.pair.langs], {"parsers": used}
+                     r.workers, gold_dir=r.raw, views=views, launch=r.launch, log=r.log)
+    return [f"parse/{s}.{lang}.conllu" for s in SPLITS for lang in r.pair.langs if views[lang]], {"parsers": used}
 
 
-def _sidecar_kinds(r: _Run) -> tuple[str, ...]:
-    """The sidecars the binarize step writes: the word index, and those of the views (all four for gold parses)."""
-    views = VIEWS if r.pair.gold_parses else r.views
-    return tuple(k for k in SIDECAR_KINDS if k == "word" or KIND_VIEW[k] in views) if views else ()
+def _sidecar_kinds(r: _Run) -> dict:
+    """{lang: the sidecars the binarize step writes}: the word index, and those of the side's views (none without a
+    view; all four for gold parses)."""
+    return {lang: tuple(k for k in SIDECAR_KINDS if k == "word" or KIND_VIEW[k] in views) if views else ()
+            for lang, views in _lang_views(r).items()}
 
 
 def _binarize_settings(r: _Run) -> dict:
     # the sidecar kinds: a folder binarized before a kind was added is binarized again (its marker lacks it)
-    settings = {"src": r.src, "tgt": r.tgt, "joint": r.pair.joint, "sidecars": list(_sidecar_kinds(r))}
+    kinds = _sidecar_kinds(r)
+    same = len(set(kinds.values())) == 1  # one list when both sides have the same: earlier folders keep their marker
+    settings = {"src": r.src, "tgt": r.tgt, "joint": r.pair.joint,
+                "sidecars": list(kinds[r.src]) if same else {lang: list(k) for lang, k in kinds.items()}}
     if r.pair.word_vocab is not None:
         settings["nwords"] = r.pair.word_vocab
     if r.pair.multitask:  # named only when set: a folder prepared before it existed keeps its marker
@@ -343,9 +354,10 @@ def _binarize(r: _Run) -> tuple[list[str], dict]:
         outs = [f"multitask/{s}.{lang}" for s in SPLITS for lang in (r.src, r.tgt)]
         return outs + [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=False)], {"multitask": sizes}
     kinds = _sidecar_kinds(r)
-    run_binarize(r.out / "bpe", r.out / "parse" if kinds else None, r.out / "data-bin", r.src, r.tgt, r.pair.joint,
+    any_kinds = any(kinds.values())
+    run_binarize(r.out / "bpe", r.out / "parse" if any_kinds else None, r.out / "data-bin", r.src, r.tgt, r.pair.joint,
                  r.workers, r.log, nwords=r.pair.word_vocab, kinds=kinds)
-    return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=bool(kinds), kinds=kinds)], {}
+    return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=any_kinds, kinds=kinds)], {}
 
 
 def _reference_settings(r: _Run) -> dict:
@@ -465,11 +477,12 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
     else:
         ops = pair.merges()
     try:
-        views = VIEWS if views is None else (parse_views(list(views)) if len(views) else ())
+        sides = side_views(views)
     except ValueError as e:
         raise PrepError(f"views: {e}") from None
-    if pair.multitask and "deps" not in views:
-        views = parse_views(list(views) + ["deps"])  # the +MULTI-TASK text linearises the dependency parse
+    if pair.multitask and "deps" not in sides["source"]:  # the +MULTI-TASK text linearises the source's dependencies
+        sides["source"] = parse_views(list(sides["source"]) + ["deps"])
+    views = {src: sides["source"], tgt: sides["target"]}
     return _Run(c, pair, src, tgt, out, raw, smoke, sizes, parser, ops, workers, force, log, known, parse_shards,
                 recipe_settings(recipe), views, launch)
 
@@ -498,7 +511,7 @@ def again_call(out_dir: Path) -> dict:
         raise PrepError(f"{path}: expected the summary of a folder syntrans-prepare made (with its 'again' record), "
                         "found none; prepare it with syntrans-prepare CORPUS --pair SRC-TGT --out DIR") from None
     call = {k: again[k] for k in ("corpus", "src", "tgt", "smoke", "parser", "bpe_ops", "smoke_sizes", "parse_shards")}
-    call["views"] = tuple(again.get("views", ("deps", "trees")))
+    call["views"] = again.get("views")
     call["raw_dir"] = None if again.get("raw_dir") is None else Path(again["raw_dir"])
     call["recipe"] = recipe_from_settings(again.get("recipe"))
     call["out_dir"] = Path(out_dir)
@@ -555,8 +568,9 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
     """Prepare ``corpus`` for direction src→tgt into ``out_dir`` (layout: module docs); returns its summary.
 
     ``recipe``: a paper's settings on top of the corpus' (:mod:`syntrans.prep.recipe`); an ``out_dir``
-    prepared under another recipe is refused unless ``force``. ``views``: the views to parse (None: both; empty:
-    none, for systems that read no parse); ``launch``: the launcher options of the parse shards
+    prepared under another recipe is refused unless ``force``. ``views``: the views to parse
+    (:func:`syntrans.parsing.views.side_views`: None both; a list, those on both sides; ``{"source": …, "target":
+    …}`` each side's; a side with none is not parsed and gets no sidecars); ``launch``: the launcher options of the parse shards
     (:class:`~syntrans.reproduce.launcher.LaunchOptions`; None: here), :class:`~syntrans.prep.parse_step.PrepPending`
     when they are left running. Raises :class:`~syntrans.prep.errors.PrepError`
     for anything the user can fix (missing files, network errors, checksum mismatches, a pair the corpus
@@ -582,13 +596,14 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
         parsers=dict(infos["parse"]["parsers"]), sizes={s: tok["sizes"][s] for s in SPLITS},
         dropped={k: tok["dropped"][k] for k in reasons} if (r.pair.clean or r.pair.langid) else {},
         codes_by_lang=codes, smoke=r.smoke, bpe_ops_by_lang={} if words else dict(r.ops),
-        word_vocab=r.pair.word_vocab, recipe=r.recipe, views=VIEWS if r.pair.gold_parses else tuple(r.views))
+        word_vocab=r.pair.word_vocab, recipe=r.recipe, views={lang: list(v) for lang, v in _lang_views(r).items()})
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
     # what `syntrans-prepare --again OUT` calls prepare_corpus with (all but the views, workers and launcher)
     summary["again"] = {"corpus": corpus, "src": src, "tgt": tgt, "raw_dir": None if raw_dir is None else str(r.raw),
                         "smoke": smoke, "parser": parser, "bpe_ops": bpe_ops, "smoke_sizes": smoke_sizes,
-                        "parse_shards": parse_shards, "recipe": r.recipe, "views": list(r.views)}
+                        "parse_shards": parse_shards, "recipe": r.recipe,
+                        "views": {"source": list(r.views[r.src]), "target": list(r.views[r.tgt])}}
     tmp = r.out / "prepared.json.tmp"
     tmp.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     tmp.replace(r.out / "prepared.json")

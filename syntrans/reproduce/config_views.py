@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from .config_file import read_args_file, resolve_config
 
@@ -54,14 +54,31 @@ def features_of_flags(flags: Sequence[str]) -> set:
     return set(needs.required) | set(needs.optional) | set(needs.training)
 
 
-def views_of_flags(flags: Sequence[str]) -> Tuple[str, ...]:
-    """The views of the parse a model trained with ``flags`` reads (empty: none)."""
+def views_of_flags(flags: Sequence[str], side: Optional[str] = None) -> Tuple[str, ...]:
+    """The views of the parse a model trained with ``flags`` reads (empty: none), of one ``side`` (``source`` or
+    ``target``) or of both (None)."""
     from ..parsing.views import views_of_features
 
-    return views_of_features(features_of_flags(flags))
+    return views_of_features(features_of_flags(flags), side)
 
 
-def views_of_config(path, extra: Sequence[str] = ()) -> Tuple[str, ...]:
-    """The views a configs/*.args file (plus ``extra`` flags after it) reads."""
-    cfg = read_args_file(resolve_config(Path(path)))
-    return views_of_flags(list(cfg.flags) + list(extra))
+def side_views_of_flags(flags: Sequence[str]) -> Dict[str, Tuple[str, ...]]:
+    """{"source": views, "target": views} a model trained with ``flags`` reads."""
+    from ..parsing.views import SIDES, views_of_features
+
+    names = features_of_flags(flags)
+    return {side: views_of_features(names, side) for side in SIDES}
+
+
+def _flags_of(path, extra: Sequence[str]) -> list:
+    return list(read_args_file(resolve_config(Path(path))).flags) + list(extra)
+
+
+def views_of_config(path, extra: Sequence[str] = (), side: Optional[str] = None) -> Tuple[str, ...]:
+    """The views a configs/*.args file (plus ``extra`` flags after it) reads, of one ``side`` or of both."""
+    return views_of_flags(_flags_of(path, extra), side)
+
+
+def side_views_of_config(path, extra: Sequence[str] = ()) -> Dict[str, Tuple[str, ...]]:
+    """{"source": views, "target": views} a configs/*.args file (plus ``extra``) reads."""
+    return side_views_of_flags(_flags_of(path, extra))

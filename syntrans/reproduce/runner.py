@@ -218,19 +218,20 @@ class Reproduction:
             recipe = dataclasses.replace(recipe or Recipe(), **overrides)
         return recipe
 
-    def views(self, system: System) -> Tuple[str, ...]:
-        """The views of the parse ``system`` reads (:mod:`syntrans.reproduce.config_views`: from its config's
-        mechanisms)."""
-        from .config_views import views_of_config
+    def views(self, system: System) -> Dict[str, Tuple[str, ...]]:
+        """{"source": views, "target": views} of the parse ``system`` reads (:mod:`syntrans.reproduce.config_views`:
+        from its config's mechanisms)."""
+        from .config_views import side_views_of_config
 
         try:
-            return views_of_config(self.opts.config_dir / system.config, system.extra)
+            return side_views_of_config(self.opts.config_dir / system.config, system.extra)
         except (ValueError, ConfigError) as e:
             raise RunError(f"{system.name} ({system.config}): cannot tell which parse it reads: {e}") from None
 
-    def prepare(self, ds: Dataset, system: Optional[System] = None, views: Optional[Tuple[str, ...]] = None):
-        """The prepared data of ``ds`` for ``system`` (its recipe), parsed into ``views`` (None: both; the
-        views of every system sharing the data, :meth:`plan`), or a reason to skip it."""
+    def prepare(self, ds: Dataset, system: Optional[System] = None, views: Optional[Dict[str, Tuple[str, ...]]] = None):
+        """The prepared data of ``ds`` for ``system`` (its recipe), parsed into ``views`` ({"source": …, "target": …};
+        None: both views of both sides; the views of every system sharing the data, :meth:`plan`), or a reason to
+        skip it."""
         request = self._data_request(ds)
         if isinstance(request, str):
             return request
@@ -246,7 +247,9 @@ class Reproduction:
         self.log(f"== data {ds.title}: {corpus} {src}→{tgt} in {out}" + (f" ({note})" if note else ""))
         launch = self.opts.launch if getattr(self.opts.launch, "launcher", "local") != "local" else None
         if views is not None:
-            self.log(f"   parse views {','.join(views) or 'none'}: what the systems to train on it read")
+            from ..parsing.views import format_side_views
+
+            self.log(f"   parse views {format_side_views(views)}: what the systems to train on it read")
         prepared = prepare_corpus(corpus=corpus, src=src, tgt=tgt, out_dir=out, raw_dir=raw, smoke=self.opts.smoke,
                                   parser=self.opts.parser, bpe_ops=None, workers=self.opts.workers, force=False, log=self.log,
                                   smoke_sizes=self.opts.smoke_sizes, recipe=recipe, views=views, launch=launch,
@@ -438,12 +441,15 @@ class Reproduction:
                     skipped[(ds.key, system.name)] = {"skipped": "not selected (--systems)"}
                     continue
                 chosen.append((ds, system))
-        views: Dict[tuple, set] = {}  # per prepared folder (dataset, recipe): the views its systems read
+        views: Dict[tuple, Dict[str, set]] = {}  # per prepared folder (dataset, recipe) and side: what its systems read
         for ds, system in chosen:
-            views.setdefault((ds.key, self.recipe(ds, system)), set()).update(self.views(system))
+            folder = views.setdefault((ds.key, self.recipe(ds, system)), {"source": set(), "target": set()})
+            for side, read in self.views(system).items():
+                folder[side].update(read)
         for ds, system in chosen:
             wanted = views[(ds.key, self.recipe(ds, system))]
-            prepared = self.prepare(ds, system, tuple(v for v in ("deps", "trees") if v in wanted))
+            prepared = self.prepare(ds, system, {side: tuple(v for v in ("deps", "trees") if v in wanted[side])
+                                                 for side in ("source", "target")})
             if isinstance(prepared, str):
                 self.log(f"== {ds.title} {system.name}: skipped: {prepared}")
                 skipped[(ds.key, system.name)] = {"skipped": prepared}
