@@ -68,10 +68,18 @@ def timed(cmd: List[str], log: Path, env: Optional[dict] = None, first_update: b
     if code != 0:
         raise RuntimeError(f"{' '.join(cmd[:3])}… failed (exit {code}); log {log}:\n" + "\n".join(text.splitlines()[-30:]))
     peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
-    out = {"seconds": round(seconds, 2), "peak_mb": round(int(peak.group(1)) / 1024, 1) if peak else None}
+    out = {"seconds": round(seconds, 2), "cpu_s": cpu_seconds(text),
+           "peak_mb": round(int(peak.group(1)) / 1024, 1) if peak else None}
     if first_update:
         out["first_update_s"] = round(first, 2) if first is not None else None
     return out
+
+
+def cpu_seconds(time_output: str) -> Optional[float]:
+    """User + system CPU seconds from /usr/bin/time -v's report (the command and the children it waited for)."""
+    user = re.search(r"User time \(seconds\): ([\d.]+)", time_output)
+    system = re.search(r"System time \(seconds\): ([\d.]+)", time_output)
+    return round(float(user.group(1)) + float(system.group(1)), 2) if user and system else None
 
 
 def sidecar_bytes(data_bin: Path, split: str = "train") -> Dict[str, int]:
@@ -151,6 +159,7 @@ def run_size(n: int, work: Path, valid: int, workers: int, updates: int, train: 
     result["sidecars_only"] = timed([str(BIN / "syntrans-preprocess"), *common, *prefixes, *parses, "--destdir",
                                      str(ours_bin), "--sidecars-only"], root / "sidecars-only.log", env)
     result["wall_ratio"] = round(result["syntrans_preprocess"]["seconds"] / result["fairseq_preprocess"]["seconds"], 3)
+    result["cpu_ratio"] = round(result["syntrans_preprocess"]["cpu_s"] / result["fairseq_preprocess"]["cpu_s"], 3)
     sizes = sidecar_bytes(ours_bin)
     result["sidecar_bytes"] = sizes
     result["sidecar_bytes_per_sentence"] = round(sum(sizes.values()) / (2 * n), 1)  # per sentence of either side
@@ -169,12 +178,13 @@ def run_size(n: int, work: Path, valid: int, workers: int, updates: int, train: 
 
 
 def markdown(results: List[dict]) -> str:
-    rows = ["| pairs | fairseq-preprocess s | syntrans-preprocess s | ratio | peak MB fairseq / syntrans / sidecars only "
-            "| sidecar bytes per sentence | fairseq bytes per sentence |",
+    rows = ["| pairs | fairseq-preprocess wall s (CPU s) | syntrans-preprocess wall s (CPU s) | ratio wall (CPU) "
+            "| peak MB fairseq / syntrans / sidecars only | sidecar bytes per sentence | fairseq bytes per sentence |",
             "|---|---|---|---|---|---|---|"]
     for r in results:
         f, s, o = r["fairseq_preprocess"], r["syntrans_preprocess"], r["sidecars_only"]
-        rows.append(f"| {r['pairs']:,} | {f['seconds']:.1f} | {s['seconds']:.1f} | {r['wall_ratio']:.2f} | "
+        rows.append(f"| {r['pairs']:,} | {f['seconds']:.1f} ({f.get('cpu_s')}) | {s['seconds']:.1f} ({s.get('cpu_s')}) | "
+                    f"{r['wall_ratio']:.2f} ({r.get('cpu_ratio')}) | "
                     f"{f['peak_mb']:.0f} / {s['peak_mb']:.0f} / {o['peak_mb']:.0f} | "
                     f"{r['sidecar_bytes_per_sentence']:.1f} | {r['fairseq_bytes_per_sentence']:.1f} |")
     trained = [r for r in results if "train_vanilla" in r]
@@ -187,6 +197,21 @@ def markdown(results: List[dict]) -> str:
     return "\n".join(rows)
 
 
+def from_logs(work: Path, results: List[dict]) -> List[dict]:
+    """``results`` with the CPU seconds read again from each size's /usr/bin/time logs (for a scale.json written
+    before they were recorded)."""
+    names = {"fairseq_preprocess": "fairseq-preprocess.log", "syntrans_preprocess": "syntrans-preprocess.log",
+             "sidecars_only": "sidecars-only.log", "train_vanilla": "train.vanilla.log", "train_syntax": "train.syntax.log"}
+    for r in results:
+        for key, log in names.items():
+            path = work / f"pairs{r['pairs']}" / log
+            if key in r and path.exists():
+                r[key]["cpu_s"] = cpu_seconds(path.read_text(encoding="utf-8", errors="replace"))
+        if r["fairseq_preprocess"].get("cpu_s") and r["syntrans_preprocess"].get("cpu_s"):
+            r["cpu_ratio"] = round(r["syntrans_preprocess"]["cpu_s"] / r["fairseq_preprocess"]["cpu_s"], 3)
+    return results
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m syntrans.bench.scale", description=__doc__.splitlines()[0])
     p.add_argument("--pairs", default="4500000", help="comma-separated training pair counts (default 4500000)")
@@ -197,7 +222,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--no-train", action="store_true", help="skip the fairseq-train measurement")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--clean", action="store_true", help="delete each size's folder after measuring it")
+    p.add_argument("--report", action="store_true",
+                   help="only print the table of WORK/scale.json (CPU seconds read again from the logs)")
     args = p.parse_args(argv)
+    if args.report:
+        results = from_logs(args.work_dir, json.loads((args.work_dir / "scale.json").read_text(encoding="utf-8")))
+        print(markdown(sorted(results, key=lambda r: r["pairs"])))
+        return 0
     sizes = [int(x) for x in args.pairs.split(",") if x.strip()]
     if not os.path.exists(TIME):
         print(f"{TIME} (GNU time) is needed to read peak memory", file=sys.stderr)
