@@ -558,3 +558,17 @@ def test_bad_view_and_device_options_are_refused(tmp_path, capsys, monkeypatch):
         cli.main([str(src), "-o", str(tmp_path / "o"), "--launcher", "submitit-local"])  # no --num-shards N
     assert "--launcher submitit-local runs the shards of --num-shards N" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_adding_a_view_to_a_parse_of_other_words_is_refused_naming_the_line(tmp_path, capsys):
+    src = tmp_path / "in.txt"
+    src.write_text("a b c\nd e\n", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    assert cli.main([str(src), "-o", str(out), "--parser", "flat", "--views", "deps"]) == 0
+    out.write_text(out.read_text(encoding="utf-8").replace("\td\t", "\tX\t"), encoding="utf-8")  # edited by hand
+    before = out.read_bytes()
+    capsys.readouterr()
+    assert cli.main([str(src), "-o", str(out), "--parser", "flat", "--views", "deps,trees"]) == 2
+    err = capsys.readouterr().err
+    assert f"{out}, line 2: the parses to combine differ" in err and "--force" in err
+    assert out.read_bytes() == before  # nothing written over it

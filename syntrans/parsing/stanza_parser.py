@@ -75,8 +75,9 @@ PROCESSORS = ("tokenize", "pos", "lemma", "depparse", "constituency")
 DEVICES = ("cpu", "cuda")
 #: stanza's batch sizes per device, the ``<processor>_batch_size`` options of its Pipeline, in stanza's own units:
 #: ``pos`` sentences (at most 5000 words a batch, stanza's cap), ``lemma``, ``mwt`` and ``depparse`` words,
-#: ``constituency`` sentences. CPU: measured with the GUM-trained test models (docs/commands.md, parse throughput);
-#: cuda: stanza's own defaults, not measured here (no GPU at hand).
+#: ``constituency`` sentences. CPU: one batch of each processor per call of :data:`DEFAULT_LINES_PER_CALL` lines (the
+#: lines per call measured with the GUM-trained test models: docs/commands.md, parse throughput); cuda: large batches
+#: within stanza's 5000-word cap, constituency at stanza's own default (50), not tuned here (no GPU at hand).
 DEFAULT_BATCH_SIZES = {
     "cpu": {"pos": 64, "lemma": 5000, "mwt": 5000, "depparse": 5000, "constituency": 64},
     "cuda": {"pos": 1000, "lemma": 5000, "mwt": 5000, "depparse": 5000, "constituency": 50},
