@@ -459,7 +459,7 @@ def test_dist_stores_minus_one_between_sentences_and_the_gap_999_is_applied_in_t
     prefix = sidecar_prefix(str(dest), "train", "src", "tgt", "src", "dist")
     dist = items(prefix)
     assert dist == [[1, -1]]  # (S a b): distance 1; then the break between the two sentences
-    assert np.fromfile(f"{prefix}.bin", dtype=np.int32).tolist() == [1, -1]  # int32, one item per line
+    assert np.fromfile(f"{prefix}.bin", dtype=np.int16).tolist() == [1, -1]  # 16-bit signed, one item per line
     word = items(sidecar_prefix(str(dest), "train", "src", "tgt", "src", "word"))
     gaps = FEATURES["src_gaps"].build({"word": np.array(word[0]), "dist": np.array(dist[0])})
     assert gaps.tolist()[:2] == [2, 999]  # a|b: distance + 1; b|c: 999

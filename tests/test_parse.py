@@ -2,6 +2,7 @@
 the failure fallback, and sharding. No stanza model is needed (the pipeline is faked)."""
 from __future__ import annotations
 
+import json
 import os
 from types import SimpleNamespace
 
@@ -174,7 +175,7 @@ def test_missing_models_stop_at_once_with_exit_2(tmp_path, monkeypatch, capsys):
     def no_reading(*a, **k):
         raise AssertionError("the input was read before the models were loaded")
 
-    monkeypatch.setattr(driver, "count_lines", no_reading)
+    monkeypatch.setattr(driver, "scan_input", no_reading)
     monkeypatch.setattr(driver, "iter_lines", no_reading)
     assert cli.main([str(src), "-o", str(out), "--lang", "en"]) == 2
     err = capsys.readouterr().err
@@ -209,7 +210,7 @@ class FakePipeline:
 @pytest.fixture
 def fake_stanza(monkeypatch):
     pipe = FakePipeline()
-    monkeypatch.setattr(stanza_parser, "make_pipeline", lambda lang, batch_size=64, use_gpu=None: pipe)
+    monkeypatch.setattr(stanza_parser, "make_pipeline", lambda lang, views=None, device=None, batch_sizes=None: pipe)
     return pipe
 
 
@@ -347,13 +348,14 @@ def test_make_pipeline_arguments(tmp_path, monkeypatch):
         return "pipeline"
 
     monkeypatch.setattr(stanza, "Pipeline", fake_pipeline)
-    assert stanza_parser.make_pipeline("en", batch_size=32) == "pipeline"
-    stanza_parser.make_pipeline("xx")
-    stanza_parser.make_pipeline("yy")
+    assert stanza_parser.make_pipeline("en", device="cpu", batch_sizes={"constituency": 32}) == "pipeline"
+    stanza_parser.make_pipeline("xx", device="cpu")
+    stanza_parser.make_pipeline("yy", device="cpu")
     kw = seen["en"]
     assert kw["processors"] == "tokenize,mwt,pos,lemma,depparse,constituency"
-    assert kw["tokenize_pretokenized"] is True and kw["download_method"] is None
+    assert kw["tokenize_pretokenized"] is True and kw["download_method"] is None and kw["use_gpu"] is False
     assert kw["dir"] == str(res) and kw["constituency_batch_size"] == 32
+    assert kw["pos_batch_size"] == stanza_parser.DEFAULT_BATCH_SIZES["cpu"]["pos"]  # the device's default
     assert seen["xx"]["processors"] == "tokenize,pos,lemma,depparse,constituency"  # no mwt model listed
     assert "mwt" in seen["yy"]["processors"]  # an alias of a language with mwt
 
@@ -362,4 +364,211 @@ def test_make_pipeline_arguments(tmp_path, monkeypatch):
 
     monkeypatch.setattr(stanza, "Pipeline", missing)
     with pytest.raises(stanza_parser.MissingModelsError, match=r"stanza\.download\('en'"):
-        stanza_parser.make_pipeline("en")
+        stanza_parser.make_pipeline("en", device="cpu")
+
+
+# ------------------------------------------------------------------ views, content hashes, resumption
+
+
+class RecordingPipeline:
+    """Stands in for ``stanza.Pipeline`` itself: records the processors each pipeline is built with and the
+    sentences each call gets; a sentence's words get heads only when depparse runs (each word's head the next word)
+    and a tree only when constituency runs (flat, tags from the processors that ran). ``die_at``: the call (1-based,
+    over all pipelines) that raises KeyboardInterrupt, as a killed job would stop."""
+
+    built: list = []
+    calls: list = []
+    die_at: int | None = None
+
+    def __init__(self, lang, **kw):
+        self.processors_asked = kw["processors"].split(",")
+        RecordingPipeline.built.append(self.processors_asked)
+
+    def __call__(self, sentences):
+        RecordingPipeline.calls.append([list(s) for s in sentences])
+        if RecordingPipeline.die_at is not None and len(RecordingPipeline.calls) >= RecordingPipeline.die_at:
+            raise KeyboardInterrupt("the job was killed (stand-in)")
+        deps, trees = "depparse" in self.processors_asked, "constituency" in self.processors_asked
+        out = []
+        for s in sentences:
+            n = len(s)
+            tokens = [SimpleNamespace(words=[SimpleNamespace(text=w, head=(i + 2 if i + 1 < n else 0) if deps else None,
+                                                             deprel="dep" if deps else None)]) for i, w in enumerate(s)]
+            tree = Tree("ROOT", [Tree("S", [leaf(w, "NN") for w in s])]) if trees else None
+            out.append(SimpleNamespace(tokens=tokens, constituency=tree))
+        return SimpleNamespace(sentences=out)
+
+
+@pytest.fixture
+def recording_stanza(tmp_path, monkeypatch):
+    import stanza
+
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "resources.json").write_text('{"en": {"tokenize": {"t": {}}, "mwt": {"t": {}}}}')
+    monkeypatch.setenv("STANZA_RESOURCES_DIR", str(res))
+    monkeypatch.setattr(stanza, "Pipeline", RecordingPipeline)
+    monkeypatch.setattr(RecordingPipeline, "built", [])
+    monkeypatch.setattr(RecordingPipeline, "calls", [])
+    monkeypatch.setattr(RecordingPipeline, "die_at", None)
+    return RecordingPipeline
+
+
+VIEW_PROCESSORS = {"deps": ["tokenize", "mwt", "pos", "lemma", "depparse"],
+                   "trees": ["tokenize", "mwt", "pos", "constituency"],
+                   "deps,trees": ["tokenize", "mwt", "pos", "lemma", "depparse", "constituency"]}
+
+
+@pytest.mark.parametrize("views", list(VIEW_PROCESSORS))
+def test_the_processors_of_each_view_set_run_and_the_output_holds_those_views(tmp_path, recording_stanza, views):
+    src = tmp_path / "in.txt"
+    src.write_text("a b c .\n\nd e\n", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    assert cli.main([str(src), "-o", str(out), "--views", views, "--device", "cpu"]) == 0
+    assert recording_stanza.built == [VIEW_PROCESSORS[views]]
+    sents = read_parsed(str(out))
+    assert [s.heads is not None for s in sents] == [("deps" in views)] * 2
+    assert [s.tree is not None for s in sents] == [("trees" in views)] * 2
+    marker = json.loads((tmp_path / "out.conllu.done").read_text())
+    assert marker["views"] == views.split(",") and marker["device"] == "cpu"
+
+
+def test_a_missing_view_is_parsed_alone_and_merged_into_the_corpus(tmp_path, recording_stanza, capsys):
+    src = tmp_path / "in.txt"
+    src.write_text("a b c .\n\nd e\nf\n", encoding="utf-8")
+    both = tmp_path / "both.conllu"
+    assert cli.main([str(src), "-o", str(both), "--device", "cpu"]) == 0
+    out = tmp_path / "out.conllu"
+    assert cli.main([str(src), "-o", str(out), "--views", "deps", "--device", "cpu"]) == 0
+    recording_stanza.built.clear()
+    recording_stanza.calls.clear()
+    capsys.readouterr()
+    assert cli.main([str(src), "-o", str(out), "--views", "deps,trees", "--device", "cpu"]) == 0
+    assert recording_stanza.built == [VIEW_PROCESSORS["trees"]]  # the trees alone: no lemma, no depparse
+    assert "holds deps: parsing only trees and merging it in" in capsys.readouterr().err
+    assert out.read_bytes() == both.read_bytes()
+    assert json.loads((tmp_path / "out.conllu.done").read_text())["views"] == ["deps", "trees"]
+    # asked again for either view, or both: nothing is parsed
+    recording_stanza.built.clear()
+    for views in ("deps", "trees", "deps,trees"):
+        assert cli.main([str(src), "-o", str(out), "--views", views, "--device", "cpu"]) == 0
+    assert recording_stanza.built == [] and "already finished with views deps,trees" in capsys.readouterr().err
+
+
+def test_a_same_size_edit_of_the_input_is_parsed_again(tmp_path, capsys):
+    """Issue 36's probe: an edit that keeps the byte size (and a newer mtime) re-parses; an unchanged input is
+    skipped."""
+    src = tmp_path / "in.txt"
+    src.write_text("the woodex table .\nx y\n", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    assert cli.main([str(src), "-o", str(out), "--parser", "flat"]) == 0
+    size = src.stat().st_size
+    src.write_text(src.read_text(encoding="utf-8").replace("woodex", "woodey"), encoding="utf-8")
+    os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 5 * 10**9))
+    assert src.stat().st_size == size
+    capsys.readouterr()
+    assert cli.main([str(src), "-o", str(out), "--parser", "flat"]) == 0
+    err = capsys.readouterr().err
+    assert "the input's content changed since it was parsed" in err and "skipped" not in err
+    assert [s.words for s in read_parsed(str(out))][0] == ["the", "woodey", "table", "."]
+    assert cli.main([str(src), "-o", str(out), "--parser", "flat"]) == 0
+    assert "skipped shard 0 of 1" in capsys.readouterr().err
+
+
+def test_settings_that_change_the_parse_are_a_reason_to_parse_again(tmp_path, capsys):
+    src = tmp_path / "in.txt"
+    src.write_text("a b . c d .\n", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    assert cli.main([str(src), "-o", str(out), "--parser", "flat"]) == 0
+    capsys.readouterr()
+    assert cli.main([str(src), "-o", str(out), "--parser", "flat", "--split-sentences"]) == 0
+    assert "split_sentences was False, now True" in capsys.readouterr().err
+    assert len(read_parsed(str(out))) == 2
+
+
+def test_a_shard_that_dies_midway_resumes_where_it_stopped(tmp_path, recording_stanza, capsys):
+    lines = [f"w{k} x{k} ." for k in range(1, 11)]
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    whole = tmp_path / "whole.conllu"
+    assert cli.main([str(src), "-o", str(whole), "--device", "cpu", "--num-shards", "2", "--shard-id", "1",
+                     "--batch-size", "2"]) == 0
+    job = driver.ParseJob(input=str(src), output=str(tmp_path / "out.conllu"), num_shards=2, shard_id=1, batch_size=2,
+                          device="cpu", checkpoint_s=0.0)
+    shard = tmp_path / "out.conllu.shard1of2"
+    recording_stanza.calls.clear()
+    recording_stanza.die_at = 3  # lines 6-7 and 8-9 are parsed and checkpointed, then the job is killed
+    with pytest.raises(KeyboardInterrupt):
+        driver.parse_job(job)
+    assert not shard.exists() and not (tmp_path / "out.conllu.shard1of2.done").exists()
+    assert [s.line for s in read_parsed(str(shard) + ".partial")] == [6, 7, 8, 9]
+    recording_stanza.calls.clear()
+    recording_stanza.die_at = None
+    logs = []
+    driver.parse_job(job, log=logs.append)
+    assert recording_stanza.calls == [[["w10", "x10", "."]]]  # one call: only the line after the checkpoint
+    assert any("resuming" in m and "at line 10" in m for m in logs), logs
+    assert shard.read_bytes() == (tmp_path / "whole.conllu.shard1of2").read_bytes()
+    assert not os.path.exists(str(shard) + ".partial") and not os.path.exists(str(shard) + ".partial.json")
+
+
+def test_a_damaged_checkpoint_is_not_trusted(tmp_path, recording_stanza):
+    src = tmp_path / "in.txt"
+    src.write_text("".join(f"w{k} .\n" for k in range(6)), encoding="utf-8")
+    job = driver.ParseJob(input=str(src), output=str(tmp_path / "out.conllu"), batch_size=2, device="cpu",
+                          checkpoint_s=0.0)
+    recording_stanza.die_at = 2
+    with pytest.raises(KeyboardInterrupt):
+        driver.parse_job(job)
+    partial = tmp_path / "out.conllu.partial"
+    partial.write_bytes(partial.read_bytes()[:10])  # shorter than its progress file says
+    recording_stanza.die_at = None
+    recording_stanza.calls.clear()
+    driver.parse_job(job)
+    assert len(recording_stanza.calls) == 3  # parsed from the start
+    assert [s.line for s in read_parsed(str(tmp_path / "out.conllu"))] == [1, 2, 3, 4, 5, 6]
+
+
+def test_shards_of_other_views_are_not_merged(tmp_path, capsys):
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    out = tmp_path / "o.conllu"
+    base = [str(src), "-o", str(out), "--parser", "flat", "--num-shards", "2"]
+    assert cli.main(base + ["--shard-id", "0", "--views", "deps"]) == 0
+    assert cli.main(base + ["--shard-id", "1"]) == 0
+    assert not out.exists()
+    assert "1 of 2 shards finished with the same input and views" in capsys.readouterr().err
+    assert cli.main(base + ["--merge"]) == 1
+    err = capsys.readouterr().err
+    assert "views = ['deps', 'trees']" in err and "has ['deps']" in err and not out.exists()
+
+
+def test_bad_view_and_device_options_are_refused(tmp_path, capsys, monkeypatch):
+    import torch
+
+    src = tmp_path / "in.txt"
+    src.write_text("a b\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        cli.main([str(src), "-o", str(tmp_path / "o"), "--views", "deps,tress"])
+    assert "expected views from deps, trees" in capsys.readouterr().err
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert cli.main([str(src), "-o", str(tmp_path / "o"), "--device", "cuda"]) == 2
+    assert "--device cuda: torch sees no CUDA device" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main([str(src), "-o", str(tmp_path / "o"), "--launcher", "submitit-local"])  # no --num-shards N
+    assert "--launcher submitit-local runs the shards of --num-shards N" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_adding_a_view_to_a_parse_of_other_words_is_refused_naming_the_line(tmp_path, capsys):
+    src = tmp_path / "in.txt"
+    src.write_text("a b c\nd e\n", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    assert cli.main([str(src), "-o", str(out), "--parser", "flat", "--views", "deps"]) == 0
+    out.write_text(out.read_text(encoding="utf-8").replace("\td\t", "\tX\t"), encoding="utf-8")  # edited by hand
+    before = out.read_bytes()
+    capsys.readouterr()
+    assert cli.main([str(src), "-o", str(out), "--parser", "flat", "--views", "deps,trees"]) == 2
+    err = capsys.readouterr().err
+    assert f"{out}, line 2: the parses to combine differ" in err and "--force" in err
+    assert out.read_bytes() == before  # nothing written over it

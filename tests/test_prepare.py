@@ -443,16 +443,20 @@ def test_multi30k_smoke(tmp_path):
 
 
 def test_sharded_parse_equals_the_in_process_parse(tmp_path):
-    from syntrans.parsing.trivial import TrivialParser
-    from syntrans.prep.parse_step import parse_file, parse_sharded
+    from syntrans.prep.parse_step import run_parse
 
-    tok = tmp_path / "train.de"
-    tok.write_text("ein kleiner Test .\n\nnoch ein Satz mit &apos; s\nc\nd e\n", encoding="utf-8")
-    parse_file(tok, tmp_path / "one.conllu", TrivialParser("left-branching"))
+    tok = tmp_path / "tok"
+    tok.mkdir()
+    for split in ("train", "valid", "test"):
+        for lang in ("de", "en"):
+            (tok / f"{split}.{lang}").write_text("ein kleiner Test .\n\nnoch ein Satz mit &apos; s\nc\nd e\n", encoding="utf-8")
+    parsers = {"de": "left-branching", "en": "left-branching"}
     log = []
-    parse_sharded([(tok, tmp_path / "two.conllu", "de", "left-branching")], shards=2, workers=2, log=log.append)
-    assert (tmp_path / "two.conllu").read_text() == (tmp_path / "one.conllu").read_text()
-    assert "# line = 5" in (tmp_path / "two.conllu").read_text() and len(log) == 1
+    run_parse(tok, tmp_path / "one", ("de", "en"), parsers, "left-branching", False, shards=1, log=log.append)
+    run_parse(tok, tmp_path / "two", ("de", "en"), parsers, "left-branching", False, shards=2, log=log.append)
+    one, two = (tmp_path / "one" / "train.de.conllu").read_text(), (tmp_path / "two" / "train.de.conllu").read_text()
+    assert two == one and "# line = 5" in one
+    assert (tmp_path / "two" / "train.de.conllu.shard1of2").exists()  # the shards are kept beside the merge
 
 
 def _sgm(lines: list) -> str:

@@ -159,6 +159,35 @@ def test_built_models_load_through_make_pipeline(stanza_env):
     assert stanza_installed("english") and not stanza_installed("fr")
 
 
+VIEW_PROCESSORS = {("deps",): {"tokenize", "mwt", "pos", "lemma", "depparse"},
+                   ("trees",): {"tokenize", "mwt", "pos", "constituency"},
+                   ("deps", "trees"): PROCESSORS}
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_each_view_set_loads_only_its_processors(stanza_env, lang):
+    for views, wanted in VIEW_PROCESSORS.items():
+        assert set(make_pipeline(lang, views, "cpu").processors) == wanted, views
+
+
+@pytest.mark.parametrize("lang,lines", [("en", EN_LINES), ("de", DE_LINES)])
+def test_a_view_added_to_a_real_parse_equals_parsing_both_at_once(stanza_env, tmp_path, capsys, lang, lines):
+    src = tmp_path / f"in.tok.{lang}"
+    src.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    both, out = tmp_path / "both.conllu", tmp_path / "out.conllu"
+    assert parse_cli(capsys, src, "-o", both, "--lang", lang, "--strict", "--device", "cpu")[0] == 0
+    for first, second in (("trees", "deps"), ("deps", "trees")):
+        status, _ = parse_cli(capsys, src, "-o", out, "--lang", lang, "--strict", "--views", first, "--force")
+        assert status == 0
+        sents = read_parsed(str(out))
+        assert all((s.heads is not None) == (first == "deps") and (s.tree is not None) == (first == "trees")
+                   for s in sents)
+        status, log = parse_cli(capsys, src, "-o", out, "--lang", lang, "--strict", "--views", "deps,trees")
+        assert status == 0 and f"holds {first}: parsing only {second}" in log
+        assert out.read_bytes() == both.read_bytes()
+        check_corpus(out, lines)
+
+
 # ------------------------------------------------------------------ syntrans-parse
 
 
@@ -362,7 +391,7 @@ def test_plot_sentence_with_stanza(stanza_env, tmp_path, capsys, lang, text):
                       "--matrices", str(npz)]) == 0
     assert fig.stat().st_size > 0
     words = text.split()
-    parse = StanzaParser(lang=lang, batch_size=1).parse_batch([words])[0]  # the same model, the same sentence
+    parse = StanzaParser(lang=lang).parse_batch([words])[0]  # the same model, the same sentence
     check_parse(parse, words)
     n = len(words)
     gaps = tree_distances(parse.tree)

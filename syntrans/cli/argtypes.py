@@ -36,3 +36,26 @@ def merges_per_lang(text: str) -> dict:
             raise argparse.ArgumentTypeError(f"expected LANG=N,LANG=N with N >= 1 (e.g. zh=61000,ja=46000), found {text!r}")
         out[lang] = int(n)
     return out
+
+
+def views_arg(text: str) -> tuple:
+    """``deps``, ``trees``, ``deps,trees`` or ``all`` (argparse ``type=``): the views of a parse
+    (:mod:`syntrans.parsing.views`)."""
+    from ..parsing.views import ViewError, parse_views  # light: no stanza
+
+    try:
+        return parse_views(text)
+    except ViewError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def sizes_per_name(text: str) -> dict:
+    """``NAME=N,NAME=N`` with N >= 1 (argparse ``type=``), e.g. ``pos=128,constituency=32``."""
+    out = {}
+    for item in text.split(","):
+        name, sep, n = item.partition("=")
+        if not sep or not name.strip() or not n.strip().isdigit() or int(n) < 1:
+            raise argparse.ArgumentTypeError(f"expected NAME=N,NAME=N with N >= 1 (e.g. pos=128,constituency=32), "
+                                             f"found {text!r}")
+        out[name.strip()] = int(n)
+    return out

@@ -13,9 +13,13 @@ import sys
 from pathlib import Path
 
 from ..prep import CORPORA, PrepError, prepare_corpus
-from ..prep.pipeline import PARSERS, SMOKE_BPE_OPS, SMOKE_SIZES
+from ..prep.parse_step import PrepPending
+from ..prep.pipeline import PARSERS, SMOKE_BPE_OPS, SMOKE_SIZES, again_call
 from ..prep.recipe import Recipe
-from .argtypes import merges_per_lang, positive_int, positive_int_or_off, ratio_or_off
+from ..reproduce.config_file import ConfigError
+from ..reproduce.launcher import LaunchError
+from .argtypes import merges_per_lang, positive_int, positive_int_or_off, ratio_or_off, views_arg
+from .cluster_args import add_cluster_args, launch_options
 
 
 def _corpora_table() -> str:
@@ -34,9 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "on a re-run.",
         epilog=_corpora_table() + "\n\nOutputs in --out: data-bin/ (fairseq + sidecars), bpe/codes, ref/test.{src,tgt} "
                "(raw reference for sacreBLEU), prepared.json (summary).")
-    p.add_argument("corpus", choices=list(CORPORA), metavar="CORPUS", help="one of: " + ", ".join(CORPORA))
+    p.add_argument("corpus", nargs="?", choices=list(CORPORA), metavar="CORPUS", help="one of: " + ", ".join(CORPORA))
     p.add_argument("--pair", help="SRC-TGT, e.g. de-en (source de, target en); default: the corpus's first pair")
-    p.add_argument("--out", required=True, type=Path, help="output folder (created when missing)")
+    p.add_argument("--out", type=Path, help="output folder (created when missing)")
+    p.add_argument("--again", type=Path, metavar="OUT",
+                   help="prepare OUT again with the settings it was prepared with (its prepared.json), other --views "
+                        "(or --for-config), --workers or launcher flags given: finished steps are skipped, a view OUT "
+                        "lacks is parsed alone and merged in")
     p.add_argument("--raw-dir", type=Path,
                    help="where the downloaded archives (or a licensed/local corpus's files) are; default: OUT/raw")
     p.add_argument("--smoke", action="store_true",
@@ -50,9 +58,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto (default): stanza where its models are installed, else an error, or right-branching "
                         "in smoke runs; or force one")
     p.add_argument("--parse-shards", type=int, default=1, metavar="N",
-                   help="parse each file in N shards with syntrans-parse's sharding (subprocesses, --workers at a time)")
+                   help="parse each file in N shards with syntrans-parse's sharding: here one after another, or one "
+                        "job each with --launcher slurm or submitit-local")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="processes for tokenization, BPE, parse shards and fairseq binarization (default 1)")
+                   help="processes for tokenization, BPE, the parser (on CPU) and fairseq binarization (default 1)")
+    views = p.add_mutually_exclusive_group()
+    views.add_argument("--views", type=views_arg, default=None, metavar="VIEWS",
+                       help="what to parse of both sides: deps (dependencies), trees (constituency) or deps,trees "
+                            "(default); a folder parsed before gets only the views it lacks")
+    views.add_argument("--for-config", action="append", default=[], metavar="ARGS_FILE",
+                       help="parse of each side the views the models of these configs/*.args files read (repeatable), "
+                            "e.g. --for-config pascal/wmt16_en_de.args: the source's dependencies, no target parse")
     p.add_argument("--force", action="store_true", help="redo every step (downloads are only verified again)")
     p.add_argument("--checksums", type=Path, metavar="FILE",
                    help="known sha256 sums of the raw files (sha256sum format) to verify them against")
@@ -87,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="separate BPE with merges per language, e.g. zh=61000,ja=46000")
     r.add_argument("--word-vocab", type=positive_int, metavar="N",
                    help="no BPE: word-level data, each dictionary keeping its N most frequent entries")
+    add_cluster_args(p, "each shard of a parse (--parse-shards)", "OUT/jobs")
     r.add_argument("--multitask", action="store_const", const=True,
                    help="the +MULTI-TASK baseline's data (Bugliarello & Okazaki 2020, App. A): each training source "
                         "also paired with its linearised dependency parse, sources wrapped in a task tag (<translate> "
@@ -104,9 +121,68 @@ def recipe_from_args(args) -> Recipe | None:
     return None if recipe.is_empty() else recipe
 
 
+def _views(args):
+    """The views asked for: --views (both sides), those each side of the --for-config files' models reads, or None
+    (both views, both sides)."""
+    if not args.for_config:
+        return args.views
+    from ..parsing.views import format_side_views
+    from ..reproduce.config_views import side_views_of_config  # lazy: builds the models' configs (fairseq)
+
+    read = [side_views_of_config(c) for c in args.for_config]
+    views = {side: tuple(v for v in ("deps", "trees") if any(v in r[side] for r in read)) for side in ("source", "target")}
+    print(f"parse views for {', '.join(args.for_config)}: {format_side_views(views)}", flush=True)
+    return views
+
+
+def _run(call: dict, args) -> int:
+    """prepare_corpus(**call) with the views, workers and launcher of ``args``; the exit status."""
+    try:
+        launch = launch_options(args, Path(call["out_dir"]) / "jobs")
+        before = call.pop("views", None)  # --again: the views OUT was prepared with, unless others are asked for
+        views = _views(args)
+        prepare_corpus(**call, views=before if views is None else views, workers=args.workers, force=args.force,
+                       log=lambda m: print(m, flush=True), launch=launch if launch.launcher != "local" else None)
+    except PrepPending as e:
+        print(f"syntrans-prepare: {e}", flush=True)
+        return 0
+    except (LaunchError, ConfigError, ValueError) as e:
+        print(f"syntrans-prepare: error: {e}", file=sys.stderr)
+        return 2
+    except PrepError as e:
+        msg = str(e)
+        print(msg if msg.startswith("syntrans-prepare") else f"syntrans-prepare: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("syntrans-prepare: interrupted; run the same command again to continue", file=sys.stderr)
+        return 130
+    return 0
+
+
+def again(args, parser) -> int:
+    """``syntrans-prepare --again OUT``: OUT's own settings, other views (and workers, launcher)."""
+    given = [flag for flag, value in (("CORPUS", args.corpus), ("--out", args.out), ("--pair", args.pair),
+                                      ("--raw-dir", args.raw_dir), ("--smoke", args.smoke), ("--bpe-ops", args.bpe_ops),
+                                      ("--checksums", args.checksums)) if value not in (None, False)]
+    if given or recipe_from_args(args) is not None or args.parser != "auto" or args.parse_shards != 1:
+        parser.error(f"--again OUT takes OUT's own settings: leave out {', '.join(given) or 'the recipe flags'} "
+                     "(only --views/--for-config, --workers, --force and the launcher flags go with it)")
+    try:
+        call = again_call(args.again)
+    except PrepError as e:
+        print(f"syntrans-prepare: error: {e}", file=sys.stderr)
+        return 2
+    return _run(call, args)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``syntrans-prepare``; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.again is not None:
+        return again(args, parser)
+    if args.corpus is None or args.out is None:
+        parser.error("CORPUS and --out are required (or --again OUT)")
     corpus = CORPORA[args.corpus]
     pair = args.pair or next(iter(corpus.pairs))
     if pair.count("-") != 1 or not all(pair.split("-")):
@@ -116,18 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     src, tgt = pair.split("-")
     sizes = {"train": args.smoke_train, "valid": args.smoke_valid, "test": args.smoke_test}
     try:
-        prepare_corpus(args.corpus, src, tgt, args.out, raw_dir=args.raw_dir, smoke=args.smoke, parser=args.parser,
-                       bpe_ops=args.bpe_ops, workers=args.workers, force=args.force,
-                       log=lambda m: print(m, flush=True), smoke_sizes=sizes, checksums=args.checksums,
-                       parse_shards=args.parse_shards, recipe=recipe_from_args(args))
+        recipe = recipe_from_args(args)
     except PrepError as e:
-        msg = str(e)
-        print(msg if msg.startswith("syntrans-prepare") else f"syntrans-prepare: error: {msg}", file=sys.stderr)
+        print(f"syntrans-prepare: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("syntrans-prepare: interrupted; run the same command again to continue", file=sys.stderr)
-        return 130
-    return 0
+    call = dict(corpus=args.corpus, src=src, tgt=tgt, out_dir=args.out, raw_dir=args.raw_dir, smoke=args.smoke,
+                parser=args.parser, bpe_ops=args.bpe_ops, smoke_sizes=sizes, checksums=args.checksums,
+                parse_shards=args.parse_shards, recipe=recipe)
+    return _run(call, args)
 
 
 if __name__ == "__main__":

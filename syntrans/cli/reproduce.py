@@ -19,10 +19,12 @@ from typing import List, Optional
 
 from ..prep.errors import PrepError
 from ..reproduce.config_file import CONFIG_DIR, ConfigError
-from ..reproduce.launcher import DEFAULT_TIME_MIN, LAUNCHERS, LaunchError, LaunchOptions, parse_extra, require_submitit
+from ..reproduce.launcher import LaunchError, LaunchOptions
 from ..reproduce.runner import Options, RunError, reproduce
 from ..reproduce.tables import TABLES
 from .argtypes import positive_int
+from .cluster_args import add_cluster_args
+from .cluster_args import launch_options as cluster_launch_options
 
 PROG = "syntrans-reproduce"
 
@@ -72,50 +74,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--train-args", default="", help="extra fairseq-train flags, e.g. \"--fp16 --update-freq 8\"")
     p.add_argument("--generate-args", default="", help="extra fairseq-generate flags")
     p.add_argument("--config-dir", type=Path, default=None, help="the configs/ folder (default: the project's)")
-    p.add_argument("--workers", type=int, default=1, help="workers for preprocessing")
-    g = p.add_argument_group("cluster jobs", "each (dataset, system, seed) as its own job through submitit (pip install "
-                             "syntrans[cluster]); logs, pickles and the ledger in WORK_DIR/jobs")
-    g.add_argument("--launcher", choices=LAUNCHERS, default="local", help="local: here, one after another (default); "
-                   "slurm: SLURM jobs; submitit-local: a process each on this machine")
-    g.add_argument("--slurm-partition", default=None, help="the jobs' partition")
-    g.add_argument("--gpus-per-job", type=_count, default=None, help="GPUs per job (submitit-local: default all it sees)")
-    g.add_argument("--cpus-per-job", type=positive_int, default=None, help="CPUs per job (slurm)")
-    g.add_argument("--time-min", type=positive_int, default=None,
-                   help=f"a job's time limit in minutes (default {DEFAULT_TIME_MIN}: a day)")
-    g.add_argument("--mem-gb", type=float, default=None, help="memory per job in GB (slurm)")
-    g.add_argument("--max-parallel", type=positive_int, default=None, help="jobs running at once (slurm: one job array)")
-    g.add_argument("--no-wait", action="store_true", help="submit the jobs and return; run the same command again "
-                   "to collect their results (jobs still running are not submitted twice)")
-    g.add_argument("--slurm-extra", action="append", default=[], metavar="KEY=VALUE",
-                   help="an extra #SBATCH --KEY=VALUE line (repeatable), e.g. account=nlp")
+    p.add_argument("--workers", type=int, default=1, help="workers for preprocessing (and parser processes on CPU)")
+    p.add_argument("--parse-shards", type=positive_int, default=1, metavar="N",
+                   help="parse each file in N shards: with --launcher slurm or submitit-local, one job each (default 1). "
+                        "Only the views of the parse the selected systems read are parsed")
+    add_cluster_args(p, "each (dataset, system, seed), and each shard of a parse (--parse-shards),", "WORK_DIR/jobs")
     return p
 
 
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, found {value}")
-    return value
-
-
-CLUSTER_FLAGS = {"slurm_partition": "--slurm-partition", "gpus_per_job": "--gpus-per-job", "cpus_per_job": "--cpus-per-job",
-                 "time_min": "--time-min", "mem_gb": "--mem-gb", "max_parallel": "--max-parallel", "no_wait": "--no-wait",
-                 "slurm_extra": "--slurm-extra"}
-
-
 def launch_options(args: argparse.Namespace) -> LaunchOptions:
-    """The LaunchOptions of the cluster flags; LaunchError when they do not fit the launcher or submitit is missing."""
-    if args.launcher == "local":
-        given = [flag for key, flag in CLUSTER_FLAGS.items() if getattr(args, key) not in (None, False, [])]
-        if given:
-            raise LaunchError(f"{', '.join(given)} go(es) with --launcher slurm or submitit-local")
-    else:
-        require_submitit(args.launcher)
-    return LaunchOptions(launcher=args.launcher, folder=args.work_dir / "jobs", partition=args.slurm_partition,
-                         gpus_per_job=args.gpus_per_job, cpus_per_job=args.cpus_per_job,
-                         time_min=args.time_min or DEFAULT_TIME_MIN,
-                         mem_gb=args.mem_gb, max_parallel=args.max_parallel, wait=not args.no_wait,
-                         slurm_extra=parse_extra(args.slurm_extra))
+    """The LaunchOptions of the cluster flags (jobs' files in WORK_DIR/jobs); LaunchError when they do not fit."""
+    return cluster_launch_options(args, args.work_dir / "jobs")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -142,6 +111,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    seeds=args.seeds, average_last=args.average_last, datasets=args.datasets, systems=args.systems,
                    parser=args.parser, train_args=shlex.split(args.train_args), generate_args=shlex.split(args.generate_args),
                    config_dir=args.config_dir or CONFIG_DIR, workers=args.workers, launch=launch_opts,
+                   parse_shards=args.parse_shards,
                    command=" ".join([PROG, *map(shlex.quote, argv)]))
     try:
         reproduce(opts, log=lambda message: print(message, flush=True))  # flushed: progress shows in a piped log

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import List
 
 from ..syntax.align import bpe_word_index, bpe_words, check_line_words, line_facts
 from ..syntax.deprels import OTHER_LABEL, line_labels
 from ..syntax.gc_pause import gc_paused
-from ..syntax.parsed import group_by_line, read_parsed
-from ..syntax.text_files import read_utf8
+from ..syntax.parsed import iter_parsed
+from ..syntax.text_files import check_utf8
 from ..syntax.tree_checks import chain_heads, dependency_fault
 from . import sidecars
 
@@ -63,93 +65,130 @@ def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "
     lines, empty lines, failed parses, respelled words and dependency heads that are no tree (several roots or none, a
     word its own head, a cycle: :func:`~syntrans.syntax.tree_checks.dependency_fault`) are counted and reported (errors
     under ``strict``); such heads are replaced by :func:`~syntrans.syntax.tree_checks.chain_heads` (relations ``root`` and
-    ``dep``, as the parser's fallback has them).
+    ``dep``, as the parser's fallback has them). The text and the parses are read line by line and sentence by
+    sentence (CoNLL-U; PTB brackets are read whole), and the sidecars written as they grow: memory does not grow with
+    the corpus (the line numbers of the lines reported aside).
     """
     with gc_paused():
-        return _build_side(text_file, parse_file, out_prefix, marker, binarize, strict)
+        try:
+            return _build_side(text_file, parse_file, out_prefix, marker, binarize, strict)
+        except BaseException:
+            for kind in sidecars.KINDS:  # no half-written sidecar is left behind
+                for ext in (".bin", ".idx"):
+                    if os.path.exists(f"{out_prefix}.{kind}{ext}"):
+                        os.remove(f"{out_prefix}.{kind}{ext}")
+            raise
+
+
+def _text_lines(path: str) -> Iterator[str]:
+    """The lines of a text file without their line break, as ``read().split("\\n")`` gives them (a final empty piece
+    dropped)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            yield line[:-1] if line.endswith("\n") else line
 
 
 def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> SidecarReport:
     t0 = time.perf_counter()
     rep = SidecarReport(text_file, parse_file)
-    lines = read_utf8(text_file, "BPE text").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    rep.lines = len(lines)
     try:
-        sentences = read_parsed(parse_file)
+        sentences = iter_parsed(parse_file)
+        first = next(sentences, None)
     except (ValueError, FileNotFoundError) as e:
         raise SidecarError(str(e)) from None
-    try:
-        groups = group_by_line(sentences, len(lines), parse_file)
-    except ValueError as e:
-        raise SidecarError(f"{e} ({text_file})") from None
-    for attr, what in (("tree", "a constituency tree"), ("heads", "dependency heads")):
-        lacking = [s for s in sentences if getattr(s, attr) is None]
-        if 0 < len(lacking) < len(sentences):
-            raise SidecarError(f"{parse_file}: {len(sentences) - len(lacking)} of {len(sentences)} sentences have {what}; "
-                               f"the sentence for line {lacking[0].line} has none (all or none must)")
-    for k, s in enumerate(sentences):
-        fault = None if s.heads is None else dependency_fault(s.heads, s.words)
-        if fault is None:
-            continue
-        where = f"{parse_file}, sentence {k + 1} (line {s.line} of {text_file})"
-        if strict:
-            raise SidecarError(f"{where}: the dependency heads are no tree: {fault}; --strict refuses it")
-        if not rep.not_trees or rep.not_trees[-1] != s.line:
-            rep.not_trees.append(s.line)
-        rep.first_not_tree = rep.first_not_tree or f"{where}: {fault}"
-        s.heads, s.deprels = chain_heads(len(s.words)), None
-    need_tree = any(s.tree is not None for s in sentences)
-    need_heads = any(s.heads is not None for s in sentences)
-    word_items, head_items, dist_items, label_items = [], [], [], []
-    for ln, (text, sents) in enumerate(zip(lines, groups), 1):
-        pieces = text.split()
-        try:
-            widx = bpe_word_index(pieces, marker)
-        except ValueError as e:
-            raise SidecarError(f"{text_file}, line {ln}: {e}") from None
-        words = bpe_words(pieces, marker)
-        parse_words = [w for s in sents for w in s.words]
-        try:
-            check_line_words(words, parse_words, f"{text_file}, line {ln}", parse_file)
-        except ValueError as e:
-            raise SidecarError(str(e)) from None
-        if words != parse_words:
-            rep.respelled.append(ln)
-        if not pieces:
-            rep.empty.append(ln)
-        if len(sents) > 1:
-            rep.multi_sentence.append(ln)
-        if any(s.failed for s in sents):
-            rep.failed.append(ln)
-        heads, dists = line_facts(sents, binarize=binarize, need_tree=need_tree, need_heads=need_heads)
-        word_items.append(widx)
-        if need_tree:
-            dist_items.append(dists)
-        if need_heads:
-            head_items.append(heads)
-            labels = line_labels(sents)
-            label_items.append(labels)
-            if OTHER_LABEL in labels:
-                rep.other_labels.append(ln)
-        rep.words += len(words)
-    if strict:
-        for xs, what in ((rep.multi_sentence, "holds several sentences"), (rep.empty, "is empty"),
-                         (rep.failed, "has a failed parse"), (rep.respelled, "spells words differently from its parse")):
-            if xs:
-                raise SidecarError(f"{text_file}, line {xs[0]} {what} ({len(xs)} line{'s' if len(xs) > 1 else ''} in all); "
-                                  "--strict refuses it")
-    sidecars.write(f"{out_prefix}.word", word_items)
-    rep.kinds.append("word")
+    need_tree = first is not None and first.tree is not None
+    need_heads = first is not None and first.heads is not None
+    pending = first
+    writers = {"word": sidecars.SidecarWriter(f"{out_prefix}.word", dtype=sidecars.KIND_DTYPES["word"])}
     if need_heads:
-        sidecars.write(f"{out_prefix}.head", head_items)
-        rep.kinds.append("head")
+        writers["head"] = sidecars.SidecarWriter(f"{out_prefix}.head", dtype=sidecars.KIND_DTYPES["head"])
     if need_tree:
-        sidecars.write(f"{out_prefix}.dist", dist_items)
-        rep.kinds.append("dist")
+        writers["dist"] = sidecars.SidecarWriter(f"{out_prefix}.dist", dtype=sidecars.KIND_DTYPES["dist"])
     if need_heads:
-        sidecars.write(f"{out_prefix}.label", label_items)
-        rep.kinds.append("label")
+        writers["label"] = sidecars.SidecarWriter(f"{out_prefix}.label", dtype=sidecars.KIND_DTYPES["label"])
+    ln = sentence_no = 0
+    try:
+        for ln, text in enumerate(_text_lines(text_file), 1):
+            sents = []
+            try:
+                while pending is not None and pending.line == ln:
+                    sents.append(pending)
+                    pending = next(sentences, None)
+            except ValueError as e:
+                raise SidecarError(str(e)) from None
+            if pending is not None and pending.line < ln:  # cannot happen: the reader checks the order
+                raise SidecarError(f"{parse_file}: sentences out of line order at line {pending.line}")
+            for s in sents:
+                for attr, has, what in (("tree", need_tree, "constituency tree"),
+                                        ("heads", need_heads, "dependency heads")):
+                    if (getattr(s, attr) is not None) != has:
+                        said = (f"has no {what} but the first sentence (line {first.line}) has" if has else
+                                f"has {what} but the first sentence (line {first.line}) has none")
+                        raise SidecarError(f"{parse_file}: the sentence for line {s.line} {said} (all or none must)")
+                sentence_no += 1
+                fault = None if s.heads is None else dependency_fault(s.heads, s.words)
+                if fault is not None:
+                    where = f"{parse_file}, sentence {sentence_no} (line {s.line} of {text_file})"
+                    if strict:
+                        raise SidecarError(f"{where}: the dependency heads are no tree: {fault}; --strict refuses it")
+                    if not rep.not_trees or rep.not_trees[-1] != s.line:
+                        rep.not_trees.append(s.line)
+                    rep.first_not_tree = rep.first_not_tree or f"{where}: {fault}"
+                    s.heads, s.deprels = chain_heads(len(s.words)), None
+            pieces = text.split()
+            if marker and marker in text:
+                try:
+                    widx = bpe_word_index(pieces, marker)
+                except ValueError as e:
+                    raise SidecarError(f"{text_file}, line {ln}: {e}") from None
+                words = bpe_words(pieces, marker)
+            else:  # no piece continues a word: a piece per word
+                widx, words = list(range(len(pieces))), pieces
+            parse_words = [w for s in sents for w in s.words]
+            try:
+                check_line_words(words, parse_words, f"{text_file}, line {ln}", parse_file)
+            except ValueError as e:
+                raise SidecarError(str(e)) from None
+            if words != parse_words:
+                rep.respelled.append(ln)
+            if not pieces:
+                rep.empty.append(ln)
+            if len(sents) > 1:
+                rep.multi_sentence.append(ln)
+            if any(s.failed for s in sents):
+                rep.failed.append(ln)
+            heads, dists = line_facts(sents, binarize=binarize, need_tree=need_tree, need_heads=need_heads)
+            writers["word"].add(widx)
+            if need_tree:
+                writers["dist"].add(dists)
+            if need_heads:
+                writers["head"].add(heads)
+                labels = line_labels(sents)
+                writers["label"].add(labels)
+                if OTHER_LABEL in labels:
+                    rep.other_labels.append(ln)
+            rep.words += len(words)
+        if pending is not None:  # (a value too large for its sidecar's type raises from the writer, naming the line)
+            raise SidecarError(f"{parse_file}: a sentence is tied to line {pending.line} but the text has {ln} lines"
+                               f" (without '# line' comments, sentence k belongs to line k) ({text_file})")
+        rep.lines = ln
+        if strict:
+            for xs, what in ((rep.multi_sentence, "holds several sentences"), (rep.empty, "is empty"),
+                             (rep.failed, "has a failed parse"),
+                             (rep.respelled, "spells words differently from its parse")):
+                if xs:
+                    raise SidecarError(f"{text_file}, line {xs[0]} {what} ({len(xs)} line{'s' if len(xs) > 1 else ''} "
+                                       "in all); --strict refuses it")
+        for kind, w in writers.items():
+            w.close()
+            rep.kinds.append(kind)
+    except BaseException as e:
+        for w in writers.values():
+            w.discard()
+        if isinstance(e, UnicodeDecodeError):
+            check_utf8(text_file, "BPE text")  # raises, naming the line and the byte
+        if isinstance(e, ValueError) and not isinstance(e, SidecarError):  # a value its sidecar's type cannot hold
+            raise SidecarError(f"{e} ({text_file}, {parse_file})") from None
+        raise
     rep.seconds = time.perf_counter() - t0
     return rep

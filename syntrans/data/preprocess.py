@@ -11,6 +11,7 @@ instead of exiting on a bad one.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -101,10 +102,11 @@ def text_files(args: argparse.Namespace) -> Iterator[Tuple[str, str]]:
 def build_sidecars(args: argparse.Namespace, jobs: Sequence[Tuple[str, str, str]],
                    log: Callable[[str], None] = _quiet, out_dir: Optional[str] = None) -> List[Tuple[str, str, SidecarReport]]:
     """The sidecars of every (split, text prefix, parse prefix) job and side with a parse, into ``out_dir`` (default
-    ``args.destdir``); (split, lang, report) per side built, each also logged as it finishes."""
+    ``args.destdir``); (split, lang, report) per side built, each also logged. With ``--workers`` N > 1 the sides are
+    built by N processes at once (each side's file by one of them)."""
     src, tgt = args.source_lang, args.target_lang
     out_dir = args.destdir if out_dir is None else out_dir
-    built = []
+    sides = []
     for split, text, parse in jobs:
         found = False
         for lang in (src, tgt):
@@ -115,12 +117,21 @@ def build_sidecars(args: argparse.Namespace, jobs: Sequence[Tuple[str, str, str]
             tfile = f"{text}.{lang}"
             if not os.path.exists(tfile):
                 raise SidecarError(f"{tfile} does not exist (text of --{split.rstrip('0123456789')}pref for {lang})")
-            rep = build_side(tfile, pfile, side_prefix(out_dir, split, src, tgt, lang),
-                             marker=args.bpe_marker, binarize=args.binarize_trees, strict=args.strict)
-            log(f"[syntrans] {split}.{lang}: {rep.summary()}")
-            built.append((split, lang, rep))
+            sides.append((split, lang, (tfile, pfile, side_prefix(out_dir, split, src, tgt, lang),
+                                        args.bpe_marker, args.binarize_trees, args.strict)))
         if not found:
             raise SidecarError(f"no parsed corpus {parse}.{{{src},{tgt}}}.{{conllu,ptb}} for split {split}")
+    workers = min(max(1, int(getattr(args, "workers", 1) or 1)), len(sides))
+    if workers > 1:
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        with context.Pool(workers) as pool:
+            reports = pool.starmap(build_side, [side[2] for side in sides], chunksize=1)
+    else:
+        reports = (build_side(*side[2]) for side in sides)
+    built = []
+    for (split, lang, _), rep in zip(sides, reports):
+        log(f"[syntrans] {split}.{lang}: {rep.summary()}")
+        built.append((split, lang, rep))
     return built
 
 

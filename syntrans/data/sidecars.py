@@ -1,7 +1,7 @@
 """Syntax sidecar files next to fairseq's binarized data. See docs/commands.md (data layout).
 
-``{split}.{src}-{tgt}.{lang}.{kind}.{bin,idx}`` int32 mmap indexed datasets, one item per corpus
-line, where ``kind`` is one of :data:`KINDS`:
+``{split}.{src}-{tgt}.{lang}.{kind}.{bin,idx}`` mmap indexed datasets (values in :data:`KIND_DTYPES`), one item
+per corpus line, where ``kind`` is one of :data:`KINDS`:
 
 * ``word``: per subword token (EOS excluded) the 0-based index of its word in the line;
 * ``head``: per word its head, 1-based within the line, 0 = root (sentence offsets applied);
@@ -12,9 +12,10 @@ line, where ``kind`` is one of :data:`KINDS`:
 """
 from __future__ import annotations
 
+import array
 import os
 import struct
-from typing import Dict, Iterable, Sequence
+from typing import Dict, Iterable, Optional, Sequence
 
 import numpy as np
 from fairseq.data import indexed_dataset
@@ -29,10 +30,59 @@ ADDED_LATER = {
 }
 
 
-def how_to_write(kinds) -> str:
-    """How to get the sidecars ``kinds`` that a split lacks (for error messages)."""
-    later = [ADDED_LATER[k] for k in kinds if k in ADDED_LATER]
-    return "; ".join(later) if later else "write it with syntrans-preprocess from parsed corpora"
+class LackingKinds(list):
+    """The sidecar kinds a split's side lacks (a list), with the path prefix of that side's files
+    (``{data}/{split}.{src}-{tgt}.{lang}``, or None when unknown), so that :func:`how_to_write` can name the command
+    that adds them."""
+
+    def __init__(self, kinds=(), prefix: Optional[str] = None):
+        super().__init__(kinds)
+        self.prefix = prefix
+
+
+def how_to_write(kinds, prefix: Optional[str] = None) -> str:
+    """How to get the sidecars ``kinds`` that a split lacks (for error messages): the view of the parse they are built
+    from and the one command that adds it (:func:`add_view_command`); for the labels of data binarized before
+    syntrans stored them, how to write them. ``prefix``: the side's files (default: ``kinds.prefix``)."""
+    from ..parsing.views import VIEW_TITLES, views_of_kinds  # light: no stanza
+
+    prefix = prefix if prefix is not None else getattr(kinds, "prefix", None)
+    views = views_of_kinds(kinds)
+    old_labels = list(kinds) == ["label"] and prefix is not None and exists(f"{prefix}.head")
+    if old_labels or not views:
+        later = [ADDED_LATER[k] for k in kinds if k in ADDED_LATER]
+        return "; ".join(later) if later else "write it with syntrans-preprocess from parsed corpora"
+    what = " and ".join(f"{VIEW_TITLES[v]} (view '{v}')" for v in views)
+    return f"it is built from the {what} of the parse, which this data was prepared without: {add_view_command(views, prefix)}"
+
+
+def add_view_command(views, prefix: Optional[str]) -> str:
+    """The command that adds ``views`` to the data of the side ``prefix``: ``syntrans-prepare --again OUT --views …``
+    for a folder syntrans-prepare made (``OUT/data-bin``, ``OUT/prepared.json``), else syntrans-parse on the split's
+    parsed corpus followed by syntrans-preprocess --sidecars-only."""
+    import json
+
+    from ..parsing.views import format_views
+
+    if prefix is not None:
+        out = os.path.dirname(os.path.dirname(os.path.abspath(prefix)))
+        summary = os.path.join(out, "prepared.json")
+        try:
+            with open(summary, encoding="utf-8") as f:
+                prepared = json.load(f)
+        except (OSError, ValueError):
+            prepared = None
+        if isinstance(prepared, dict) and "again" in prepared:
+            have = prepared.get("views") or []
+            if isinstance(have, dict):  # {lang: views}
+                have = [v for views_of_side in have.values() for v in views_of_side]
+            return (f"add it with `syntrans-prepare --again {out} --views {format_views(set(have) | set(views))}` (it "
+                    f"parses {format_views(views)} alone, merges it into {os.path.join(out, 'parse')} and binarizes "
+                    "again; the rest is kept)")
+    return (f"add it to the parsed corpus of each split and side with `syntrans-parse TEXT -o PARSE.conllu "
+            f"--views {format_views(views)}` (it parses that view alone and merges it into PARSE.conllu made before from "
+            "the same TEXT), then write the sidecars again with `syntrans-preprocess … --sidecars-only` and the same "
+            "--trainparse/--validparse/--testparse")
 
 
 def side_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> str:
@@ -49,16 +99,93 @@ def exists(prefix: str) -> bool:
     return os.path.exists(prefix + ".idx") and os.path.exists(prefix + ".bin")
 
 
-def write(prefix: str, items: Iterable[Sequence[int]]) -> int:
-    """Write one int32 item per line (fairseq's mmap format, data in one write); returns the item count."""
-    items = list(items)
-    sizes = [len(it) for it in items]
-    flat = np.fromiter((v for it in items for v in it), dtype=np.int32, count=sum(sizes))
-    with open(prefix + ".bin", "wb") as f:
-        f.write(flat.tobytes(order="C"))
-    with indexed_dataset.MMapIndexedDataset.Index.writer(prefix + ".idx", np.int32) as index:
-        index.write(sizes)
-    return len(items)
+#: the value type each kind is written in: the smallest that holds its values (word and head: a word position within a
+#: line, up to 65535 words; label: 38 ids; dist: a distance, or -1 between sentences). The index records it; readers
+#: get int64 whatever it is. Data written by earlier versions (int32) reads the same.
+KIND_DTYPES = {"word": np.uint16, "head": np.uint16, "label": np.uint8, "dist": np.int16}
+
+
+class SidecarWriter:
+    """Writes one sidecar item by item in fairseq's mmap format (``MMapIndexedDataset``: ``.bin`` the values in
+    ``dtype``, ``.idx`` the item sizes and byte offsets), in memory that does not grow with the corpus beyond the
+    index's own 4 bytes per item: values go to ``.bin`` every ``flush_items`` items; :meth:`close` writes ``.idx``
+    (offsets in pieces). A value ``dtype`` cannot hold is a ValueError naming the item (the line). Use as a context
+    manager; on an error both files are removed."""
+
+    def __init__(self, prefix: str, flush_items: int = 10000, dtype=np.int32):
+        self.prefix, self.flush_items, self.dtype = prefix, flush_items, np.dtype(dtype)
+        self._bin = open(prefix + ".bin", "wb")
+        self._sizes = array.array("i")
+        self._pending_sizes: list = []
+        self._values: list = []
+
+    def add(self, item: Sequence[int]) -> None:
+        self._values.extend(item)
+        self._pending_sizes.append(len(item))
+        if len(self._pending_sizes) >= self.flush_items:
+            self._flush()
+
+    def _flush(self) -> None:
+        sizes = self._pending_sizes
+        flat = np.array(self._values, dtype=np.int64) if self._values else np.zeros(0, dtype=np.int64)
+        info = np.iinfo(self.dtype)
+        bad = np.nonzero((flat < info.min) | (flat > info.max))[0]
+        if len(bad):
+            item = int(np.searchsorted(np.cumsum(sizes), bad[0], side="right"))
+            raise ValueError(f"{self.prefix}: item {len(self._sizes) + item + 1} (line {len(self._sizes) + item + 1} of "
+                             f"the text) holds the value {int(flat[bad[0]])}, which the sidecar's {self.dtype.name} "
+                             f"cannot hold ({info.min}..{info.max})")
+        self._bin.write(flat.astype(self.dtype).tobytes(order="C"))
+        self._sizes.extend(sizes)
+        self._pending_sizes, self._values = [], []
+
+    def close(self) -> int:
+        """Write the rest and the index; returns the item count."""
+        self._flush()
+        self._bin.close()
+        n = len(self._sizes)
+        sizes = np.frombuffer(self._sizes, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
+        with open(self.prefix + ".idx", "wb") as f:  # MMapIndexedDataset.Index's layout, version 1
+            f.write(indexed_dataset.MMapIndexedDataset.Index._HDR_MAGIC)
+            f.write(struct.pack("<Q", 1))
+            f.write(struct.pack("<B", indexed_dataset._dtype_header_code(self.dtype.type)))
+            f.write(struct.pack("<Q", n))
+            f.write(sizes.tobytes(order="C"))
+            offset = 0
+            for start in range(0, n, 1 << 20):  # byte offsets of each item, a million at a time
+                piece = sizes[start:start + (1 << 20)].astype(np.int64) * self.dtype.itemsize
+                pointers = np.cumsum(piece) - piece + offset
+                f.write(pointers.tobytes(order="C"))
+                offset += int(piece.sum())
+        return n
+
+    def __enter__(self) -> "SidecarWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            try:
+                self.close()
+                return
+            except BaseException:
+                self.discard()
+                raise
+        self.discard()
+
+    def discard(self) -> None:
+        """Close and remove both files (after an error)."""
+        self._bin.close()
+        for ext in (".bin", ".idx"):
+            if os.path.exists(self.prefix + ext):
+                os.remove(self.prefix + ext)
+
+
+def write(prefix: str, items: Iterable[Sequence[int]], dtype=np.int32) -> int:
+    """Write one item per line (fairseq's mmap format, :class:`SidecarWriter`); returns the item count."""
+    with SidecarWriter(prefix, dtype=dtype) as w:
+        for item in items:
+            w.add(item)
+    return len(w._sizes)
 
 
 _HEADER = 26  # bytes before the sizes in fairseq's mmap index: magic (9), version (8), dtype code (1), count (8)

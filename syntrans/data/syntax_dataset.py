@@ -8,7 +8,7 @@ import torch
 from fairseq.data import BaseWrapperDataset, data_utils
 
 from .features import FEATURES, FeatureNeeds
-from .sidecars import Sidecar, how_to_write, validate_side
+from .sidecars import LackingKinds, Sidecar, how_to_write, validate_side
 
 
 def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentences: Optional[int],
@@ -57,11 +57,26 @@ class SyntaxPairDataset(BaseWrapperDataset):
             raise AttributeError(name)
         return getattr(self.dataset, name)
 
-    def lacking(self, name: str) -> List[str]:
-        """The sidecar kinds feature ``name`` needs that this split lacks."""
+    def lacking(self, name: str) -> LackingKinds:
+        """The sidecar kinds feature ``name`` needs that this split lacks (with the side's file prefix, for
+        :func:`~syntrans.data.sidecars.how_to_write`)."""
         f = FEATURES[name]
         side = self.src_side if f.side == "source" else self.tgt_side
-        return [k for k in f.needs if k not in side]
+        return LackingKinds([k for k in f.needs if k not in side], self.side_prefix(f.side))
+
+    def side_prefix(self, side_name: str) -> Optional[str]:
+        """``{data}/{split}.{src}-{tgt}.{lang}`` of the ``source`` or ``target`` side: from a sidecar it has, else from
+        the binarized tokens (fairseq's mmap dataset under the wrappers); None when neither tells."""
+        side = self.src_side if side_name == "source" else self.tgt_side
+        known = next(iter(side.values()), None)
+        if known is not None:
+            return known.prefix.rsplit(".", 1)[0]
+        ds = getattr(self.dataset, "src" if side_name == "source" else "tgt", None)
+        for _ in range(10):  # LanguagePairDataset → Append/Prepend/Truncate wrappers → MMapIndexedDataset
+            if ds is None or isinstance(getattr(ds, "_path", None), str):
+                break
+            ds = getattr(ds, "dataset", None)
+        return getattr(ds, "_path", None) if ds is not None else None
 
     def missing(self, name: str) -> Optional[str]:
         """Why feature ``name`` cannot be built here, or None."""
@@ -76,8 +91,7 @@ class SyntaxPairDataset(BaseWrapperDataset):
         f = FEATURES[name]
         side = self.src_side if f.side == "source" else self.tgt_side
         kind = next((k for k in f.needs if k not in side), f.needs[-1])
-        known = next(iter(side.values()), None)
-        base = known.prefix.rsplit(".", 1)[0] if known else "<split>.<src>-<tgt>.<lang>"
+        base = self.side_prefix(f.side) or "<split>.<src>-<tgt>.<lang>"
         return f"{base}.{kind}.{{idx,bin}}"
 
     def features(self) -> List[str]:

@@ -5,16 +5,22 @@
 * Shard K of N (0 ≤ K < N) takes the contiguous block of lines ``[K·L//N, (K+1)·L//N)`` of the L
   input lines and writes ``OUTPUT.shard{K}of{N}``; its ``# line`` numbers are those of the full
   input. With N = 1 the output is written to OUTPUT directly.
-* Every output is written atomically (a ``.tmp.<host>.<pid>`` file, then ``os.replace``) and then
-  gets a ``.done`` marker beside it (``OUTPUT.shard{K}of{N}.done``, or ``OUTPUT.done`` when N = 1):
-  JSON with the input's size, the line range, the options, the counts and the failed lines. A shard
-  whose output and marker exist and whose marker holds the same input size and options is finished:
-  a re-run skips it (``--force`` redoes it); with other options it is redone.
+* Every output is written atomically and then gets a ``.done`` marker beside it
+  (``OUTPUT.shard{K}of{N}.done``, or ``OUTPUT.done``): JSON with the input's sha256 and size, the line range,
+  the options, the views it holds, the counts and the failed lines. A finished output is reused only when the
+  input's *content* is unchanged (its sha256, not its size or time) and the settings that decide the parse
+  (:data:`CONTENT`) are the same; then the views it lacks, if any, are parsed and merged into it. Otherwise it is
+  parsed again, and the log says why (``--force`` redoes it anyway).
+* While a shard is parsed, its text goes to ``PATH.partial`` and, at least every minute, ``PATH.partial.json``
+  records how many input lines are in it (flushed to disk first): a shard that dies mid-way resumes from there
+  when run again with the same input and settings.
 * Merge: when all N shards are finished, their files are concatenated in shard order into OUTPUT
-  (atomically), checked to cover lines 1…L exactly once. The shard files and markers are kept.
+  (atomically), checked to cover lines 1…L exactly once and to hold the same views of the same input; OUTPUT then
+  gets its own ``.done`` marker (``merged_from`` N shards). The shard files and markers are kept.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -55,6 +61,33 @@ def iter_lines(path: str, start: int = 0, stop: int | None = None) -> Iterator[t
                     f"{path}, line {i + 1}: expected UTF-8 text, found the byte 0x{raw[e.start]:02x} at byte "
                     f"{e.start + 1} of the line; convert the file to UTF-8 (e.g. with iconv)") from None
             yield i + 1, text.rstrip("\r\n")
+
+
+def scan_input(path: str) -> tuple[int, str]:
+    """(number of lines as :func:`count_lines` counts them, sha256 of the bytes) in one read of the file."""
+    h = hashlib.sha256()
+    n = 0
+    last = b"\n"
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            h.update(chunk)
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n"), h.hexdigest()
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of a file's bytes (hex), read in 1 MiB pieces."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                return h.hexdigest()
+            h.update(chunk)
 
 
 def shard_range(n_lines: int, num_shards: int, shard_id: int) -> tuple[int, int]:
@@ -112,20 +145,79 @@ def read_marker(path: str) -> dict | None:
     return info if isinstance(info, dict) else None
 
 
-#: marker fields that must agree for a finished shard to be reused
-SETTINGS = ("input_bytes", "num_shards", "shard_id", "parser", "lang", "raw", "split_sentences")
+#: the settings that decide what a parse holds: a finished output is reused only when its marker has the same
+CONTENT = ("input_sha256", "parser", "lang", "raw", "split_sentences")
 
 
-def is_finished(path: str, settings: dict) -> tuple[bool, str | None]:
-    """(finished, why not) for the output ``path`` of a run with ``settings``."""
+def content_difference(info: dict, settings: dict) -> str | None:
+    """Why a finished output (its marker ``info``) is not a parse of the input and settings ``settings``, or None."""
+    if "input_sha256" not in info:
+        return "its .done marker holds no content hash of the input (it was made by an earlier syntrans)"
+    if info.get("input_sha256") != settings["input_sha256"]:
+        return (f"the input's content changed since it was parsed (sha256 {settings['input_sha256'][:12]}…, "
+                f"{settings.get('input_bytes')} bytes; the parse is of sha256 {str(info.get('input_sha256'))[:12]}…, "
+                f"{info.get('input_bytes')} bytes)")
+    diff = [k for k in CONTENT if info.get(k) != settings[k]]
+    if diff:
+        return "it was made with other settings (" + ", ".join(f"{k} was {info.get(k)!r}, now {settings[k]!r}"
+                                                              for k in diff) + ")"
+    return None
+
+
+def finished_views(path: str, settings: dict, first_line: int, last_line: int) -> tuple[dict | None, str | None]:
+    """(marker, None) when ``path`` is a finished parse of input lines ``first_line..last_line`` under ``settings``
+    (the views it holds: ``marker["views"]``); (None, why not) when it exists but is not; (None, None) when it is
+    not there (or not finished)."""
     info = read_marker(path)
     if info is None:
-        return False, None
-    diff = [k for k in SETTINGS if k in settings and info.get(k) != settings[k]]
-    if diff:
-        what = ", ".join(f"{k} was {info.get(k)!r}, now {settings[k]!r}" for k in diff)
-        return False, f"{path} was made with other settings ({what})"
-    return True, None
+        return None, None
+    why = content_difference(info, settings)
+    if why is None and (info.get("first_line"), info.get("last_line")) != (first_line, last_line):
+        why = (f"it holds lines {info.get('first_line')}-{info.get('last_line')}, this run lines "
+               f"{first_line}-{last_line}")
+    if why is None and not isinstance(info.get("views"), list):
+        why = "its .done marker does not say which views it holds"
+    return (None, f"{path}: {why}") if why else (info, None)
+
+
+def partial_path(path: str) -> str:
+    """Where the text of an unfinished output grows."""
+    return f"{path}.partial"
+
+
+def progress_path(path: str) -> str:
+    """The JSON beside ``partial_path(path)``: how much of it is complete (``lines_done``, ``bytes``, the counts)."""
+    return f"{path}.partial.json"
+
+
+def read_progress(path: str, key: dict) -> dict | None:
+    """The progress of an unfinished output of ``path`` made under ``key`` (content, range, views), or None when
+    there is none, it was made under another key, or its partial file is shorter than it says."""
+    p, part = progress_path(path), partial_path(path)
+    if not (os.path.exists(p) and os.path.exists(part)):
+        return None
+    try:
+        with open(p, encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or info.get("key") != key or os.path.getsize(part) < int(info.get("bytes", -1)):
+        return None
+    return info
+
+
+def write_progress(path: str, info: dict) -> None:
+    with atomic_writer(progress_path(path)) as f:
+        json.dump(info, f, sort_keys=True)
+        f.write("\n")
+
+
+def clear_progress(path: str) -> None:
+    for p in (partial_path(path), progress_path(path)):
+        try:
+            os.remove(p)
+        except FileNotFoundError:
+            pass
 
 
 def missing_shards(output: str, num_shards: int) -> list[str]:
@@ -134,9 +226,9 @@ def missing_shards(output: str, num_shards: int) -> list[str]:
 
 
 def merge_shards(output: str, num_shards: int) -> dict:
-    """Concatenate the finished shards of ``output`` into ``output``; returns summed counts.
+    """Concatenate the finished shards of ``output`` into ``output`` and write its marker; returns summed counts.
 
-    Raises InputError naming the unfinished shards, or shards that disagree (input, options) or do
+    Raises InputError naming the unfinished shards, or shards that disagree (input, options, views) or do
     not cover the input's lines exactly once.
     """
     missing = missing_shards(output, num_shards)
@@ -148,7 +240,7 @@ def merge_shards(output: str, num_shards: int) -> dict:
     expect = 0
     for k, info in enumerate(infos):
         p = shard_path(output, k, num_shards)
-        for key in ("input_bytes", "n_lines", "parser", "lang", "raw", "split_sentences"):
+        for key in ("input_sha256", "input_bytes", "n_lines", "parser", "lang", "raw", "split_sentences", "views"):
             if info.get(key) != first.get(key):
                 raise InputError(f"cannot merge into {output}: {p} has {key} = {info.get(key)!r} but "
                                  f"{shard_path(output, 0, num_shards)} has {first.get(key)!r}; redo it with --force")
@@ -161,6 +253,10 @@ def merge_shards(output: str, num_shards: int) -> dict:
         expect = info.get("last_line", expect)
     if expect != first.get("n_lines"):
         raise InputError(f"cannot merge into {output}: the shards cover lines 1..{expect}, expected 1..{first.get('n_lines')}")
+    try:
+        os.remove(marker_path(output))  # the old merge's marker must not outlive it
+    except FileNotFoundError:
+        pass
     with atomic_writer(output) as out:
         for k in range(num_shards):
             with open(shard_path(output, k, num_shards), encoding="utf-8", newline="\n") as f:
@@ -169,5 +265,12 @@ def merge_shards(output: str, num_shards: int) -> dict:
                     if not chunk:
                         break
                     out.write(chunk)
-    totals = {key: sum(int(i.get(key, 0)) for i in infos) for key in ("lines", "sentences", "words", "n_failures")}
+    totals = {key: sum(int(i.get(key, 0)) for i in infos)
+              for key in ("lines", "empty_lines", "sentences", "words", "n_failures")}
+    merged = {k: first.get(k) for k in ("input", "input_bytes", "input_sha256", "n_lines", "parser", "lang", "raw",
+                                        "split_sentences", "views")}
+    merged.update(totals, first_line=1, last_line=first.get("n_lines"), num_shards=num_shards, shard_id=None,
+                  merged_from=num_shards, failures=[f for i in infos for f in i.get("failures", [])],
+                  seconds=round(sum(float(i.get("seconds", 0)) for i in infos), 3))
+    write_marker(output, merged)
     return totals

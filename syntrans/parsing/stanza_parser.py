@@ -66,9 +66,24 @@ from stanza.resources import common as stanza_resources
 
 from ..syntax.parsed import ParsedSentence
 from ..syntax.trees import TreeLike, as_tree
+from .views import VIEWS, parse_views
+from .views import processors as view_processors
 
-#: the processors syntrans-parse runs (``mwt`` is added for languages whose stanza models have one)
+#: the processors syntrans-parse runs for both views (``mwt`` is added for languages whose stanza models have one;
+#: fewer run for one view: :func:`syntrans.parsing.views.processors`)
 PROCESSORS = ("tokenize", "pos", "lemma", "depparse", "constituency")
+DEVICES = ("cpu", "cuda")
+#: stanza's batch sizes per device, the ``<processor>_batch_size`` options of its Pipeline, in stanza's own units:
+#: ``pos`` sentences (at most 5000 words a batch, stanza's cap), ``lemma``, ``mwt`` and ``depparse`` words,
+#: ``constituency`` sentences. CPU: one batch of each processor per call of :data:`DEFAULT_LINES_PER_CALL` lines (the
+#: lines per call measured with the GUM-trained test models: docs/commands.md, parse throughput); cuda: large batches
+#: within stanza's 5000-word cap, constituency at stanza's own default (50), not tuned here (no GPU at hand).
+DEFAULT_BATCH_SIZES = {
+    "cpu": {"pos": 64, "lemma": 5000, "mwt": 5000, "depparse": 5000, "constituency": 64},
+    "cuda": {"pos": 1000, "lemma": 5000, "mwt": 5000, "depparse": 5000, "constituency": 50},
+}
+#: input lines per call of the pipeline (syntrans-parse --batch-size), per device
+DEFAULT_LINES_PER_CALL = {"cpu": 64, "cuda": 1024}
 
 _MOSES_ESCAPES = {"&amp;": "&", "&#124;": "|", "&lt;": "<", "&gt;": ">", "&apos;": "'",
                   "&quot;": '"', "&#91;": "[", "&#93;": "]"}
@@ -81,10 +96,11 @@ def moses_unescape(token: str) -> str:
 
 
 class SyntacticWord(NamedTuple):
-    """One syntactic word of a parsed sentence: its text, head (1-based over words, 0 = root), relation."""
+    """One syntactic word of a parsed sentence: its text, head (1-based over words, 0 = root; None when the
+    parse has no dependencies), relation."""
 
     text: str
-    head: int
+    head: int | None
     deprel: str | None = None
 
 
@@ -100,17 +116,25 @@ class StanzaLikeSentence:
         self.words = [w for tok in self.tokens for w in tok]
 
 
-def from_stanza(sentence: Any) -> StanzaLikeSentence:
-    """Plain data of a stanza ``Sentence`` (``tokens[i].words``, ``word.head``, ``sentence.constituency``)."""
+def from_stanza(sentence: Any, views=VIEWS) -> StanzaLikeSentence:
+    """Plain data of a stanza ``Sentence`` (``tokens[i].words``, ``word.head``, ``sentence.constituency``): the heads
+    when ``views`` holds ``deps``, the tree when it holds ``trees`` (a ValueError when stanza gave none)."""
+    deps, trees = "deps" in views, "trees" in views
     tokens = []
     for tok in sentence.tokens:
         words = []
         for w in tok.words:
+            if not deps:
+                words.append(SyntacticWord(w.text, None))
+                continue
             if w.head is None:
                 raise ValueError(f"stanza gave word {w.text!r} no head (is depparse in the pipeline?)")
             words.append(SyntacticWord(w.text, int(w.head), getattr(w, "deprel", None)))
         tokens.append(words)
-    return StanzaLikeSentence(tokens, getattr(sentence, "constituency", None))
+    tree = getattr(sentence, "constituency", None) if trees else None
+    if trees and tree is None:
+        raise ValueError("stanza gave the sentence no constituency tree (is constituency in the pipeline?)")
+    return StanzaLikeSentence(tokens, tree)
 
 
 def _depths(heads: Sequence[int]) -> list[int]:
@@ -142,9 +166,25 @@ def align_to_tokens(tokens: Sequence[str], sentence: StanzaLikeSentence,
         if not ws:
             raise ValueError(f"the parser returned no word for token {t + 1} ({tokens[t]!r})")
         word_tok.extend([t] * len(ws))
+    tok_heads, deprels = _token_heads(sentence, word_tok)
+    tree = None
+    if sentence.tree is not None:
+        tree = _tree_to_tokens(as_tree(sentence.tree), word_tok, tokens)
+    out = ParsedSentence(words=tokens, heads=tok_heads, deprels=deprels, tree=tree, line=line)
+    out.validate(f"line {line}" if line is not None else "aligned sentence")
+    return out
+
+
+def _token_heads(sentence: StanzaLikeSentence, word_tok: Sequence[int]) -> tuple[list[int] | None, list[str] | None]:
+    """(token heads, token relations) of the words' dependencies (rules: module docstring); (None, None) when the
+    parse has none (every word's head None)."""
     words = sentence.words
     m = len(words)
     heads = [w.head for w in words]
+    if all(h is None for h in heads):
+        return None, None
+    if any(h is None for h in heads):
+        raise ValueError(f"the parser gave {sum(h is None for h in heads)} of {m} words no head")
     bad = [h for h in heads if not 0 <= h <= m]
     if bad:
         raise ValueError(f"word heads must lie in 0..{m}, found {bad[:5]}")
@@ -160,14 +200,7 @@ def align_to_tokens(tokens: Sequence[str], sentence: StanzaLikeSentence,
         tok_heads.append(0 if heads[j] == 0 else word_tok[heads[j] - 1] + 1)
         tok_rels.append(words[j].deprel)
         j0 += len(ws)
-    deprels = None if any(r is None for r in tok_rels) else list(tok_rels)
-
-    tree = None
-    if sentence.tree is not None:
-        tree = _tree_to_tokens(as_tree(sentence.tree), word_tok, tokens)
-    out = ParsedSentence(words=tokens, heads=tok_heads, deprels=deprels, tree=tree, line=line)
-    out.validate(f"line {line}" if line is not None else "aligned sentence")
-    return out
+    return tok_heads, (None if any(r is None for r in tok_rels) else list(tok_rels))
 
 
 def _tree_to_tokens(tree, word_tok: Sequence[int], tokens: Sequence[str]):
@@ -244,25 +277,53 @@ def has_mwt(lang: str, model_dir: str) -> bool:
     return isinstance(entry, dict) and "mwt" in entry
 
 
-def make_pipeline(lang: str, batch_size: int = 64, use_gpu: bool | None = None):
-    """Build the stanza pipeline (the factory tests monkeypatch); MissingModelsError when models are absent.
+def resolve_device(device: str | None) -> str:
+    """``cpu`` or ``cuda``: ``None``/``auto`` is cuda when torch sees a GPU, else cpu; ``cuda`` without one is a
+    ValueError."""
+    if device in (None, "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in DEVICES:
+        raise ValueError(f"expected a device from {', '.join(DEVICES)} or auto, found {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False); "
+                         "use --device cpu")
+    return device
 
-    ``batch_size`` is the constituency parser's batch (sentences); the word-counted batches of
-    pos, lemma and depparse are max(5000, 100 · batch_size) words (stanza's default is 5000).
-    """
+
+def batch_sizes_for(device: str, given: dict | None = None) -> dict:
+    """stanza's batch sizes on ``device``: :data:`DEFAULT_BATCH_SIZES` with ``given`` over them (a ValueError naming
+    an unknown processor or a size below 1)."""
+    out = dict(DEFAULT_BATCH_SIZES[device])
+    for name, value in (given or {}).items():
+        if name not in out:
+            raise ValueError(f"stanza batch size for {name!r}: expected one of {', '.join(out)}")
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"stanza batch size {name}={value!r}: expected an integer >= 1")
+        out[name] = value
+    return out
+
+
+def pipeline_options(lang: str, views=VIEWS, device: str = "cpu", batch_sizes: dict | None = None,
+                     model_dir: str | None = None) -> dict:
+    """The keyword arguments of ``stanza.Pipeline(lang, **options)`` for ``views`` on ``device``: the processors of
+    the views (:func:`syntrans.parsing.views.processors`; mwt where the language has a model), pretokenized input,
+    no download, and the batch sizes of the processors that run."""
+    model_dir = model_dir or resources_dir()
+    procs = view_processors(parse_views(list(views)), mwt=has_mwt(lang, model_dir))
+    sizes = batch_sizes_for(device, batch_sizes)
+    options = dict(dir=model_dir, processors=",".join(procs), tokenize_pretokenized=True, use_gpu=device == "cuda",
+                   download_method=None, logging_level="WARN")
+    options.update({f"{p}_batch_size": sizes[p] for p in procs if p in sizes})
+    return options
+
+
+def make_pipeline(lang: str, views=VIEWS, device: str | None = None, batch_sizes: dict | None = None):
+    """Build the stanza pipeline of ``views`` on ``device`` (None: :func:`resolve_device`) (the factory tests
+    monkeypatch; options: :func:`pipeline_options`); MissingModelsError when models are absent."""
     model_dir = resources_dir()
-    processors = list(PROCESSORS)
-    if has_mwt(lang, model_dir):
-        processors.insert(1, "mwt")
-    words = max(5000, 100 * batch_size)
+    device = resolve_device(device)
     try:
-        return stanza.Pipeline(
-            lang, dir=model_dir, processors=",".join(processors), tokenize_pretokenized=True,
-            use_gpu=torch.cuda.is_available() if use_gpu is None else use_gpu,
-            download_method=None, logging_level="WARN",
-            mwt_batch_size=words, pos_batch_size=words, lemma_batch_size=words,
-            depparse_batch_size=words, constituency_batch_size=batch_size,
-        )
+        return stanza.Pipeline(lang, **pipeline_options(lang, views, device, batch_sizes, model_dir))
     except (OSError, ValueError) as e:  # ResourcesFileNotFoundError, LanguageNotDownloadedError, unknown language
         raise MissingModelsError(missing_models_message(lang, e, model_dir)) from e
 
@@ -307,16 +368,19 @@ def pretokenized_document(sentences: Sequence[Sequence[str]], is_mwt: Callable[[
 
 
 class StanzaParser:
-    """Parses batches of pretokenized sentences with stanza; ``parse_batch`` raises when stanza fails.
+    """Parses batches of pretokenized sentences with stanza into the ``views`` asked for (the pipeline runs only
+    their processors); ``parse_batch`` raises when stanza fails.
 
     With an mwt processor in the pipeline the sentences go to stanza as a Document whose contractions are
     marked for expansion (:func:`mwt_rule`); else as token lists.
     """
 
-    def __init__(self, lang: str = "en", batch_size: int = 64, unescape: bool = True, pipeline: Any = None):
+    def __init__(self, lang: str = "en", unescape: bool = True, pipeline: Any = None, views=VIEWS,
+                 device: str | None = None, batch_sizes: dict | None = None):
         self.lang = lang
         self.unescape = unescape
-        self.pipeline = pipeline if pipeline is not None else make_pipeline(lang, batch_size)
+        self.views = parse_views(list(views))
+        self.pipeline = pipeline if pipeline is not None else make_pipeline(lang, self.views, device, batch_sizes)
         self.is_mwt = mwt_rule(self.pipeline)
 
     def parse_batch(self, sentences: Sequence[Sequence[str]]) -> list[ParsedSentence]:
@@ -328,4 +392,4 @@ class StanzaParser:
         got = list(doc.sentences)
         if len(got) != len(sentences):
             raise ValueError(f"stanza returned {len(got)} sentences for {len(sentences)} token lists")
-        return [align_to_tokens(toks, from_stanza(s)) for toks, s in zip(sentences, got)]
+        return [align_to_tokens(toks, from_stanza(s, self.views)) for toks, s in zip(sentences, got)]

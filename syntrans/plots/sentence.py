@@ -145,7 +145,7 @@ def sentence_from_text(text: str, parser: str = "stanza", lang: str = "en") -> P
         return trivial_parse(tokens, parser)
     if parser != "stanza":
         raise ValueError(f"unknown parser {parser!r}: expected stanza or one of {', '.join(KINDS)}")
-    return StanzaParser(lang=lang, batch_size=1).parse_batch([tokens])[0]
+    return StanzaParser(lang=lang).parse_batch([tokens])[0]
 
 
 def sentence_from_corpus(path: PathLike, line: int, sentence: int = 1) -> ParsedSentence:

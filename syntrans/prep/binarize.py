@@ -17,7 +17,8 @@ from pathlib import Path
 from .corpora import SPLITS
 from .errors import PrepError
 
-#: the sidecars the step writes for every split and side (the parse step's CoNLL-U has heads, labels and trees)
+#: the sidecars the step writes for every split and side when the parse holds both views (heads, labels and trees;
+#: fewer for one view: ``word`` plus ``head`` and ``label`` of dependencies, ``dist`` of trees)
 SIDECAR_KINDS = ("word", "head", "dist", "label")
 
 
@@ -36,21 +37,22 @@ def preprocess_argv(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: 
     return argv
 
 
-def binary_outputs(src: str, tgt: str, sidecars: bool = True) -> list[str]:
-    """Files (relative to data-bin) the step must leave: dictionaries, binaries and (``sidecars``) sidecars of every
-    split."""
+def binary_outputs(src: str, tgt: str, sidecars: bool = True, kinds=SIDECAR_KINDS) -> list[str]:
+    """Files (relative to data-bin) the step must leave: dictionaries, binaries and (``sidecars``) the sidecars
+    ``kinds`` of every split (a tuple for both sides, or {lang: kinds})."""
     out = [f"dict.{src}.txt", f"dict.{tgt}.txt"]
     for split in SPLITS:
         for lang in (src, tgt):
             base = f"{split}.{src}-{tgt}.{lang}"
             out += [f"{base}.bin", f"{base}.idx"]
             if sidecars:
-                out += [f"{base}.{kind}.{ext}" for kind in SIDECAR_KINDS for ext in ("bin", "idx")]
+                side = kinds.get(lang, ()) if isinstance(kinds, dict) else kinds
+                out += [f"{base}.{kind}.{ext}" for kind in side for ext in ("bin", "idx")]
     return out
 
 
 def run_binarize(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str, tgt: str, joint: bool, workers: int = 1,
-                 log: Callable[[str], None] = print, nwords: int | None = None) -> None:
+                 log: Callable[[str], None] = print, nwords: int | None = None, kinds=SIDECAR_KINDS) -> None:
     from ..data.preprocess import check_usage, fairseq_binarize, parse_preprocess_args, preprocess  # lazy: fairseq
 
     if data_bin.exists():
@@ -68,7 +70,8 @@ def run_binarize(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str
         parses = "" if parse_dir is None else f" and {parse_dir}/{{split}}.{{{src},{tgt}}}.conllu"
         raise PrepError(f"syntrans-preprocess failed: {e}; inputs: {bpe_dir}/{{split}}.{{{src},{tgt}}}{parses}; "
                         f"run again with --force to redo every step") from None
-    missing = [p for p in binary_outputs(src, tgt, sidecars=parse_dir is not None) if not (data_bin / p).exists()]
+    missing = [p for p in binary_outputs(src, tgt, sidecars=parse_dir is not None, kinds=kinds)
+               if not (data_bin / p).exists()]
     if missing:
         raise PrepError(f"syntrans-preprocess finished but {data_bin / missing[0]} is missing "
                         f"({len(missing)} expected files missing); run again with --force")

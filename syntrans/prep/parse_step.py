@@ -1,29 +1,26 @@
 """Step 5 (parse): the tokenized (pre-BPE) text of every split and side → ``OUT/parse/{split}.{lang}.conllu``.
 
-The parsing code is :mod:`syntrans.parsing.driver`'s: in-process with its ``make_parser`` and
-``parse_lines`` (one parser per language, built once), or, with ``shards`` > 1, ``syntrans-parse``'s own
-sharding as subprocesses (``python -m syntrans.cli.parse … --num-shards N --shard-id K``, ``workers`` at a
-time, then ``--merge``). :mod:`syntrans.parsing` is imported only when this step runs (it imports stanza
-and torch), so that ``syntrans.prep`` stays light.
+The parsing code is :mod:`syntrans.parsing.driver`'s (:func:`~syntrans.parsing.driver.parse_job` per file, its
+``.done`` markers, content hashes, views and resumption), each file in ``shards`` shards run by the launcher
+(:mod:`syntrans.parsing.cluster`): here one after another (``local``, with ``workers`` parser processes on CPU), or
+as SLURM or local jobs. Only the ``views`` asked for are parsed (:mod:`syntrans.parsing.views`): a file parsed before
+from the same text keeps what it holds and gets the views it lacks; with no view at all (a baseline) nothing is
+parsed. :mod:`syntrans.parsing` is imported only when this step runs (it imports stanza and torch), so that
+``syntrans.prep`` stays light.
 
 Parser choice per language (:func:`resolve_parsers`): ``auto`` is stanza when its models for the
 language are installed (``resources.json`` in stanza's resources directory lists the language and its
 folder exists; building the pipeline is the final check), else, in smoke runs, the right-branching
 parser (said in the log), else an error with the ``stanza.download`` command. ``stanza``,
 ``right-branching``, ``left-branching`` and ``flat`` force one. Corpora with gold parses (synthetic)
-copy them (parser ``gold``).
+copy them (parser ``gold``, both views).
 """
 from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-
-from tqdm import tqdm
 
 from .corpora import SPLITS
 from .errors import PrepError
@@ -81,96 +78,27 @@ def resolve_parsers(requested: str, langs: tuple[str, str], smoke: bool, gold: b
     return out, notes
 
 
-def _build(name: str, lang: str, requested: str, smoke: bool, batch_size: int, log: Callable[[str], None]):
-    """(parser object, actual name); falls back under auto+smoke when the stanza pipeline cannot load."""
+class PrepPending(PrepError):
+    """Parse jobs were submitted and are still running (``--no-wait``): run the same command again to go on."""
+
+
+def _check_models(name: str, lang: str, requested: str, smoke: bool, views, log: Callable[[str], None]) -> str:
+    """The parser name to use for ``lang``: ``name``, or right-branching under auto+smoke when the stanza pipeline
+    cannot load (said in the log); a PrepError naming the models otherwise. Loads the pipeline once, so that a
+    missing model stops the run before any job starts."""
+    if name != "stanza":
+        return name
     from ..parsing.driver import make_parser  # lazy: syntrans.parsing imports stanza and torch
     from ..parsing.stanza_parser import MissingModelsError  # lazy: as above
 
     try:
-        return make_parser(name, lang, batch_size, raw=False), name
+        make_parser(name, lang, views=views, device="cpu")
+        return name
     except MissingModelsError as e:
         if requested == AUTO and smoke:
             log(f"no stanza model for {lang} installed: using the {FALLBACK} parser (smoke run)")
-            return make_parser(FALLBACK, lang, batch_size, raw=False), FALLBACK
+            return FALLBACK
         raise PrepError(str(e)) from None
-
-
-def parse_file(inp: Path, out: Path, parser, batch_size: int = 64) -> tuple[int, int, list[tuple[int, str]]]:
-    """Parse the tokenized file ``inp`` into CoNLL-U ``out`` (atomically); (lines, sentences, failures)."""
-    from ..parsing.driver import Stats, parse_lines  # lazy: syntrans.parsing imports stanza and torch
-    from ..parsing.shards import atomic_writer, count_lines, iter_lines  # lazy: as above
-    from ..syntax.parsed import format_conllu  # lazy: syntrans.syntax imports stanza and torch
-
-    stats = Stats()
-    numbered = ((n, text.split()) for n, text in iter_lines(str(inp)))
-    with tqdm(total=count_lines(str(inp)), unit="line", desc=f"parse {inp.name}", file=sys.stderr,
-              mininterval=1.0 if sys.stderr.isatty() else 30.0) as bar, atomic_writer(str(out)) as f:
-        for sentences in parse_lines(numbered, parser, batch_size, False, False, stats, where=str(inp),
-                                     progress=bar.update):
-            f.write(format_conllu(sentences))
-    return stats.lines, stats.sentences, stats.failures
-
-
-def _drop_stale_shards(inp: Path, out: Path, shards: int) -> None:
-    """Remove shard files of ``out`` older than their input (left by an earlier run on other text)."""
-    from ..parsing.shards import marker_path, shard_path  # lazy: syntrans.parsing imports stanza and torch
-
-    for k in range(shards):
-        shard = Path(shard_path(str(out), k, shards))
-        marker = Path(marker_path(str(shard)))
-        if marker.exists() and marker.stat().st_mtime_ns < inp.stat().st_mtime_ns:
-            marker.unlink()
-            shard.unlink(missing_ok=True)
-
-
-def parse_sharded(jobs: list[tuple[Path, Path, str, str]], shards: int, workers: int,
-                  log: Callable[[str], None] = print) -> None:
-    """syntrans-parse's own sharding for (input, output, lang, parser) jobs.
-
-    Every shard of every job is a subprocess (``workers`` at a time), its messages in
-    ``OUT.shard{K}of{N}.log``; syntrans-parse skips shards finished by an interrupted earlier run and
-    merges a file when its last shard finishes (``--merge`` is run for any file left unmerged).
-    """
-    for inp, out, _, _ in jobs:
-        out.unlink(missing_ok=True)  # a stale merge must not count as done
-        _drop_stale_shards(inp, out, shards)
-    tasks = [(inp, out, lang, name, k) for inp, out, lang, name in jobs for k in range(shards)]
-    running: list[tuple[tuple, subprocess.Popen, Path]] = []
-
-    def tail(path: Path) -> str:
-        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines() if path.exists() else []
-        return "\n  ".join(lines[-5:])
-
-    while tasks or running:
-        while tasks and len(running) < max(1, workers):
-            inp, out, lang, name, k = task = tasks.pop(0)
-            cmd = [sys.executable, "-m", "syntrans.cli.parse", str(inp), "-o", str(out), "--lang", lang,
-                   "--parser", name, "--num-shards", str(shards), "--shard-id", str(k)]
-            log_file = out.with_name(f"{out.name}.shard{k}of{shards}.log")
-            with open(log_file, "w", encoding="utf-8") as err:
-                running.append((task, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err), log_file))
-        finished = [item for item in running if item[1].poll() is not None]
-        if not finished:
-            time.sleep(0.05)
-            continue
-        for item in finished:
-            running.remove(item)
-            task, proc, log_file = item
-            if proc.returncode != 0:
-                for _, other, _ in running:
-                    other.kill()
-                    other.wait()
-                raise PrepError(f"syntrans-parse failed on shard {task[4]} of {shards} of {task[0]} "
-                                f"(exit status {proc.returncode}; log {log_file}):\n  {tail(log_file)}")
-    for inp, out, lang, name in jobs:
-        if not out.exists():
-            proc = subprocess.run([sys.executable, "-m", "syntrans.cli.parse", str(inp), "-o", str(out),
-                                   "--num-shards", str(shards), "--merge"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True)
-            if proc.returncode != 0:
-                lines = "\n  ".join(proc.stderr.strip().splitlines()[-5:])
-                raise PrepError(f"syntrans-parse --merge failed for {out}:\n  {lines}")
-        log(f"parse: {inp.name} with {name}: {shards} shards merged into {out}")
 
 
 _LINE_COMMENT = re.compile(r"^# line = (\d+)$", re.M)
@@ -192,36 +120,55 @@ def copy_gold(src: Path, out: Path, n_lines: int) -> None:
 
 
 def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: dict[str, str], requested: str,
-              smoke: bool, shards: int = 1, workers: int = 1, gold_dir: Path | None = None, batch_size: int = 64,
-              log: Callable[[str], None] = print) -> dict[str, str]:
-    """Parse every split of both sides; returns the parser actually used per language."""
-    from ..parsing.shards import count_lines  # lazy: syntrans.parsing imports stanza and torch
+              smoke: bool, shards: int = 1, workers: int = 1, gold_dir: Path | None = None, views=None,
+              launch=None, log: Callable[[str], None] = print) -> dict[str, str]:
+    """Parse every split of both sides into ``views`` (None: both; a list: those on both sides; {lang: views}: each
+    side's; a side with none is not parsed, parser ``none``) with the launcher options ``launch`` (None: here);
+    returns the parser actually used per language. PrepPending when jobs are left running (``launch.wait`` off)."""
+    from ..parsing.cluster import parse_sharded  # lazy: syntrans.parsing imports stanza and torch
+    from ..parsing.driver import ParseJob
+    from ..parsing.shards import InputError, count_lines, file_sha256, read_marker
+    from ..parsing.views import VIEWS, format_views, parse_views
+    from ..reproduce.launcher import LaunchError, LaunchOptions
 
+    if not isinstance(views, dict):
+        views = dict.fromkeys(langs, VIEWS if views is None else (parse_views(list(views)) if views else ()))
     parse_dir.mkdir(parents=True, exist_ok=True)
     used = dict(parsers)
-    sharded = []
+    jobs = []
     for lang in langs:
         name = parsers[lang]
+        lang_views = tuple(views.get(lang, ()))
         if name == "gold":
             for split in SPLITS:
                 copy_gold(gold_dir / f"{split}.{lang}.conllu", parse_dir / f"{split}.{lang}.conllu",
                           count_lines(str(tok_dir / f"{split}.{lang}")))
             log(f"parse: {lang}: gold parses copied for {', '.join(SPLITS)}")
             continue
-        if shards > 1:
-            if name == "stanza":  # fail (or fall back) before any shard runs
-                _, name = _build(name, lang, requested, smoke, batch_size, log)
-                used[lang] = name
-            for split in SPLITS:
-                sharded.append((tok_dir / f"{split}.{lang}", parse_dir / f"{split}.{lang}.conllu", lang, name))
+        if not lang_views:
+            for split in SPLITS:  # a parse of this text is kept (binarized too); one of other text must go
+                kept = parse_dir / f"{split}.{lang}.conllu"
+                info = read_marker(str(kept))
+                if kept.exists() and (info is None or info.get("input_sha256")
+                                      != file_sha256(str(tok_dir / f"{split}.{lang}"))):
+                    kept.unlink()
+            used[lang] = "none"
+            log(f"parse: {lang}: no view asked for (the systems read none of this side's parse): nothing parsed")
             continue
-        parser, used[lang] = _build(name, lang, requested, smoke, batch_size, log)
+        used[lang] = name = _check_models(name, lang, requested, smoke, lang_views, log)
         for split in SPLITS:
-            lines, sentences, failures = parse_file(tok_dir / f"{split}.{lang}", parse_dir / f"{split}.{lang}.conllu",
-                                                    parser, batch_size)
-            log(f"parse: {split}.{lang} with {used[lang]}: {lines} lines, {sentences} sentences, "
-                f"{len(failures)} failed (fallback parse)"
-                + (f", first at line {failures[0][0]}: {failures[0][1]}" if failures else ""))
-    if sharded:
-        parse_sharded(sharded, shards, workers, log)
+            jobs.append(ParseJob(input=str(tok_dir / f"{split}.{lang}"), output=str(parse_dir / f"{split}.{lang}.conllu"),
+                                 lang=lang, parser=name, num_shards=shards, workers=workers, views=lang_views,
+                                 device="cpu" if workers > 1 else None))
+        log(f"parse: {lang}: views {format_views(lang_views)} of {len(SPLITS)} files in {shards} shard(s) each"
+            + (f", as {launch.launcher} jobs" if launch is not None and launch.launcher != "local" else ""))
+    if jobs:
+        try:
+            finished = parse_sharded(jobs, launch or LaunchOptions(), log=log)
+        except (InputError, LaunchError) as e:
+            raise PrepError(f"parse: {e}") from None
+        if not finished:
+            raise PrepPending("parse jobs are still running; run the same command again to collect them and go on")
+        for job in jobs:
+            log(f"parse: {Path(job.input).name} with {job.parser} ({format_views(job.views)}) in {job.output}")
     return used

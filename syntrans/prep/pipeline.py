@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..parsing.names import AUTO_PARSERS
+from ..parsing.views import KIND_VIEW, VIEWS, parse_views, side_views
 from . import markers
 from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
@@ -77,7 +78,8 @@ class Prepared:
     0 for word-level data). ``ref_test``/``src_test_raw``: raw test target/source text, one line per test
     pair, lowercased if the corpus lowercases. ``parsers``: {lang: parser used} ("gold" for synthetic).
     ``sizes``: pairs per split after cleaning; ``dropped``: training pairs dropped per filter (``language``
-    too where the language filter is on). ``recipe``: the set fields of the recipe, or None.
+    too where the language filter is on). ``recipe``: the set fields of the recipe, or None. ``views``: {lang: the
+    views of its parse asked for} (:mod:`syntrans.parsing.views`; the sidecars built from them are in data-bin).
     """
 
     corpus: str
@@ -99,6 +101,7 @@ class Prepared:
     bpe_ops_by_lang: dict = field(default_factory=dict)
     word_vocab: int | None = None
     recipe: dict | None = None
+    views: dict = field(default_factory=dict)  # {lang: views of its parse}
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -119,9 +122,10 @@ class Prepared:
         else:
             bpe = f"BPE {self.bpe_ops} {'joint' if self.joint else 'separate'}"
         recipe = f"; recipe: {describe_settings(self.recipe)}" if self.recipe else ""
+        views = ", ".join(f"{lang} {','.join(v) or 'none'}" for lang, v in self.views.items()) or "none"
         return (f"prepared {self.corpus} {self.src}->{self.tgt}{' (smoke)' if self.smoke else ''}: {sizes} pairs "
                 f"(train dropped: {dropped or 'no filters'}); {bpe}; "
-                f"parsers {parsers}; data-bin {self.data_bin}; reference {self.ref_test}{recipe}")
+                f"parsers {parsers} (views {views}); data-bin {self.data_bin}; reference {self.ref_test}{recipe}")
 
 
 @dataclass
@@ -144,6 +148,8 @@ class _Run:
     known: list  # [(sums, label)] from --checksums
     parse_shards: int
     recipe: dict | None = None  # recipe_settings(recipe)
+    views: dict = field(default_factory=dict)  # {lang: the views of its parse} (syntrans.parsing.views)
+    launch: object = None  # a syntrans.reproduce.launcher.LaunchOptions for the parse shards; None: here
 
     @property
     def direction(self) -> str:
@@ -290,23 +296,48 @@ def _bpe(r: _Run) -> tuple[list[str], dict]:
     return outs, {}
 
 
+def _lang_views(r: _Run) -> dict:
+    """{lang: the views its parse holds}: those asked for, both for gold parses."""
+    return dict.fromkeys(r.pair.langs, VIEWS) if r.pair.gold_parses else dict(r.views)
+
+
 def _parse_settings(r: _Run) -> dict:
+    views = _lang_views(r)
+    if not any(views.values()):
+        return {"views": {}}  # nothing to parse
     parsers, _ = resolve_parsers(r.parser, r.pair.langs, r.smoke, r.pair.gold_parses)
-    return {"requested": r.parser, "parsers": parsers}
+    settings = {"requested": r.parser, "parsers": parsers}
+    if any(tuple(v) != VIEWS for v in views.values()):  # named only when not both on both sides: a folder prepared
+        settings["views"] = {lang: list(v) for lang, v in views.items()}  # before views existed keeps its marker
+    return settings
 
 
 def _parse(r: _Run) -> tuple[list[str], dict]:
+    views = _lang_views(r)
+    if not any(views.values()):
+        r.log("parse: no view asked for (the systems read no parse): nothing parsed, no sidecars")
+        return [], {"parsers": dict.fromkeys(r.pair.langs, "none")}
     parsers, notes = resolve_parsers(r.parser, r.pair.langs, r.smoke, r.pair.gold_parses)
     for note in notes:
         r.log(note)
     used = run_parse(r.out / "tok", r.out / "parse", r.pair.langs, parsers, r.parser, r.smoke, r.parse_shards,
-                     r.workers, gold_dir=r.raw, log=r.log)
-    return [f"parse/{s}.{lang}.conllu" for s in SPLITS for lang in r.pair.langs], {"parsers": used}
+                     r.workers, gold_dir=r.raw, views=views, launch=r.launch, log=r.log)
+    return [f"parse/{s}.{lang}.conllu" for s in SPLITS for lang in r.pair.langs if views[lang]], {"parsers": used}
+
+
+def _sidecar_kinds(r: _Run) -> dict:
+    """{lang: the sidecars the binarize step writes}: the word index, and those of the side's views (none without a
+    view; all four for gold parses)."""
+    return {lang: tuple(k for k in SIDECAR_KINDS if k == "word" or KIND_VIEW[k] in views) if views else ()
+            for lang, views in _lang_views(r).items()}
 
 
 def _binarize_settings(r: _Run) -> dict:
     # the sidecar kinds: a folder binarized before a kind was added is binarized again (its marker lacks it)
-    settings = {"src": r.src, "tgt": r.tgt, "joint": r.pair.joint, "sidecars": list(SIDECAR_KINDS)}
+    kinds = _sidecar_kinds(r)
+    same = len(set(kinds.values())) == 1  # one list when both sides have the same: earlier folders keep their marker
+    settings = {"src": r.src, "tgt": r.tgt, "joint": r.pair.joint,
+                "sidecars": list(kinds[r.src]) if same else {lang: list(k) for lang, k in kinds.items()}}
     if r.pair.word_vocab is not None:
         settings["nwords"] = r.pair.word_vocab
     if r.pair.multitask:  # named only when set: a folder prepared before it existed keeps its marker
@@ -322,9 +353,11 @@ def _binarize(r: _Run) -> tuple[list[str], dict]:
                      nwords=r.pair.word_vocab)
         outs = [f"multitask/{s}.{lang}" for s in SPLITS for lang in (r.src, r.tgt)]
         return outs + [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=False)], {"multitask": sizes}
-    run_binarize(r.out / "bpe", r.out / "parse", r.out / "data-bin", r.src, r.tgt, r.pair.joint, r.workers, r.log,
-                 nwords=r.pair.word_vocab)
-    return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt)], {}
+    kinds = _sidecar_kinds(r)
+    any_kinds = any(kinds.values())
+    run_binarize(r.out / "bpe", r.out / "parse" if any_kinds else None, r.out / "data-bin", r.src, r.tgt, r.pair.joint,
+                 r.workers, r.log, nwords=r.pair.word_vocab, kinds=kinds)
+    return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=any_kinds, kinds=kinds)], {}
 
 
 def _reference_settings(r: _Run) -> dict:
@@ -402,7 +435,8 @@ def run_steps(r: _Run) -> dict[str, dict]:
 
 def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | None, smoke: bool, parser: str,
              bpe_ops: int | None, workers: int, force: bool, log: Callable[[str], None], smoke_sizes: dict | None,
-             checksums: Path | None, parse_shards: int, recipe: Recipe | None = None) -> _Run:
+             checksums: Path | None, parse_shards: int, recipe: Recipe | None = None, views=None,
+             launch=None) -> _Run:
     if corpus not in CORPORA:
         raise PrepError(f"unknown corpus {corpus!r}; expected one of: {', '.join(CORPORA)}")
     c = CORPORA[corpus]
@@ -442,8 +476,46 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
         ops = dict.fromkeys(pair.langs, SMOKE_BPE_OPS)
     else:
         ops = pair.merges()
+    try:
+        sides = side_views(views)
+    except ValueError as e:
+        raise PrepError(f"views: {e}") from None
+    if pair.multitask and "deps" not in sides["source"]:  # the +MULTI-TASK text linearises the source's dependencies
+        sides["source"] = parse_views(list(sides["source"]) + ["deps"])
+    views = {src: sides["source"], tgt: sides["target"]}
     return _Run(c, pair, src, tgt, out, raw, smoke, sizes, parser, ops, workers, force, log, known, parse_shards,
-                recipe_settings(recipe))
+                recipe_settings(recipe), views, launch)
+
+
+def recipe_from_settings(settings: dict | None) -> Recipe | None:
+    """The Recipe whose :meth:`~syntrans.prep.recipe.Recipe.settings` are ``settings`` (None for none)."""
+    if not settings:
+        return None
+    values = dict(settings)
+    if values.get("train_parts") is not None:
+        from .corpora import Part
+
+        values["train_parts"] = tuple(Part(fmt=d["fmt"], files=tuple((k, tuple(v)) for k, v in d["files"]),
+                                           archive=d.get("archive"), columns=tuple(d.get("columns", ())))
+                                      for d in values["train_parts"])
+    return Recipe(**values)
+
+
+def again_call(out_dir: Path) -> dict:
+    """The arguments of :func:`prepare_corpus` that prepared ``out_dir`` (its ``prepared.json``, key ``again``): what
+    ``syntrans-prepare --again OUT`` runs with, other views given; a PrepError when OUT holds no such record."""
+    path = Path(out_dir) / "prepared.json"
+    try:
+        again = json.loads(path.read_text(encoding="utf-8"))["again"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise PrepError(f"{path}: expected the summary of a folder syntrans-prepare made (with its 'again' record), "
+                        "found none; prepare it with syntrans-prepare CORPUS --pair SRC-TGT --out DIR") from None
+    call = {k: again[k] for k in ("corpus", "src", "tgt", "smoke", "parser", "bpe_ops", "smoke_sizes", "parse_shards")}
+    call["views"] = again.get("views")
+    call["raw_dir"] = None if again.get("raw_dir") is None else Path(again["raw_dir"])
+    call["recipe"] = recipe_from_settings(again.get("recipe"))
+    call["out_dir"] = Path(out_dir)
+    return call
 
 
 def _stored_recipe(out: Path) -> tuple[bool, dict | None]:
@@ -491,16 +563,21 @@ def _warn_missing_models(r: _Run) -> None:
 def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | None = None, smoke: bool = False,
                    parser: str = "auto", bpe_ops: int | None = None, workers: int = 1, force: bool = False,
                    log: Callable[[str], None] = print, smoke_sizes: dict | None = None,
-                   checksums: Path | None = None, parse_shards: int = 1, recipe: Recipe | None = None) -> Prepared:
+                   checksums: Path | None = None, parse_shards: int = 1, recipe: Recipe | None = None,
+                   views=None, launch=None) -> Prepared:
     """Prepare ``corpus`` for direction src→tgt into ``out_dir`` (layout: module docs); returns its summary.
 
     ``recipe``: a paper's settings on top of the corpus' (:mod:`syntrans.prep.recipe`); an ``out_dir``
-    prepared under another recipe is refused unless ``force``. Raises :class:`~syntrans.prep.errors.PrepError`
+    prepared under another recipe is refused unless ``force``. ``views``: the views to parse
+    (:func:`syntrans.parsing.views.side_views`: None both; a list, those on both sides; ``{"source": …, "target":
+    …}`` each side's; a side with none is not parsed and gets no sidecars); ``launch``: the launcher options of the parse shards
+    (:class:`~syntrans.reproduce.launcher.LaunchOptions`; None: here), :class:`~syntrans.prep.parse_step.PrepPending`
+    when they are left running. Raises :class:`~syntrans.prep.errors.PrepError`
     for anything the user can fix (missing files, network errors, checksum mismatches, a pair the corpus
     lacks, missing stanza models, a recipe that does not fit the pair or the folder).
     """
     r = _resolve(corpus, src, tgt, out_dir, raw_dir, smoke, parser, bpe_ops, workers, force, log, smoke_sizes,
-                 checksums, parse_shards, recipe)
+                 checksums, parse_shards, recipe, views, launch)
     r.out.mkdir(parents=True, exist_ok=True)
     _check_recipe(r)
     if r.recipe:
@@ -519,9 +596,14 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
         parsers=dict(infos["parse"]["parsers"]), sizes={s: tok["sizes"][s] for s in SPLITS},
         dropped={k: tok["dropped"][k] for k in reasons} if (r.pair.clean or r.pair.langid) else {},
         codes_by_lang=codes, smoke=r.smoke, bpe_ops_by_lang={} if words else dict(r.ops),
-        word_vocab=r.pair.word_vocab, recipe=r.recipe)
+        word_vocab=r.pair.word_vocab, recipe=r.recipe, views={lang: list(v) for lang, v in _lang_views(r).items()})
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
+    # what `syntrans-prepare --again OUT` calls prepare_corpus with (all but the views, workers and launcher)
+    summary["again"] = {"corpus": corpus, "src": src, "tgt": tgt, "raw_dir": None if raw_dir is None else str(r.raw),
+                        "smoke": smoke, "parser": parser, "bpe_ops": bpe_ops, "smoke_sizes": smoke_sizes,
+                        "parse_shards": parse_shards, "recipe": r.recipe,
+                        "views": {"source": list(r.views[r.src]), "target": list(r.views[r.tgt])}}
     tmp = r.out / "prepared.json.tmp"
     tmp.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     tmp.replace(r.out / "prepared.json")

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..prep import prepare_corpus
+from ..prep.parse_step import PrepPending
 from .batching import world_size_of
-from .config_file import CONFIG_DIR, ArgsFile, config_batch, read_args_file
+from .config_file import CONFIG_DIR, ArgsFile, ConfigError, config_batch, read_args_file
 from .published import protocol
 from .published_data import data_settings
 from .report import results_markdown
@@ -62,6 +63,7 @@ class Options:
     workers: int = 1
     command: str = ""  # the command line, quoted in the results file
     launch: Any = None  # a launcher.LaunchOptions; None: every unit in this process, one after another
+    parse_shards: int = 1  # each parse file in this many shards (jobs of ``launch`` where it is a cluster's)
 
 
 #: flags after a config's in a --smoke run: a tiny model, a few hundred updates, a short warm-up (later flags win)
@@ -216,7 +218,20 @@ class Reproduction:
             recipe = dataclasses.replace(recipe or Recipe(), **overrides)
         return recipe
 
-    def prepare(self, ds: Dataset, system: Optional[System] = None):
+    def views(self, system: System) -> Dict[str, Tuple[str, ...]]:
+        """{"source": views, "target": views} of the parse ``system`` reads (:mod:`syntrans.reproduce.config_views`:
+        from its config's mechanisms)."""
+        from .config_views import side_views_of_config
+
+        try:
+            return side_views_of_config(self.opts.config_dir / system.config, system.extra)
+        except (ValueError, ConfigError) as e:
+            raise RunError(f"{system.name} ({system.config}): cannot tell which parse it reads: {e}") from None
+
+    def prepare(self, ds: Dataset, system: Optional[System] = None, views: Optional[Dict[str, Tuple[str, ...]]] = None):
+        """The prepared data of ``ds`` for ``system`` (its recipe), parsed into ``views`` ({"source": …, "target": …};
+        None: both views of both sides; the views of every system sharing the data, :meth:`plan`), or a reason to
+        skip it."""
         request = self._data_request(ds)
         if isinstance(request, str):
             return request
@@ -230,9 +245,15 @@ class Reproduction:
         out = root / (f"{corpus}.{src}-{tgt}" + (f".{recipe.digest()}" if recipe else "")
                       + (".smoke" if self.opts.smoke else ""))
         self.log(f"== data {ds.title}: {corpus} {src}→{tgt} in {out}" + (f" ({note})" if note else ""))
+        launch = self.opts.launch if getattr(self.opts.launch, "launcher", "local") != "local" else None
+        if views is not None:
+            from ..parsing.views import format_side_views
+
+            self.log(f"   parse views {format_side_views(views)}: what the systems to train on it read")
         prepared = prepare_corpus(corpus=corpus, src=src, tgt=tgt, out_dir=out, raw_dir=raw, smoke=self.opts.smoke,
                                   parser=self.opts.parser, bpe_ops=None, workers=self.opts.workers, force=False, log=self.log,
-                                  smoke_sizes=self.opts.smoke_sizes, recipe=recipe)
+                                  smoke_sizes=self.opts.smoke_sizes, recipe=recipe, views=views, launch=launch,
+                                  parse_shards=self.opts.parse_shards)
         parsers = ", ".join(f"{k}: {v}" for k, v in sorted(prepared.parsers.items()))
         which = ds.title + (f" ({system.name}'s data)" if system is not None and system.data else "")
         self.facts[which] = (f"{corpus} {src}→{tgt}, sizes {prepared.sizes}, parsers {parsers}"
@@ -408,6 +429,7 @@ class Reproduction:
         prepared here, once per dataset and recipe."""
         o = self.opts
         units, skipped = [], {}
+        chosen = []
         for shown in self.table.rows:  # the table's own systems, looked up in the table whose runs it reads
             ds = shown.dataset
             if o.datasets and ds.key not in o.datasets:
@@ -418,13 +440,22 @@ class Reproduction:
                 if o.systems and system.name not in o.systems:
                     skipped[(ds.key, system.name)] = {"skipped": "not selected (--systems)"}
                     continue
-                prepared = self.prepare(ds, system)
-                if isinstance(prepared, str):
-                    self.log(f"== {ds.title} {system.name}: skipped: {prepared}")
-                    skipped[(ds.key, system.name)] = {"skipped": prepared}
-                    continue
-                seeds, _ = self.protocol(ds)
-                units += [(ds.key, system.name, seed, prepared) for seed in seeds]
+                chosen.append((ds, system))
+        views: Dict[tuple, Dict[str, set]] = {}  # per prepared folder (dataset, recipe) and side: what its systems read
+        for ds, system in chosen:
+            folder = views.setdefault((ds.key, self.recipe(ds, system)), {"source": set(), "target": set()})
+            for side, read in self.views(system).items():
+                folder[side].update(read)
+        for ds, system in chosen:
+            wanted = views[(ds.key, self.recipe(ds, system))]
+            prepared = self.prepare(ds, system, {side: tuple(v for v in ("deps", "trees") if v in wanted[side])
+                                                 for side in ("source", "target")})
+            if isinstance(prepared, str):
+                self.log(f"== {ds.title} {system.name}: skipped: {prepared}")
+                skipped[(ds.key, system.name)] = {"skipped": prepared}
+                continue
+            seeds, _ = self.protocol(ds)
+            units += [(ds.key, system.name, seed, prepared) for seed in seeds]
         return units, skipped
 
     def run(self) -> Optional[Path]:
@@ -433,7 +464,11 @@ class Reproduction:
         start = time.time()
         self.log(f"== {t.key}: {t.title} ({t.paper})" + ("  [SMOKE RUN]" if o.smoke else "")
                  + (f"; the runs of {t.runs_of}" if t.runs_of else ""))
-        units, outcomes = self.plan()
+        try:
+            units, outcomes = self.plan()
+        except PrepPending as e:  # --no-wait: parse jobs still running; a re-run collects them
+            self.log(f"== {t.key}: {e}")
+            return None
         results = self.launch(units)
         running = [u for u, r in zip(units, results) if r is None]
         if running:  # --no-wait: some jobs are still running; a re-run collects them

@@ -46,9 +46,20 @@ def label_id(deprel: Optional[str]) -> int:
     return _ID.get(UD_V1.get(base, base), OTHER_LABEL)
 
 
+_SEEN: dict = {}  # DEPREL → its id, for the relations met so far (a corpus has few distinct ones)
+
+
 def label_ids(deprels: Iterable[Optional[str]]) -> List[int]:
     """:func:`label_id` of each DEPREL of a sentence."""
-    return [label_id(r) for r in deprels]
+    out = []
+    for r in deprels:
+        i = _SEEN.get(r)
+        if i is None:
+            i = label_id(r)
+            if len(_SEEN) < 10000:
+                _SEEN[r] = i
+        out.append(i)
+    return out
 
 
 def label_name(label: int) -> str:

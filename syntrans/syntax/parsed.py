@@ -19,7 +19,7 @@ import io
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from stanza.models.constituency.parse_tree import Tree
 from stanza.models.constituency.tree_reader import read_trees
@@ -78,11 +78,15 @@ class ParsedSentence:
 
 
 def _sniff_ptb(path: str) -> bool:
-    with open(path, encoding="utf-8") as f:
-        for raw in f:
-            s = raw.strip()
-            if s:
-                return s.startswith("(")
+    try:
+        with open(path, encoding="utf-8") as f:
+            for raw in f:
+                s = raw.strip()
+                if s:
+                    return s.startswith("(")
+    except UnicodeDecodeError:
+        check_utf8(path, "a parsed corpus")  # raises, naming the line and the byte
+        raise
     return False
 
 
@@ -121,103 +125,162 @@ def _read_parsed(path: str) -> List[ParsedSentence]:
 
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
+#: characters read at a time by the streaming readers: memory stays flat whatever the corpus size
+CHUNK_CHARS = 1 << 22
 
 
-def conllu_blocks(path: str) -> Tuple[List[List[List[str]]], List[List[str]]]:
-    """(word rows, comment lines) per sentence of a CoNLL-U file, like stanza's ``CoNLL.load_conll``.
+def _sentence_chunks(path: str, chunk_chars: int = CHUNK_CHARS) -> Iterator[Tuple[str, int]]:
+    """(text, 1-based file line of its first line) pieces of a CoNLL-U file, each ending at a blank line (or the end
+    of the file), about ``chunk_chars`` characters each, so that no sentence is cut."""
+    line = 1
+    buf = ""
+    with open(path, encoding="utf-8") as f:
+        while True:
+            more = f.read(chunk_chars)
+            buf += more
+            if not more:
+                if buf:
+                    yield buf, line
+                return
+            cut = buf.rfind("\n\n")
+            if cut < 0:
+                continue  # one sentence longer than a chunk: read on
+            piece, buf = buf[:cut + 2], buf[cut + 2:]
+            yield piece, line
+            line += piece.count("\n")
 
-    Our own reader, working on the whole file at once: stanza's line-by-line reader alone took
+
+def iter_conllu_blocks(path: str, chunk_chars: int = CHUNK_CHARS) -> Iterator[Tuple[List[List[str]], List[str]]]:
+    """(word rows, comment lines) of each sentence of a CoNLL-U file, streamed (memory: one chunk of the file).
+
+    Our own reader, working on large pieces of the file at once: stanza's line-by-line reader alone took
     longer than fairseq's whole binarization of the same corpus. A word line must have 10
     tab-separated fields; errors name the 1-based line of the file.
     """
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    try:
+        for text, first_line in _sentence_chunks(path, chunk_chars):
+            def line_of(piece: str) -> int:
+                return first_line + text.count("\n", 0, max(text.find(piece), 0))
 
-    def line_of(piece: str) -> int:
-        return text.count("\n", 0, max(text.find(piece), 0)) + 1
+            for chunk in _BLANK_LINES.split(text):
+                lines = [x for x in chunk.split("\n") if x and not x.isspace()]
+                notes = [x for x in lines if x[0] == "#"]
+                rows = [x.split("\t") for x in lines if x[0] != "#"]
+                for fields in rows:
+                    if len(fields) != 10:
+                        line = "\t".join(fields)
+                        raise ValueError(f"{path}, line {line_of(line)}: a CoNLL-U word line needs 10 tab-separated "
+                                         f"fields, found {len(fields)}: {line[:80]!r}")
+                if rows:
+                    yield rows, notes
+                elif notes:
+                    raise ValueError(f"{path}, line {line_of(notes[0])}: a sentence with comments but no word lines")
+    except UnicodeDecodeError:
+        check_utf8(path, "a parsed corpus")  # raises, naming the line and the byte
+        raise
 
+
+def conllu_blocks(path: str) -> Tuple[List[List[List[str]]], List[List[str]]]:
+    """(word rows, comment lines) per sentence of a CoNLL-U file, like stanza's ``CoNLL.load_conll``
+    (:func:`iter_conllu_blocks`, collected)."""
     blocks: List[List[List[str]]] = []
     comments: List[List[str]] = []
-    for chunk in _BLANK_LINES.split(text):
-        rows: List[List[str]] = []
-        notes: List[str] = []
-        for line in chunk.split("\n"):
-            if not line.strip():
-                continue
-            if line[0] == "#":
-                notes.append(line)
-                continue
-            fields = line.split("\t")
-            if len(fields) != 10:
-                raise ValueError(f"{path}, line {line_of(line)}: a CoNLL-U word line needs 10 tab-separated fields, "
-                                 f"found {len(fields)}: {line[:80]!r}")
-            rows.append(fields)
-        if rows:
-            blocks.append(rows)
-            comments.append(notes)
-        elif notes:
-            raise ValueError(f"{path}, line {line_of(notes[0])}: a sentence with comments but no word lines")
+    for rows, notes in iter_conllu_blocks(path):
+        blocks.append(rows)
+        comments.append(notes)
     return blocks, comments
 
 
+def _sentence(rows: List[List[str]], notes: List[str], where: str) -> ParsedSentence:
+    line = failed = tree = None
+    for c in notes:
+        key, _, val = c.lstrip("#").partition("=")
+        key = key.strip()
+        if key == "line":
+            try:
+                line = int(val)
+            except ValueError:
+                raise ValueError(f"{where}: '# line =' must hold an integer, found {val.strip()!r}") from None
+        elif key == "parse_failed":
+            failed = val.strip() or "unknown"
+        elif key == "constituency":
+            tree = val.strip()
+    rows = [r for r in rows if is_word_id(r[0])]
+    words = [r[1] for r in rows]
+    heads = deprels = None
+    if rows and all(r[6] != "_" for r in rows):
+        try:
+            heads = [int(r[6]) for r in rows]
+        except ValueError:
+            raise ValueError(f"{where}: heads must be integers, found {[r[6] for r in rows][:10]}") from None
+        deprels = [r[7] for r in rows]
+    s = ParsedSentence(words, heads, deprels, tree, line, failed)
+    s.validate(where)
+    return s
+
+
+def iter_conllu(path: str, chunk_chars: int = CHUNK_CHARS) -> Iterator[ParsedSentence]:
+    """The sentences of a CoNLL-U file one by one, as :func:`read_conllu` reads them, in memory that does not grow
+    with the file. Either every sentence carries ``# line =`` or none does (then sentence k is line k): the first
+    sentence decides, a later one that differs is an error; line numbers start at 1 and never decrease."""
+    with_line = None
+    prev = 0
+    for k, (rows, notes) in enumerate(iter_conllu_blocks(path, chunk_chars), 1):
+        bad_id = id_fault([r[0] for r in rows])
+        if bad_id is not None:
+            raise ValueError(f"{path}, sentence {k}, line {_row_line(path, k - 1, bad_id[0])}: {bad_id[1]}")
+        s = _sentence(rows, notes, f"{path}, sentence {k}")
+        if with_line is None:
+            with_line = s.line is not None
+        elif with_line != (s.line is not None):
+            raise ValueError(f"{path}, sentence {k}: {'has no' if with_line else 'carries a'} '# line =' comment but "
+                             f"sentence 1 {'does' if with_line else 'does not'}: all or none must")
+        if not with_line:
+            s.line = k
+        if s.line < 1:
+            raise ValueError(f"{path}, sentence {k}: '# line =' counts text lines from 1, found {s.line}")
+        if s.line < prev:
+            raise ValueError(f"{path}, sentence {k}: line numbers must not decrease, found {s.line} after {prev}")
+        prev = s.line
+        yield s
+
+
 def read_conllu(path: str) -> List[ParsedSentence]:
-    """Read CoNLL-U, keeping ``# line``, ``# parse_failed`` and ``# constituency`` trees.
+    """Read CoNLL-U, keeping ``# line``, ``# parse_failed`` and ``# constituency`` trees (:func:`iter_conllu`).
 
     Trees stay bracket strings (``tree_distances`` scans them directly; ``as_tree`` parses one).
     Multi-word-token ranges (``7-8``) and empty nodes (``8.1``) are skipped; a head ``_`` means the
     sentence has no dependencies.
     """
-    try:
-        blocks, comments = conllu_blocks(path)
-    except UnicodeDecodeError:
-        check_utf8(path, "a parsed corpus")  # raises, naming the line and the byte
-        raise
-    out: List[ParsedSentence] = []
-    with_line = 0
-    for k, (rows, notes) in enumerate(zip(blocks, comments)):
-        where = f"{path}, sentence {k + 1}"
-        line = failed = tree = None
-        for c in notes:
-            key, _, val = c.lstrip("#").partition("=")
-            key = key.strip()
-            if key == "line":
-                try:
-                    line = int(val)
-                except ValueError:
-                    raise ValueError(f"{where}: '# line =' must hold an integer, found {val.strip()!r}") from None
-            elif key == "parse_failed":
-                failed = val.strip() or "unknown"
-            elif key == "constituency":
-                tree = val.strip()
-        bad_id = id_fault([r[0] for r in rows])
-        if bad_id is not None:
-            raise ValueError(f"{where}, line {_row_line(path, k, bad_id[0])}: {bad_id[1]}")
-        rows = [r for r in rows if is_word_id(r[0])]
-        words = [r[1] for r in rows]
-        heads = deprels = None
-        if rows and all(r[6] != "_" for r in rows):
-            try:
-                heads = [int(r[6]) for r in rows]
-            except ValueError:
-                raise ValueError(f"{where}: heads must be integers, found {[r[6] for r in rows][:10]}") from None
-            deprels = [r[7] for r in rows]
-        s = ParsedSentence(words, heads, deprels, tree, line, failed)
-        s.validate(where)
-        with_line += line is not None
-        out.append(s)
-    if with_line and with_line != len(out):
-        raise ValueError(f"{path}: {with_line} of {len(out)} sentences carry '# line =': all or none must")
-    if not with_line:
-        for k, s in enumerate(out):
-            s.line = k + 1
-    prev = 0
-    for k, s in enumerate(out):
-        if s.line < 1:
-            raise ValueError(f"{path}, sentence {k + 1}: '# line =' counts text lines from 1, found {s.line}")
-        if s.line < prev:
-            raise ValueError(f"{path}, sentence {k + 1}: line numbers must not decrease, found {s.line} after {prev}")
-        prev = s.line
-    return out
+    return list(iter_conllu(path))
+
+
+def iter_parsed(path: str) -> Iterator[ParsedSentence]:
+    """The sentences of a parsed corpus one by one: CoNLL-U streamed (:func:`iter_conllu`), PTB brackets read whole
+    (:func:`read_parsed`)."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"parsed corpus {path} does not exist")
+    if _sniff_ptb(path):
+        yield from read_parsed(path)
+        return
+    yield from iter_conllu(path)
+
+
+def iter_by_line(sentences: Iterable[ParsedSentence], n_lines: int,
+                 path: str = "parsed corpus") -> Iterator[List[ParsedSentence]]:
+    """The sentences of each text line 1..n_lines in turn (a line with none: an empty list), from sentences in line
+    order (:func:`group_by_line`, streamed); a ValueError for a sentence tied to a line past ``n_lines``."""
+    it = iter(sentences)
+    pending = next(it, None)
+    for ln in range(1, n_lines + 1):
+        group = []
+        while pending is not None and pending.line == ln:
+            group.append(pending)
+            pending = next(it, None)
+        yield group
+    if pending is not None:
+        raise ValueError(f"{path}: a sentence is tied to line {pending.line} but the text has {n_lines} lines"
+                         " (without '# line' comments, sentence k belongs to line k)")
 
 
 def _row_line(path: str, block: int, row: int) -> int:
@@ -252,6 +315,32 @@ def group_by_line(sentences: Sequence[ParsedSentence], n_lines: int, path: str =
                              " (without '# line' comments, sentence k belongs to line k)")
         groups[s.line - 1].append(s)
     return groups
+
+
+def combine_views(have: ParsedSentence, new: ParsedSentence, where: str = "") -> ParsedSentence:
+    """One sentence holding the views of two parses of it: the dependencies (heads, relations) of whichever has them
+    (``have`` first), the tree of whichever has one (``have`` first). Both must be of the same words and line (a
+    ValueError naming ``where`` otherwise); the result is marked failed when either was (reasons joined by ``; ``)."""
+    if have.words != new.words or have.line != new.line:
+        raise ValueError(f"{where}: the parses to combine differ: line {have.line} words {have.words[:8]} and line "
+                         f"{new.line} words {new.words[:8]}")
+    deps = have if have.heads is not None else new
+    tree = have.tree if have.tree is not None else new.tree
+    failed = "; ".join(r for r in (have.failed, new.failed) if r) or None
+    out = ParsedSentence(list(have.words), deps.heads, deps.deprels, tree, have.line, failed)
+    out.validate(where)
+    return out
+
+
+def only_views(s: ParsedSentence, deps: bool, trees: bool) -> ParsedSentence:
+    """``s`` without the views not asked for (in place): no heads and relations unless ``deps``, no tree unless
+    ``trees``; returns ``s``."""
+    if not deps:
+        s.heads = s.deprels = None
+    if not trees:
+        s.tree = None
+        s._dists = None
+    return s
 
 
 def format_conllu(sentences: Iterable[ParsedSentence]) -> str:

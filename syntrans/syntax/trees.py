@@ -71,7 +71,50 @@ _binarize = binarize  # tree_distances' parameter of the same name hides the fun
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
 
+_PRETERMINAL = re.compile(r"\([^\s()]+ [^\s()]+\)")  # (TAG word)
+_OPEN_LABEL = re.compile(r"\([^\s()\x00]+")  # "(LABEL" of a phrase
+_SHAPE = re.compile(r"[^()\x00]")  # anything left once labels and words are gone: not the canonical form
+
+
 def scan_brackets(text: str) -> Tuple[int, List[int]]:
+    """(number of leaves, Algorithm 1 distances) of one PTB bracket string (:func:`scan_brackets_checked`), through a
+    faster path for trees in the canonical form (every word alone under its preterminal, every phrase labelled):
+    the preterminals become one mark each, the labels go, and the brackets alone are walked. Anything else takes
+    the checked path, which gives the same result or the error."""
+    shape = _OPEN_LABEL.sub("(", _PRETERMINAL.sub("\x00", text)).replace(" ", "")
+    if _SHAPE.search(shape) or "()" in shape or not shape.startswith("("):
+        return scan_brackets_checked(text)
+    n = shape.count("\x00")
+    gaps = [0] * n
+    stack: List[list] = []  # per open node: [leaf index after each child, largest nd of a child]
+    leaf = 0
+    closed = -1
+    for i, c in enumerate(shape):
+        if c == "(":
+            stack.append([[], 0])
+        elif c == ")":
+            ends, top = stack.pop()
+            if len(ends) > 1:
+                top += 1
+                for e in ends[:-1]:
+                    gaps[e] = top
+            if not stack:
+                closed = i
+                break
+            parent = stack[-1]
+            parent[0].append(ends[-1])
+            if top > parent[1]:
+                parent[1] = top
+        else:  # a preterminal: its leaf ends here
+            stack[-1][0].append(leaf)
+            leaf += 1
+    if closed != len(shape) - 1:  # unbalanced, or text after the tree: the checked path says what is wrong
+        return scan_brackets_checked(text)
+    gaps.pop()  # the slot after the last leaf is no gap
+    return n, gaps
+
+
+def scan_brackets_checked(text: str) -> Tuple[int, List[int]]:
     """(number of leaves, Algorithm 1 distances) of one PTB bracket string in a single pass.
 
     Same result as :func:`tree_distances` on the parsed tree, without building tree objects: the gap

@@ -7,13 +7,14 @@ a ``random.Random`` seeded by the caller, so a seed fixes the corpus byte for by
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import random
 import time
 
 from ..syntax.gc_pause import gc_paused
-from ..syntax.parsed import ParsedSentence, write_conllu
+from ..syntax.parsed import ParsedSentence, format_conllu
 from ..syntax.trees import as_tree
 from .grammar import Grammar, Node, dependencies, to_ptb, words_of
 from .lexicon import LEXICON
@@ -31,15 +32,23 @@ def parsed_source(root: Node) -> ParsedSentence:
     return ParsedSentence(words=words_of(root), heads=heads, deprels=rels, tree=as_tree(to_ptb(root)))
 
 
+def _draw(grammar: Grammar, n: int, min_len: int, max_len: int) -> list[tuple[ParsedSentence, ParsedSentence]]:
+    pairs = []
+    for _ in range(n):
+        src = parsed_source(grammar.sentence(min_len, max_len))
+        pairs.append((src, transduce_sentence(src)))
+    return pairs
+
+
 def generate_corpus(n: int, seed: int, min_len: int = 3, max_len: int = 40) -> list[tuple[ParsedSentence, ParsedSentence]]:
     """``n`` (source, target) pairs drawn with ``random.Random(seed)``; ``line`` is left None."""
     grammar = Grammar(random.Random(seed))
-    pairs = []
     with gc_paused():
-        for _ in range(n):
-            src = parsed_source(grammar.sentence(min_len, max_len))
-            pairs.append((src, transduce_sentence(src)))
-    return pairs
+        return _draw(grammar, n, min_len, max_len)
+
+
+#: pairs generated and written at a time by :func:`write_corpus` (its memory does not grow with the corpus)
+CHUNK_PAIRS = 20000
 
 
 def split_seed(seed: int, split: str) -> int:
@@ -48,37 +57,67 @@ def split_seed(seed: int, split: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def _write_text(path: str, sentences: list[ParsedSentence]) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.writelines(" ".join(s.words) + "\n" for s in sentences)
-
-
 def write_corpus(out_dir: str, sizes: dict[str, int], seed: int, src: str = "src", tgt: str = "tgt",
                  min_len: int = 3, max_len: int = 40) -> list[dict]:
     """Write ``{split}.{lang}`` and ``{split}.{lang}.conllu`` for each split in ``sizes``.
 
-    Each split uses its own sub-seed (:func:`split_seed`). Returns one summary per split: ``split``,
-    ``sentences``, ``mean_len`` (source words), ``overlap`` (source sentences of this split that
-    also occur in another split) and ``seconds`` (generation and writing).
+    Each split uses its own sub-seed (:func:`split_seed`); its pairs are those of :func:`generate_corpus`, drawn and
+    written :data:`CHUNK_PAIRS` at a time, so that any size fits in memory. Returns one summary per split:
+    ``split``, ``sentences``, ``mean_len`` (source words), ``overlap`` (source sentences of this split that also
+    occur in another split) and ``seconds`` (generation and writing).
     """
     if src == tgt:
         raise ValueError(f"source and target language names must differ, both are {src!r}")
     os.makedirs(out_dir, exist_ok=True)
-    summaries, texts = [], {}
+    summaries = []
     for split, n in sizes.items():
         start = time.perf_counter()
-        pairs = generate_corpus(n, split_seed(seed, split), min_len, max_len)
-        for k, (s, t) in enumerate(pairs, 1):
-            s.line = t.line = k
-        for lang, side in ((src, 0), (tgt, 1)):
-            sentences = [p[side] for p in pairs]
-            base = os.path.join(out_dir, f"{split}.{lang}")
-            _write_text(base, sentences)
-            write_conllu(base + ".conllu", sentences)
-        texts[split] = [" ".join(s.words) for s, _ in pairs]
-        mean = sum(len(s.words) for s, _ in pairs) / max(1, n)
-        summaries.append({"split": split, "sentences": n, "mean_len": mean, "seconds": time.perf_counter() - start})
+        grammar = Grammar(random.Random(split_seed(seed, split)))
+        paths = {lang: os.path.join(out_dir, f"{split}.{lang}") for lang in (src, tgt)}
+        words = done = 0
+        with open(paths[src], "w", encoding="utf-8", newline="\n") as src_text, \
+                open(paths[tgt], "w", encoding="utf-8", newline="\n") as tgt_text, \
+                open(paths[src] + ".conllu", "w", encoding="utf-8", newline="\n") as src_parse, \
+                open(paths[tgt] + ".conllu", "w", encoding="utf-8", newline="\n") as tgt_parse:
+            while done < n:
+                with gc_paused():  # per chunk: the trees' reference cycles are collected between chunks
+                    pairs = _draw(grammar, min(CHUNK_PAIRS, n - done), min_len, max_len)
+                for k, (s, t) in enumerate(pairs, done + 1):
+                    s.line = t.line = k
+                for side, text, parse in ((0, src_text, src_parse), (1, tgt_text, tgt_parse)):
+                    sentences = [p[side] for p in pairs]
+                    text.writelines(" ".join(x.words) + "\n" for x in sentences)
+                    parse.write(format_conllu(sentences))
+                words += sum(len(s.words) for s, _ in pairs)
+                done += len(pairs)
+                del pairs
+                gc.collect()
+        summaries.append({"split": split, "sentences": n, "mean_len": words / max(1, n),
+                          "seconds": time.perf_counter() - start})
+    overlaps = _overlaps({split: os.path.join(out_dir, f"{split}.{src}") for split in sizes}, sizes)
     for summary in summaries:
-        others = {t for split, lines in texts.items() if split != summary["split"] for t in lines}
-        summary["overlap"] = sum(t in others for t in texts[summary["split"]])
+        summary["overlap"] = overlaps[summary["split"]]
     return summaries
+
+
+def _overlaps(files: dict[str, str], sizes: dict[str, int]) -> dict[str, int]:
+    """Per split, how many of its lines occur in another split's file. The largest split is streamed, the others held
+    (valid and test: small)."""
+    def lines(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                yield line.rstrip("\n")
+
+    largest = max(sizes, key=lambda s: sizes[s])
+    small = {s: list(lines(p)) for s, p in files.items() if s != largest}
+    sets = {s: set(x) for s, x in small.items()}
+    union = set().union(*sets.values())
+    out, in_largest = {largest: 0}, set()
+    for line in lines(files[largest]):
+        if line in union:
+            out[largest] += 1
+            in_largest.add(line)
+    for s, xs in small.items():
+        others = in_largest.union(*(sets[o] for o in sets if o != s))
+        out[s] = sum(x in others for x in xs)
+    return out
