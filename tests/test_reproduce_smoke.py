@@ -60,6 +60,10 @@ def test_results_table_has_published_and_our_columns(smoke):
         assert re.fullmatch(r"\d+\.\d\d ± \d+\.\d\d \(n=2\)", cells[3]), cells
     # datasets not selected are listed, not dropped
     assert "| NC11 de→en | baseline | 26.83 | not run: not selected (--datasets) |" in md
+    # the parsers: ours (the synthetic corpus' gold parses) and the paper's, with its words
+    parsers = md[md.index("Parsers (ours and the paper's"):].splitlines()[1]
+    assert parsers.startswith("- IWSLT14 de→en: ours: src: gold, tgt: gold") and "the paper's: Stanford CoreNLP" in parsers
+    assert "§4.1" in parsers
 
 
 def test_scores_are_sacrebleu_of_the_written_hypotheses(smoke):

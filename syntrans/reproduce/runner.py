@@ -154,6 +154,7 @@ class Reproduction:
         self.user_dir = str(Path(__file__).resolve().parents[1])
         self.notes: List[str] = []
         self.facts: Dict[str, str] = {}  # per dataset: what data and parser it ran on
+        self.parsers: Dict[str, str] = {}  # per dataset: the parsers we used and the paper's
         self.signatures: set = set()
         self.protocols: Dict[str, str] = {}  # per dataset: seeds and checkpoint selection
         self._prepared: Dict[tuple, Any] = {}
@@ -240,6 +241,9 @@ class Reproduction:
                              + (f", the preparation {recipe.digest()}: {recipe}" if recipe else ""))
         if note:
             self.notes.append(note)
+        paper = data_settings(self.runs.key, ds.key)
+        self.parsers[ds.title] = (f"ours: {parsers} (syntrans-prepare --parser {self.opts.parser}); the paper's: "
+                                  f"{paper.parser} ({paper.source('parser')})")
         self._prepared[key] = prepared
         return prepared
 
@@ -516,6 +520,10 @@ class Reproduction:
         else:
             header.append("Read from the training logs of every run. Seeds and checkpoint per dataset:")
         header += [f"- {k}: {v}" for k, v in self.protocols.items()]
+        if self.parsers:
+            header.append("Parsers (ours and the paper's; parses differ between parsers, and so can BLEU: "
+                          "docs/reproduce.md, Parsers):")
+            header += [f"- {k}: {v}" for k, v in self.parsers.items()]
         for sig in sorted(self.signatures):
             header.append(f"sacreBLEU signature: `{sig}`")
         if getattr(self, "test_description", None):
