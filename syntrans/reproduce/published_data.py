@@ -174,8 +174,8 @@ _HOU_ASPEC_ZH_JA = _entry(
                      f"{HOU}: separate dictionaries, zh 61k and ja 46k entries (merges not stated: ours, as many merges "
                      "as dictionary entries)"),
     joint=(False, f"{HOU}: separate dictionaries for zh and ja"),
-    eval_tokenize=(None, "not stated: ours (App. A: BLEU with sacreBLEU; the Japanese tokenizer of "
-                         "syntrans.reproduce.scoring: ja-mecab where installed, else char)"),
+    eval_tokenize=("ja-mecab", "not stated: ours (App. A: BLEU with sacreBLEU, its Japanese tokenizer not stated: "
+                               "sacreBLEU's ja-mecab, MeCab with the IPA dictionary, pinned by syntrans[reproduce])"),
     eval_lowercase=_HOU_EVAL["eval_lowercase"],
     parser=_HOU_PARSER,
     notes=(f"{HOU}: Moses scripts for sentence extraction, zh and ja pre-segmented (the corpus' layout: the user "
@@ -262,8 +262,10 @@ _PASCAL_WAT = {
     "train_parts": (aspec_je_train(3), f"{PASCAL}, Table 4: 3,008,500 training pairs, all of ASPEC-JE "
                                        "(train-1.txt to train-3.txt)"),
     "bpe_ops_by_lang": (None, "not stated: ours (the corpus' merges, the same for both sides)"),
-    "eval_tokenize": (None, "not stated: ours (App. A: BLEU on KyTea-tokenized targets, which sacreBLEU lacks; the "
-                            "Japanese tokenizer of syntrans.reproduce.scoring: ja-mecab where installed, else char)"),
+    "eval_tokenize": ("ja-mecab", f'deviates from {PASCAL} ("computing BLEU scores after tokenizing target '
+                                  "sentences using KyTea\"): sacreBLEU has no KyTea tokenizer; we tokenize with its "
+                                  "ja-mecab (MeCab with the IPA dictionary, pinned by syntrans[reproduce]), so BLEU and "
+                                  "RIBES differ from the paper's by the tokenizer as well"),
     "eval_lowercase": (False, "not stated: ours (case-sensitive, as the paper's other scores)"),
     "notes": (f"{PASCAL}: the Japanese target is processed with Cabocha; we take the pre-segmented ja text of the "
               "corpus' layout.",),

@@ -29,7 +29,8 @@ from .config_file import CONFIG_DIR, ArgsFile, config_batch, read_args_file
 from .published import protocol
 from .published_data import data_settings
 from .report import results_markdown
-from .scoring import bleu, detokenize, generate_hypotheses, ribes
+from .scoring import (TokenizerMissing, bleu, check_tokenizer, detokenize, generate_hypotheses, ribes,
+                      sacrebleu_tokenizer)
 from .significance import paired_bootstrap
 from .tables import LICENSED, TABLES, Dataset, Row, System, Table
 
@@ -427,6 +428,12 @@ class Reproduction:
                     self.log(f"== {ds.title} {system.name}: skipped: {prepared}")
                     skipped[(ds.key, system.name)] = {"skipped": prepared}
                     continue
+                if self.decodes:  # a tokenizer the scoring needs and lacks stops the run now, not after training
+                    _, tokenize = self.evaluation(prepared, ds)
+                    try:
+                        check_tokenizer(tokenize or sacrebleu_tokenizer(prepared.tgt))
+                    except TokenizerMissing as e:
+                        raise RunError(f"{self.table.key} {ds.title}: {e}") from None
                 seeds, _ = self.protocol(ds)
                 units += [(ds.key, system.name, seed, prepared) for seed in seeds]
         return units, skipped
