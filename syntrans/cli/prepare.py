@@ -89,8 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no BPE: word-level data, each dictionary keeping its N most frequent entries")
     r.add_argument("--multitask", action="store_const", const=True,
                    help="the +MULTI-TASK baseline's data (Bugliarello & Okazaki 2020, App. A): each training source "
-                        "also paired with its linearised dependency parse, sources wrapped in a task tag (<translate> "
-                        "or <parse>), the two tasks shuffled together; valid/test carry <translate>; no sidecars")
+                        "also paired with its linearised parse, sources wrapped in a task tag (<translate> or "
+                        "<parse>), the two tasks shuffled together; valid/test carry <translate>; no sidecars")
+    r.add_argument("--multitask-target", choices=("constituency", "dependency"), default=None,
+                   help="with --multitask: the parse target, constituency (default: the authors' unlexicalized "
+                        "constituency skeleton, words and POS tags removed) or dependency (ours: bracketed "
+                        "dependency parse over the BPE pieces)")
     return p
 
 
@@ -100,7 +104,7 @@ def recipe_from_args(args) -> Recipe | None:
                     aggressive_dashes=args.aggressive_dashes, normalize_punctuation=args.normalize_punctuation,
                     remove_non_printing=args.remove_non_printing, langid=args.langid, train_limit=args.train_limit,
                     bpe_ops_by_lang=args.bpe_ops_per_lang, joint=args.joint, word_vocab=args.word_vocab,
-                    multitask=args.multitask)
+                    multitask=args.multitask, multitask_target=args.multitask_target)
     return None if recipe.is_empty() else recipe
 
 

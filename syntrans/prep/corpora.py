@@ -89,7 +89,8 @@ class PairData:
     ``langid`` (the language filter of training pairs), ``train_limit`` (the first N training pairs only),
     ``bpe_ops_by_lang`` (((lang, merges), ...) for separate BPE; empty: ``bpe_ops`` for every side) and
     ``word_vocab`` (no BPE: words, a dictionary of the N most frequent per language) and ``multitask`` (the
-    +MULTI-TASK data of :mod:`syntrans.prep.multitask`: translation and source-parse pairs, no sidecars).
+    +MULTI-TASK data of :mod:`syntrans.prep.multitask`: translation and source-parse pairs, no sidecars), with
+    ``multitask_target`` its parse target (``constituency``, the authors' skeleton, or ``dependency``).
     """
 
     langs: tuple[str, str]
@@ -111,6 +112,7 @@ class PairData:
     bpe_ops_by_lang: tuple[tuple[str, int], ...] = ()
     word_vocab: int | None = None
     multitask: bool = False
+    multitask_target: str = "constituency"
 
     def merges(self) -> dict[str, int]:
         """{lang: BPE merges} of each side: ``bpe_ops_by_lang`` where given, else ``bpe_ops`` for both."""

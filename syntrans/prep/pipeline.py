@@ -310,14 +310,14 @@ def _binarize_settings(r: _Run) -> dict:
     if r.pair.word_vocab is not None:
         settings["nwords"] = r.pair.word_vocab
     if r.pair.multitask:  # named only when set: a folder prepared before it existed keeps its marker
-        settings["multitask"] = {"seed": MULTITASK_SEED, "tags": list(TAGS)}
+        settings["multitask"] = {"seed": MULTITASK_SEED, "tags": list(TAGS), "target": r.pair.multitask_target}
     return settings
 
 
 def _binarize(r: _Run) -> tuple[list[str], dict]:
     if r.pair.multitask:
         sizes = write_multitask(r.out / "bpe", r.out / "parse", r.out / "multitask", r.src, r.tgt,
-                                words=r.pair.word_vocab is not None, log=r.log)
+                                words=r.pair.word_vocab is not None, log=r.log, target=r.pair.multitask_target)
         run_binarize(r.out / "multitask", None, r.out / "data-bin", r.src, r.tgt, r.pair.joint, r.workers, r.log,
                      nwords=r.pair.word_vocab)
         outs = [f"multitask/{s}.{lang}" for s in SPLITS for lang in (r.src, r.tgt)]

@@ -345,7 +345,10 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
            "ja-mecab (MeCab, IPA dictionary; pip install 'syntrans[reproduce]'), so BLEU and RIBES also differ by the "
            "tokenizer.",
            "MULTI-TASK (Currey & Heafield 2019, as the paper implements it, App. A) trains on its own prepared copy of "
-           "each dataset: the translation pairs plus (source → linearised source parse) pairs.",
+           "each dataset: the translation pairs plus (source → linearised source parse) pairs, the parse an "
+           "unlexicalized constituency skeleton (words and part-of-speech tags removed, e.g. (ROOT (S (NP ) (VP ) ) )) "
+           "as the authors' released scripts/bpe_lin_parses.py makes it from CoreNLP constituency parses; our "
+           "dependency bracketing is the data option multitask_target dependency.",
            "The paper's rows of earlier work (Eriguchi et al. 2016, …, Mixed Enc.) are other papers' numbers: not "
            "repeated here."),
           ribes=True,
