@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bpe-ops", type=int, metavar="N", help="BPE merges (default: the corpus's; smoke: 1000)")
     p.add_argument("--parser", choices=PARSERS, default="auto",
                    help="auto (default): stanza where its models are installed, else an error, or right-branching "
-                        "in smoke runs; or force one")
+                        "in smoke runs; or force one; imported: another parser's output (e.g. CoreNLP's PTB trees and "
+                        "CoNLL-U) for each tokenized file, from OUT/parse-import/ (docs/reproduce.md, Parsers)")
     p.add_argument("--parse-shards", type=int, default=1, metavar="N",
                    help="parse each file in N shards with syntrans-parse's sharding (subprocesses, --workers at a time)")
     p.add_argument("--workers", type=int, default=1, metavar="N",

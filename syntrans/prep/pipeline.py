@@ -8,6 +8,7 @@ Layout of OUT (``out_dir``)::
     tok/{split}.{lang}        Moses-tokenized text, training pairs cleaned (tokenize)
     bpe/codes, bpe/{split}.{lang}   BPE codes (codes.{lang} when separate) and segmented text (bpe)
     parse/{split}.{lang}.conllu     parses of tok/ (parse)
+    parse-import/             --parser imported: another parser's output for tok/ (syntrans.parsing.imported)
     multitask/{split}.{lang}  recipe multitask only: the +MULTI-TASK text (syntrans.prep.multitask; binarize)
     data-bin/                 fairseq binaries + syntax sidecars (binarize; multitask: of multitask/, no sidecars)
     ref/test.{lang}           raw test text, lowercased if the corpus is: sacreBLEU's reference (reference)
@@ -39,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..parsing.names import AUTO_PARSERS
+from ..parsing.names import PREPARE_PARSERS
 from . import markers
 from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
@@ -51,7 +52,7 @@ from .errors import PrepError
 from .extract import extract_text, read_lines
 from .langid_filter import check_languages
 from .multitask import MULTITASK_SEED, TAGS, write_multitask
-from .parse_step import resolve_parsers, run_parse, stanza_installed
+from .parse_step import IMPORT_DIR, IMPORTED, imported_files, resolve_parsers, run_parse, stanza_installed
 from .prepare_text import tokenize_corpus
 from .recipe import Recipe, apply_recipe, describe_settings, recipe_settings
 
@@ -63,7 +64,7 @@ SMOKE_SIZES = {"train": 2000, "valid": 200, "test": 200}
 SMOKE_BPE_OPS = 1000
 SYNTHETIC_SEED = 1
 LOCAL_SUMS = "raw-SHA256SUMS"  # first-use sums of a licensed/local corpus's files, in OUT/.done
-PARSERS = AUTO_PARSERS
+PARSERS = PREPARE_PARSERS
 RECIPE_FILE = "recipe.json"  # in OUT/.done: the recipe OUT is prepared under
 
 
@@ -292,7 +293,10 @@ def _bpe(r: _Run) -> tuple[list[str], dict]:
 
 def _parse_settings(r: _Run) -> dict:
     parsers, _ = resolve_parsers(r.parser, r.pair.langs, r.smoke, r.pair.gold_parses)
-    return {"requested": r.parser, "parsers": parsers}
+    settings = {"requested": r.parser, "parsers": parsers}
+    if IMPORTED in parsers.values():  # new or changed files to import redo the step
+        settings["imported"] = imported_files(r.out / IMPORT_DIR)
+    return settings
 
 
 def _parse(r: _Run) -> tuple[list[str], dict]:
