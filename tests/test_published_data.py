@@ -159,3 +159,20 @@ def test_the_pascal_tables_quote_the_released_checkpoint_rule():
     for table in ("pascal_table1", "pascal_table3a", "pascal_table5", "pascal_appendixb", "pascal_figure2"):
         p = protocol(table, "nc11_de_en")
         assert p.checkpoint == "best" and "checkpoint_last.pt" in p.where and p.where.startswith("not stated: ours")
+
+
+def test_nsd_ldc_rows_test_on_mt03_to_05_with_four_references():
+    """Ma et al. 2019, §4.1: "The test set is a concatenation of NIST MT 2003, 2004, and 2005"; zh→en is scored against
+    the sets' four English references, en→zh against the one Chinese source; the corpus' layout asks for the files."""
+    from syntrans.prep.corpora import CORPORA
+
+    zh_en, en_zh = data_settings("nsd_table1", "ldc_zh_en"), data_settings("nsd_table1", "ldc_en_zh")
+    assert (zh_en.references, en_zh.references) == (4, 1)
+    for s in (zh_en, en_zh):
+        assert any("NIST MT 2003, 2004, and 2005" in n for n in s.notes)
+    pair = CORPORA["ldc"].find_pair("zh", "en")
+    assert pair.reference_files("en") == ("test.en.2", "test.en.3", "test.en.4") and pair.reference_files("zh") == ()
+    layout = CORPORA["ldc"].layout
+    assert "NIST MT03 + MT04 + MT05" in layout and "test.en.2 test.en.3 test.en.4" in layout and "MT03-06" not in layout
+    assert all(data_settings(t.key, r.dataset.key).references == 1 for t in TABLES.values() for r in t.rows
+               if r.dataset.corpus != "ldc")

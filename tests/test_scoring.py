@@ -263,3 +263,33 @@ def test_setup_pins_the_japanese_tokenizer_in_the_reproduce_extra(monkeypatch):
     assert set(JA_MECAB_PACKAGES) <= set(extra) and "matplotlib" in extra
     assert not any(p.startswith("torch") for p in extra)
     assert '".[test,plot,reproduce]"' in (root / "Makefile").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# several references per segment (NIST MT03-05: four)
+
+
+def test_multi_reference_bleu_is_sacrebleus_and_rewards_any_reference():
+    """A hypothesis that equals the second reference of every segment scores 100 with all references and less with the
+    first alone; the score is sacreBLEU's own corpus_bleu over the reference streams, and the paired bootstrap takes
+    them too (a system equal to the second references beats one equal to neither)."""
+    import sacrebleu
+
+    from syntrans.reproduce.scoring import bleu
+
+    first = ["the cat sat on the mat today", "a dog barked at the mailman again", "we went to the big market"]
+    second = ["a cat was sitting on the mat", "the dog was barking at the postman", "we walked to the market"]
+    third = ["today the cat sat on a mat", "again a dog barked at the mail carrier", "we visited the market"]
+    hyps = list(second)
+    assert bleu(hyps, first, "en", lowercase=False, more_refs=[second, third])[0] == pytest.approx(100.0)
+    one, sig1 = bleu(hyps, first, "en", lowercase=False)
+    multi, sig3 = bleu(hyps[:2] + ["we went to the market"], first, "en", lowercase=False, more_refs=[second, third])
+    assert one < 50 and "nrefs:1" in sig1 and "nrefs:3" in sig3
+    want = sacrebleu.corpus_bleu(hyps[:2] + ["we went to the market"], [first, second, third]).score
+    assert multi == pytest.approx(want, abs=1e-9)
+    with pytest.raises(ValueError, match="3 hypotheses but reference 2 has 2 lines"):
+        bleu(hyps, first, "en", lowercase=False, more_refs=[second[:2]])
+    good, bad = second * 8, ["nothing like it at all"] * 24
+    p, text = paired_bootstrap(bad, good, first * 8, "en", lowercase=False, more_refs=[second * 8, third * 8],
+                               n_samples=200)
+    assert p < 0.01 and "nrefs:3" in text

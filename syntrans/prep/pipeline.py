@@ -46,7 +46,7 @@ from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
 from .checksums import Digest, file_digest, read_sums
 from .clean import LANGUAGE, REASONS
-from .corpora import CORPORA, SPLITS, Corpus, PairData
+from .corpora import CORPORA, SPLITS, Corpus, PairData, Part
 from .download import check_local_files, fetch_downloads, local_files
 from .errors import PrepError
 from .extract import extract_text, read_lines
@@ -100,11 +100,13 @@ class Prepared:
     bpe_ops_by_lang: dict = field(default_factory=dict)
     word_vocab: int | None = None
     recipe: dict | None = None
+    ref_test_more: list = field(default_factory=list)  # the test set's further references (NIST: 3 more)
 
     def to_json(self) -> dict:
         d = asdict(self)
         for k in ("out_dir", "data_bin", "codes", "ref_test", "src_test_raw"):
             d[k] = None if d[k] is None else str(d[k])
+        d["ref_test_more"] = [str(x) for x in self.ref_test_more]
         d["codes_by_lang"] = {k: str(v) for k, v in self.codes_by_lang.items()}
         d["paths"] = {"data_bin": d["data_bin"], "codes": d["codes"], "ref": d["ref_test"], "src_test_raw": d["src_test_raw"]}
         return d
@@ -180,7 +182,7 @@ def _current_digests(r: _Run) -> dict:
         names = [d.name for d in r.corpus.downloads if _needed(r, d.name)]
     else:
         names = []
-        for cands in local_files([p for s in SPLITS for p in r.pair.splits[r.direction][s]]):
+        for cands in local_files([p for s in SPLITS for p in r.pair.splits[r.direction][s]] + _reference_parts(r)):
             hit = next((n for n in cands if (r.raw / n).is_file()), cands[0])
             names.append(hit)
     cache = _digest_cache(r.out)
@@ -194,6 +196,11 @@ def _current_digests(r: _Run) -> dict:
         c = cache.get(name)
         out[name] = c.sha256 if c and (c.size, c.mtime_ns) == (st.st_size, st.st_mtime_ns) else file_digest(path).sha256
     return out
+
+
+def _reference_parts(r: _Run) -> list[Part]:
+    """The test set's further references of this direction's target (local files in --raw-dir), as parts."""
+    return [Part("plain", ((r.tgt, (name,)),)) for name in r.pair.reference_files(r.tgt)]
 
 
 def _needed(r: _Run, archive: str) -> bool:
@@ -240,7 +247,7 @@ def _fetch(r: _Run) -> tuple[list[str], dict]:
         downloads = [d for d in r.corpus.downloads if _needed(r, d.name)]
         digests = fetch_downloads(r.corpus, downloads, r.raw, r.known, cache, r.log)
     else:
-        parts = [p for s in SPLITS for p in r.pair.splits[r.direction][s]]
+        parts = [p for s in SPLITS for p in r.pair.splits[r.direction][s]] + _reference_parts(r)
         digests = check_local_files(r.corpus, parts, r.raw, r.out / markers.DONE_DIR / LOCAL_SUMS, r.known, cache, r.log)
     return [], {"digests": {k: asdict(v) for k, v in digests.items()}}
 
@@ -332,8 +339,11 @@ def _binarize(r: _Run) -> tuple[list[str], dict]:
 
 
 def _reference_settings(r: _Run) -> dict:
-    return {"src": r.src, "tgt": r.tgt, "lowercase": r.pair.lowercase, "limits": [r.limits[s] for s in REF_SPLITS],
-            "splits": list(REF_SPLITS)}
+    settings = {"src": r.src, "tgt": r.tgt, "lowercase": r.pair.lowercase, "limits": [r.limits[s] for s in REF_SPLITS],
+                "splits": list(REF_SPLITS)}
+    if r.pair.reference_files(r.tgt):  # named only when there are some: other folders keep their markers
+        settings["more_refs"] = list(r.pair.reference_files(r.tgt))
+    return settings
 
 
 #: the splits whose raw text is kept as references (ref/<split>.<lang>): validation BLEU and test BLEU
@@ -360,7 +370,24 @@ def _reference(r: _Run) -> tuple[list[str], dict]:
             counts[f"{split}.{lang}"] = n
     r.log(f"reference: {ref}/{{valid,test}}.{{{r.src},{r.tgt}}}: {counts['valid.' + r.tgt]} and "
           f"{counts['test.' + r.tgt]} lines" + (" (lowercased)" if r.pair.lowercase else ""))
-    return [f"ref/{s}.{lang}" for s in REF_SPLITS for lang in (r.src, r.tgt)], {"lines": counts}
+    more = []
+    for k, name in enumerate(r.pair.reference_files(r.tgt), 2):  # the test set's further references
+        lines = list(read_lines(r.raw / name))
+        if r.limits["test"] is not None:
+            lines = lines[:r.limits["test"]]
+        if len(lines) != counts[f"test.{r.tgt}"]:
+            raise PrepError(f"{r.raw / name}: {len(lines)} lines, but the test set has {counts['test.' + r.tgt]} "
+                            f"segments; expected reference {k} of every test segment, line by line (the "
+                            f"layout of corpus {r.corpus.name!r} in syntrans.prep.corpora)")
+        out = ref / f"test.{r.tgt}.{k}"
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text("".join((x.rstrip("\r\n").lower() if r.pair.lowercase else x.rstrip("\r\n")) + "\n"
+                               for x in lines), encoding="utf-8")
+        tmp.replace(out)
+        more.append(f"ref/test.{r.tgt}.{k}")
+    if more:
+        r.log(f"reference: {len(more) + 1} references of the test set: {ref}/test.{r.tgt} and {', '.join(more)}")
+    return [f"ref/{s}.{lang}" for s in REF_SPLITS for lang in (r.src, r.tgt)] + more, {"lines": counts}
 
 
 _STEP_FUNCS = {
@@ -523,7 +550,8 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
         parsers=dict(infos["parse"]["parsers"]), sizes={s: tok["sizes"][s] for s in SPLITS},
         dropped={k: tok["dropped"][k] for k in reasons} if (r.pair.clean or r.pair.langid) else {},
         codes_by_lang=codes, smoke=r.smoke, bpe_ops_by_lang={} if words else dict(r.ops),
-        word_vocab=r.pair.word_vocab, recipe=r.recipe)
+        word_vocab=r.pair.word_vocab, recipe=r.recipe,
+        ref_test_more=[r.out / "ref" / f"test.{r.tgt}.{k}" for k in range(2, 2 + len(r.pair.reference_files(r.tgt)))])
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
     tmp = r.out / "prepared.json.tmp"

@@ -13,10 +13,12 @@ Where a stated setting cannot be taken literally, the source string says what we
 separate BPE without merges. Where we depart from a stated setting, the source starts with "deviates from" and
 quotes the paper.
 
-Two settings are records, not switches: ``parser``, the parser(s) the paper parsed the dataset with (ours is
+Three settings are records, not switches: ``parser``, the parser(s) the paper parsed the dataset with (ours is
 syntrans-prepare's ``--parser``: stanza by default, or the paper's parser's own output through ``--parser
-imported``, docs/reproduce.md), and ``valid_split``, how the validation set is made where the corpus makes one from
-its training text (None: the corpus' own validation files, :mod:`syntrans.prep.corpora`).
+imported``, docs/reproduce.md); ``valid_split``, how the validation set is made where the corpus makes one from
+its training text (None: the corpus' own validation files, :mod:`syntrans.prep.corpora`); and ``references``, the
+references per test segment BLEU is scored against (the corpus supplies them: :mod:`syntrans.prep.corpora`,
+``PairData.more_refs``).
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ class Evaluation:
 SYSTEM_ONLY = ("multitask", "multitask_target")
 RECIPE_SETTINGS = tuple(f.name for f in fields(Recipe) if f.name not in SYSTEM_ONLY)
 EVAL_SETTINGS = ("eval_tokenize", "eval_lowercase")
-RECORD_SETTINGS = ("parser", "valid_split")
+RECORD_SETTINGS = ("parser", "valid_split", "references")
 SETTINGS = RECIPE_SETTINGS + EVAL_SETTINGS + RECORD_SETTINGS
 
 
@@ -55,6 +57,7 @@ class DataSettings:
     notes: Tuple[str, ...] = ()
     parser: str = ""  # the paper's parser(s) for this dataset, e.g. "Stanford CoreNLP (constituency)"
     valid_split: Optional[str] = None  # how the validation set is made (None: the corpus' validation files)
+    references: int = 1  # references per test segment BLEU is scored against (NIST: 4)
 
     def source(self, setting: str) -> str:
         """Where ``setting`` (a name of :data:`SETTINGS`) comes from."""
@@ -73,7 +76,8 @@ def _settings(values: Dict[str, tuple]) -> DataSettings:
     recipe = Recipe(**{name: values[name][0] for name in RECIPE_SETTINGS})
     evaluation = Evaluation(tokenize=values["eval_tokenize"][0], lowercase=values["eval_lowercase"][0])
     return DataSettings(recipe, evaluation, tuple((s, values[s][1]) for s in SETTINGS), tuple(values.get("notes", ())),
-                        parser=values["parser"][0], valid_split=values["valid_split"][0])
+                        parser=values["parser"][0], valid_split=values["valid_split"][0],
+                        references=values["references"][0])
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -103,6 +107,7 @@ _UNSTATED = {
     "joint": (None, CORPUS), "word_vocab": (None, BPE_ONLY),
     "eval_tokenize": ("13a", SACRE_13A), "eval_lowercase": (False, SACRE_CASED),
     "valid_split": (None, "not applicable (the corpus' own validation files, syntrans.prep.corpora)"),
+    "references": (1, "not applicable (one reference per test segment)"),
 }
 
 # ------------------------------------------------------------------------------------------------------------
@@ -342,6 +347,16 @@ def _nsd(target: str, **values) -> dict:
         **{**ev, **values})
 
 
+#: Ma et al. 2019's LDC test set and its references
+_NIST_TEST = (f'{NSD}: "The test set is a concatenation of NIST MT 2003, 2004, and 2005" (the LDC layout of '
+              "syntrans.prep.corpora: test.zh, and test.en, test.en.2, test.en.3, test.en.4, its four English "
+              "references)")
+_NIST_ZH_EN = (f'not stated: ours ({NSD}: "The test set is a concatenation of NIST MT 2003, 2004, and 2005"; the '
+               "number of references is not stated: all four English references of the NIST sets, sacreBLEU's "
+               "multi-reference BLEU; a single reference scores far lower)")
+_NIST_EN_ZH = (f'not stated: ours ({NSD} names the test set, "NIST MT 2003, 2004, and 2005", not how the reverse '
+               "direction uses it: the Chinese source is the one reference, the first English reference the source)")
+
 # ------------------------------------------------------------------------------------------------------------
 
 PUBLISHED_DATA: Dict[Tuple[str, str], DataSettings] = {key: _settings(values) for key, values in {
@@ -377,8 +392,10 @@ PUBLISHED_DATA: Dict[Tuple[str, str], DataSettings] = {key: _settings(values) fo
     ("syncattn_table1", "aspec_ja_en"): _SYNC_ASPEC_JA_EN,
     ("nsd_table1", "aspec_en_ja"): _nsd("ja", train_limit=(100_000, f'{NSD}: "top 100K sentence pairs" for en→ja')),
     ("nsd_table1", "aspec_ja_en"): _nsd("en", train_limit=(1_000_000, f'{NSD}: "top 1M" sentence pairs for ja→en')),
-    ("nsd_table1", "ldc_en_zh"): _nsd("zh", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)")),
-    ("nsd_table1", "ldc_zh_en"): _nsd("en", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)")),
+    ("nsd_table1", "ldc_en_zh"): _nsd("zh", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)"),
+                                      references=(1, _NIST_EN_ZH), notes=(_NIST_TEST,)),
+    ("nsd_table1", "ldc_zh_en"): _nsd("en", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)"),
+                                      references=(4, _NIST_ZH_EN), notes=(_NIST_TEST,)),
 }.items()}
 
 

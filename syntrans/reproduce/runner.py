@@ -29,8 +29,7 @@ from .config_file import CONFIG_DIR, ArgsFile, config_batch, read_args_file
 from .published import protocol
 from .published_data import data_settings
 from .report import results_markdown
-from .scoring import (TokenizerMissing, bleu, check_tokenizer, detokenize, generate_hypotheses, ribes,
-                      sacrebleu_tokenizer)
+from .scoring import TokenizerMissing, bleu, check_tokenizer, detokenize, generate_hypotheses, ribes, sacrebleu_tokenizer
 from .significance import paired_bootstrap
 from .tables import LICENSED, TABLES, Dataset, Row, System, Table
 
@@ -327,6 +326,8 @@ class Reproduction:
                 return result
         ref_path = self.references(prepared, split)
         refs = Path(ref_path).read_text(encoding="utf-8").splitlines()
+        more_paths = [str(x) for x in getattr(prepared, "ref_test_more", None) or []] if split == "test" else []
+        more_refs = [Path(x).read_text(encoding="utf-8").splitlines() for x in more_paths]
         if not hyp_file.exists() or hyp_file.stat().st_mtime < ckpt.stat().st_mtime:
             gen = run_dir / f"generate.{tag}.txt"
             cmd = [_tool("fairseq-generate"), str(prepared.data_bin), "--user-dir", self.user_dir, "--task",
@@ -343,10 +344,10 @@ class Reproduction:
             hyp_file.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
         hyps = hyp_file.read_text(encoding="utf-8").splitlines()
         lowercase, tokenize = self.evaluation(prepared, ds)
-        value, signature = bleu(hyps, refs, prepared.tgt, lowercase=lowercase, tokenize=tokenize)
+        value, signature = bleu(hyps, refs, prepared.tgt, lowercase=lowercase, tokenize=tokenize, more_refs=more_refs)
         self.signatures.add(signature)
         result = {"bleu": value, "signature": signature, "checkpoint": str(ckpt), "split": split, "hyps": str(hyp_file),
-                  "refs": str(ref_path), "lowercase": lowercase, "tokenize": tokenize}
+                  "refs": str(ref_path), "more_refs": more_paths, "lowercase": lowercase, "tokenize": tokenize}
         message = f"sacreBLEU {value:.2f}  ({signature})"
         if ribes_wanted:
             result["ribes"], result["ribes_signature"] = ribes(hyps, refs, prepared.tgt, tokenize=tokenize)
@@ -429,6 +430,13 @@ class Reproduction:
                     skipped[(ds.key, system.name)] = {"skipped": prepared}
                     continue
                 if self.decodes:  # a tokenizer the scoring needs and lacks stops the run now, not after training
+                    if not o.smoke:  # the paper's references per segment (NIST: 4), as the corpus' layout gives them
+                        want, have = data_settings(self.runs.key, ds.key).references, \
+                            1 + len(getattr(prepared, "ref_test_more", None) or [])
+                        if want != have:
+                            raise RunError(f"{self.table.key} {ds.title}: the paper's test set has {want} references "
+                                           f"per segment, the prepared data {have} (the layout of corpus "
+                                           f"{ds.corpus!r}: syntrans.prep.corpora)")
                     _, tokenize = self.evaluation(prepared, ds)
                     try:
                         check_tokenizer(tokenize or sacrebleu_tokenizer(prepared.tgt))
@@ -505,9 +513,10 @@ class Reproduction:
             if Path(base["refs"]).read_text(encoding="utf-8").splitlines() != refs:
                 raise RunError(f"{ds.key}: the systems were scored on different references ({base['refs']}, "
                                f"{result['refs']}): no paired test")
+            more = [Path(x).read_text(encoding="utf-8").splitlines() for x in result.get("more_refs", [])]
             p, description = paired_bootstrap(Path(base["hyps"]).read_text(encoding="utf-8").splitlines(),
                                               Path(result["hyps"]).read_text(encoding="utf-8").splitlines(), refs,
-                                              got["prepared"].tgt, lowercase, tokenize=tokenize)
+                                              got["prepared"].tgt, lowercase, tokenize=tokenize, more_refs=more)
             self.test_description = description
             p_values.append(p)
         return p_values

@@ -88,15 +88,27 @@ def bleu_metric(lang: str, lowercase: bool, tokenize: Optional[str] = None):
     return BLEU(lowercase=lowercase, tokenize=tokenize)
 
 
+def reference_streams(refs: List[str], more_refs: Optional[List[List[str]]], n_hyps: int) -> List[List[str]]:
+    """sacreBLEU's references: one stream per reference (the first, then ``more_refs``), each one line per
+    hypothesis; ValueError naming the stream whose length differs."""
+    streams = [refs] + list(more_refs or [])
+    for k, stream in enumerate(streams, 1):
+        if len(stream) != n_hyps:
+            raise ValueError(f"{n_hyps} hypotheses but reference {k} has {len(stream)} lines; expected one line per "
+                             "hypothesis in every reference")
+    return streams
+
+
 def bleu(hyps: List[str], refs: List[str], lang: str, lowercase: bool,
-         tokenize: Optional[str] = None) -> Tuple[float, str]:
+         tokenize: Optional[str] = None, more_refs: Optional[List[List[str]]] = None) -> Tuple[float, str]:
     """Corpus sacreBLEU of detokenized hypotheses against the raw references: (score, signature).
 
-    ``tokenize``, ``lowercase``: as :func:`bleu_metric`."""
-    if len(hyps) != len(refs):
-        raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
+    ``more_refs``: further references of the same segments (e.g. NIST's second to fourth), scored with sacreBLEU's
+    multi-reference BLEU (clipped n-gram counts over all references, the closest reference length); the signature
+    says ``nrefs:N``. ``tokenize``, ``lowercase``: as :func:`bleu_metric`."""
+    streams = reference_streams(refs, more_refs, len(hyps))
     metric = bleu_metric(lang, lowercase, tokenize)
-    score = metric.corpus_score(hyps, [refs])
+    score = metric.corpus_score(hyps, streams)
     return score.score, str(metric.get_signature())
 
 

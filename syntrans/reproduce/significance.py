@@ -10,7 +10,7 @@ import os
 from contextlib import contextmanager
 from typing import Iterator, List, Optional, Tuple
 
-from .scoring import bleu_metric
+from .scoring import bleu_metric, reference_streams
 
 #: the environment variable sacreBLEU's PairedTest reads its seed from (sacrebleu/significance.py)
 SEED_VARIABLE = "SACREBLEU_SEED"
@@ -32,7 +32,8 @@ def _sacrebleu_seed(seed: int) -> Iterator[None]:
 
 
 def paired_bootstrap(baseline_hyps: List[str], system_hyps: List[str], refs: List[str], lang: str, lowercase: bool,
-                     tokenize: Optional[str] = None, n_samples: int = 1000, seed: int = 12345) -> Tuple[float, str]:
+                     tokenize: Optional[str] = None, n_samples: int = 1000, seed: int = 12345,
+                     more_refs: Optional[List[List[str]]] = None) -> Tuple[float, str]:
     """The p-value of the system's BLEU against the baseline's on the same test set, and the test's description.
 
     sacreBLEU's PairedTest with test_type "bs" (the Moses bootstrap-hypothesis-difference-significance.pl test,
@@ -46,7 +47,8 @@ def paired_bootstrap(baseline_hyps: List[str], system_hyps: List[str], refs: Lis
     it returns its smallest p, 1/(n_samples + 1), which would call a system significantly different from itself;
     under "≥" an observed difference of 0 has p = 1.
 
-    ``seed`` ≥ 1 (sacreBLEU treats a seed of 0 as "no seed": unreproducible)."""
+    ``seed`` ≥ 1 (sacreBLEU treats a seed of 0 as "no seed": unreproducible). ``more_refs``: further references
+    of the test set (multi-reference BLEU, as :func:`~syntrans.reproduce.scoring.bleu`)."""
     from sacrebleu import __version__ as sacrebleu_version
     from sacrebleu.significance import PairedTest
 
@@ -59,10 +61,11 @@ def paired_bootstrap(baseline_hyps: List[str], system_hyps: List[str], refs: Lis
         raise ValueError(f"paired bootstrap: n_samples must be a positive integer, got {n_samples!r}")
     if not (isinstance(seed, int) and seed >= 1):
         raise ValueError(f"paired bootstrap: seed must be an integer ≥ 1 (sacreBLEU ignores a seed of 0), got {seed!r}")
+    streams = reference_streams(refs, more_refs, len(refs))
     metric = bleu_metric(lang, lowercase, tokenize)
     with _sacrebleu_seed(seed):
         # baseline first: PairedTest compares every later system with named_systems[0]
-        test = PairedTest([("baseline", baseline_hyps), ("system", system_hyps)], {"BLEU": metric}, [refs],
+        test = PairedTest([("baseline", baseline_hyps), ("system", system_hyps)], {"BLEU": metric}, streams,
                           test_type="bs", n_samples=n_samples)
         signatures, results = test()
     (name,) = signatures
