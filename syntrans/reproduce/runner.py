@@ -117,17 +117,29 @@ def _tool(name: str) -> str:
     return found
 
 
-def _run(cmd: List[str], log_path: Path, what: str) -> None:
+def _run(cmd: List[str], log_path: Path, what: str) -> Optional[float]:
+    """Run ``cmd`` with its output in ``log_path``; its peak resident memory in MB (the process and the processes it
+    waited for, from ``os.wait4``; None where the platform has no wait4). RunError with the log's end on failure."""
     with open(log_path, "w", encoding="utf-8") as log:
-        code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        peak = None
+        if hasattr(os, "wait4"):
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                peak = usage.ru_maxrss / 1024  # Linux: kilobytes
+            except ChildProcessError:  # reaped elsewhere
+                pass
+        code = proc.wait()
     if code != 0:
         tail = "\n".join(log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-25:])
         raise RunError(f"{what} failed (exit {code}); log {log_path}; command:\n  {' '.join(cmd)}\n"
                        f"--- end of the log ---\n{tail}")
+    return peak
 
 
 #: the kinds of table whose units decode and score (the others read the training logs only)
-DECODED_KINDS = ("bleu", "curve", "length")
+DECODED_KINDS = ("bleu", "curve", "length", "cross")
 
 
 def device_name() -> str:
@@ -268,7 +280,11 @@ class Reproduction:
             self.log(f"   [{label}] training finished before: skipped ({done})")
             return
         run_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [_tool("fairseq-train"), str(prepared.data_bin), "--user-dir", self.user_dir, *cfg.flags, *system.extra]
+        gpu_file = run_dir / "peak_memory.json"
+        # the cross-paper table reports peak GPU memory: fairseq-train runs in a wrapper that records it
+        train = ([sys.executable, "-m", "syntrans.reproduce.peak_memory", str(gpu_file)] if self.runs.kind == "cross"
+                 else [_tool("fairseq-train")])
+        cmd = [*train, str(prepared.data_bin), "--user-dir", self.user_dir, *cfg.flags, *system.extra]
         cmd += self.batch(cfg, label)
         if self.opts.smoke:
             cmd += smoke_flags(cfg, self.opts.smoke_updates, system.extra)
@@ -278,9 +294,12 @@ class Reproduction:
         resumed = (run_dir / "checkpoint_last.pt").exists()
         self.log(f"   [{label}] fairseq-train" + (" (resuming from checkpoint_last.pt)" if resumed else ""))
         t0 = time.time()
-        _run(cmd, run_dir / ("train.resumed.log" if resumed else "train.log"), f"[{label}] fairseq-train")
+        rss = _run(cmd, run_dir / ("train.resumed.log" if resumed else "train.log"), f"[{label}] fairseq-train")
+        gpu = json.loads(gpu_file.read_text(encoding="utf-8"))["peak_gpu_bytes"] if gpu_file.exists() else {}
         done.write_text(json.dumps({"command": cmd, "seconds": round(time.time() - t0, 1), "device": device_name(),
-                                    "resumed": resumed}, indent=1), encoding="utf-8")
+                                    "resumed": resumed, "peak_rss_mb": None if rss is None else round(rss, 1),
+                                    "peak_gpu_mb": round(max(gpu.values()) / 2 ** 20, 1) if gpu else None},
+                                   indent=1), encoding="utf-8")
         self.log(f"   [{label}] trained in {time.time() - t0:.0f}s")
 
     def checkpoint(self, run_dir: Path, label: str, n: Optional[int]) -> Path:
@@ -575,6 +594,10 @@ def render(table: Table, runs: Table, outcomes, header: List[str], footer: List[
         from .figures import gates_markdown
 
         return gates_markdown(table, outcomes, header, footer, out_dir / f"{table.key}.png")
+    if table.kind == "cross":
+        from .cross import cross_markdown
+
+        return cross_markdown(table, outcomes, header, footer, out_dir / f"{table.key}.png")
     raise RunError(f"{table.key}: unknown kind {table.kind!r}")
 
 

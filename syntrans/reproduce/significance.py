@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from .scoring import bleu_metric, reference_streams
 
@@ -74,3 +74,15 @@ def paired_bootstrap(baseline_hyps: List[str], system_hyps: List[str], refs: Lis
     text = (f"paired bootstrap resampling (Koehn 2004), sacreBLEU {sacrebleu_version} PairedTest 'bs', "
             f"{n_samples} resamples, seed {seed}, two-sided on |ΔBLEU|: {signatures[name]}")
     return p, text
+
+
+def holm(p_values: Dict[str, float]) -> Dict[str, float]:
+    """Holm's (1979) step-down adjusted p-values of one family of tests, {name: p} → {name: adjusted p}: sorted
+    ascending, p₍ᵢ₎ becomes max over j ≤ i of min(1, (m − j + 1)·p₍ⱼ₎), m the family's size. Rejecting where the
+    adjusted p < α keeps the family-wise error rate at α, whatever the tests' dependence."""
+    order = sorted(p_values, key=lambda name: (p_values[name], name))
+    m, running, out = len(order), 0.0, {}
+    for j, name in enumerate(order):
+        running = max(running, min(1.0, (m - j) * p_values[name]))
+        out[name] = running
+    return out
