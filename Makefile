@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`.
-# Both create .venv when absent and install syntrans editable with its test extras.
+# Both create .venv when absent and install syntrans editable with its test, plot and reproduce extras.
 #
 # torch is never left for pip to choose: a constraints file pins it, through
 # PIP_CONSTRAINT so the pin also reaches build environments (fairseq's build
@@ -31,7 +31,7 @@ $(STAMP): $(VPY) setup.py
 	@v=$$($(VPY) -c "import torch; print(torch.__version__)" 2>/dev/null || echo $(TORCH_VERSION)); \
 	  echo "torch==$$v" > $(CONSTRAINTS); echo "[setup] pinning torch==$$v ($(CONSTRAINTS))"
 	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet --upgrade pip setuptools wheel
-	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet -e ".[test,plot]"
+	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet -e ".[test,plot,reproduce]"
 	@touch $(STAMP)
 
 # one pytest worker per core (pytest-xdist), each test file on one worker (its module fixtures built once)

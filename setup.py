@@ -41,6 +41,10 @@ setup(
         "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "build", "twine", "submitit>=1.5,<2"],
         "plot": ["matplotlib"],
         "cluster": ["submitit>=1.5,<2"],  # syntrans-reproduce --launcher slurm / submitit-local
+        # syntrans-reproduce: its figures (matplotlib) and Japanese BLEU with sacreBLEU's ja-mecab tokenizer (MeCab's
+        # binding, which bundles libmecab, and the IPA dictionary sacreBLEU checks for), pinned so that the same output
+        # scores the same on every machine (syntrans.reproduce.scoring.JA_MECAB_PACKAGES)
+        "reproduce": ["matplotlib", "mecab-python3==1.0.12", "ipadic==1.0.0"],
     },
     entry_points={
         "console_scripts": [

@@ -1,8 +1,10 @@
-"""+MULTI-TASK (Bugliarello & Okazaki 2020, App. A, after Currey & Heafield 2019): the linearised dependency parse,
-the multi-task text (translation and parse pairs, task tags, one shuffle), and syntrans-prepare --multitask, whose
-binarized data a plain Transformer reads."""
+"""+MULTI-TASK (Bugliarello & Okazaki 2020, App. A, after Currey & Heafield 2019): the parse targets (the authors'
+unlexicalized constituency skeleton, the default, and our dependency bracketing, an option), by hand on real GUM
+trees, the multi-task text (translation and parse pairs, task tags, one shuffle), and syntrans-prepare --multitask,
+whose binarized data a plain Transformer reads."""
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from helpers import build_task_and_model, first_batch, generate, run, tiny_train_argv
@@ -10,7 +12,7 @@ from helpers import build_task_and_model, first_batch, generate, run, tiny_train
 from syntrans.cli.prepare import build_parser, recipe_from_args
 from syntrans.prep import PrepError, Recipe, prepare_corpus
 from syntrans.prep.multitask import PARSE_TAG, TRANSLATE_TAG, check_no_tags, linearized_parses, multitask_lines, tagged
-from syntrans.syntax.linearize import linearize_line, linearize_tree
+from syntrans.syntax.linearize import constituency_skeleton, linearize_line, linearize_tree, skeleton_line
 from syntrans.syntax.parsed import ParsedSentence
 
 pytestmark = pytest.mark.usefixtures("single_threaded_tools")
@@ -71,6 +73,59 @@ def test_bad_parses_are_errors_that_say_where():
 
 
 # ------------------------------------------------------------------------------------------------------------
+# the constituency skeleton (the authors' target), by hand
+
+def test_skeleton_by_hand():
+    """The words and their part-of-speech brackets go, every phrase node stays as ``(LABEL`` … ``)``: what the
+    authors' scripts/bpe_lin_parses.py leaves of a CoreNLP tree."""
+    assert " ".join(constituency_skeleton("(ROOT (S (NP (DT the) (NN cat)) (VP (VBD sat)) (. .)))")) == \
+        "(ROOT (S (NP ) (VP ) ) )"
+    # a unary chain and a phrase over a phrase stay; a one-word sentence keeps its phrase
+    assert constituency_skeleton("(ROOT (S (VP (VB go) (NP (NP (NN home))))))") == \
+        ["(ROOT", "(S", "(VP", "(NP", "(NP", ")", ")", ")", ")", ")"]
+    assert constituency_skeleton("(ROOT (NP (NN Yes)))") == ["(ROOT", "(NP", ")", ")"]
+    with pytest.raises(ValueError, match=r"s3: the constituency tree .* has no phrase node"):
+        constituency_skeleton("(NN word)", where="s3")
+
+
+def test_skeleton_of_a_line_checks_its_words_and_needs_trees():
+    a = ParsedSentence(["a", "bx"], tree="(ROOT (S (NP (DT a)) (VP (VB bx))))")
+    b = ParsedSentence(["c"], tree="(ROOT (FRAG (X c)))")
+    assert skeleton_line([a, b], "a b@@ x c".split()) == "(ROOT (S (NP ) (VP ) ) ) (ROOT (FRAG ) )".split()
+    with pytest.raises(ValueError, match=r"f, line 2: the tokenized line has 2 words but its parse has 3"):
+        skeleton_line([a, b], ["a", "bx"], where="f, line 2")
+    with pytest.raises(ValueError, match=r"f, line 3: sentence 1 of the line has no constituency tree"):
+        skeleton_line([ParsedSentence(["a"], heads=[0])], ["a"], where="f, line 3")
+
+
+GUM = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gum"
+
+
+@pytest.mark.skipif(not (GUM / "const").is_dir(), reason=f"GUM not found at {GUM}")
+def test_both_targets_by_hand_on_a_real_gum_sentence():
+    """GUM_bio_chao, sentence 26, "He died in Cambridge , Massachusetts ." (its PTB tree and its gold UD parse)."""
+    from syntrans.syntax.parsed import read_parsed
+
+    const = read_parsed(str(GUM / "const" / "GUM_bio_chao.ptb"))[25]
+    dep = read_parsed(str(GUM / "dep" / "GUM_bio_chao.conllu"))[25]
+    words = "He died in Cambridge , Massachusetts .".split()
+    assert const.words == dep.words == words
+    # (ROOT (S (NP-SBJ (PRP He)) (VP (VBD died) (PP-LOC (IN in) (NP (NP (NNP Cambridge)) (, ,)
+    #   (NP-ADV (NNP Massachusetts))))) (. .))): each preterminal (PRP He, VBD died, …) goes
+    assert " ".join(skeleton_line([const], words, marker=None)) == \
+        "(ROOT (S (NP-SBJ ) (VP (PP-LOC (NP (NP ) (NP-ADV ) ) ) ) ) )"
+    # heads 2 0 4 2 6 4 2: died the root; He (nsubj) left of it; Cambridge (obl, with "in" and Massachusetts, which
+    # has the comma) and "." right of it
+    assert " ".join(linearize_line([dep], words, marker=None)) == (
+        "(root (nsubj He )nsubj died (obl (case in )case Cambridge (nmod:unmarked (punct , )punct Massachusetts "
+        ")nmod:unmarked )obl (punct . )punct )root")
+    # over BPE pieces: the skeleton is unchanged (it holds no word), the dependency target carries the pieces
+    pieces = "He died in Cam@@ bridge , Massa@@ chu@@ setts .".split()
+    assert skeleton_line([const], pieces) == skeleton_line([const], words, marker=None)
+    assert "Cam@@ bridge" in " ".join(linearize_line([dep], pieces))
+
+
+# ------------------------------------------------------------------------------------------------------------
 # the multi-task text of a tiny corpus
 
 SRC = [f"s{i} w@@ {i}" for i in range(12)]
@@ -118,6 +173,13 @@ def test_recipe_field_and_flag():
     args = build_parser().parse_args(["synthetic", "--out", "x", "--multitask"])
     assert recipe_from_args(args) == Recipe(multitask=True)
     assert recipe_from_args(build_parser().parse_args(["synthetic", "--out", "x"])) is None
+    args = build_parser().parse_args(["synthetic", "--out", "x", "--multitask", "--multitask-target", "dependency"])
+    assert recipe_from_args(args) == Recipe(multitask=True, multitask_target="dependency")
+    with pytest.raises(PrepError, match="recipe multitask_target: expected one of constituency, dependency or None, "
+                                        "found 'words'"):
+        Recipe(multitask=True, multitask_target="words")
+    with pytest.raises(PrepError, match="expected it with multitask=True, found multitask None"):
+        Recipe(multitask_target="dependency")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -149,12 +211,16 @@ def test_prepare_writes_the_multitask_text(prepared):
     pa = [(s, t) for s, t in zip(src, tgt) if s.startswith(PARSE_TAG)]
     assert Counter(tr) == Counter((f"{TRANSLATE_TAG} {s} {TRANSLATE_TAG}", t) for s, t in zip(bpe_src, bpe_tgt))
     assert Counter(s for s, _ in pa) == Counter(f"{PARSE_TAG} {s} {PARSE_TAG}" for s in bpe_src)
-    for s, t in pa:  # the parse's words are the source's pieces, in order (the synthetic parses are projective)
+    from syntrans.syntax.parsed import group_by_line, read_parsed
+
+    gold = group_by_line(read_parsed(str(out / "parse" / "train.src.conllu")), len(bpe_src))
+    skeleton = {f"{PARSE_TAG} {s} {PARSE_TAG}": " ".join(t for x in sents for t in constituency_skeleton(x.tree))
+                for s, sents in zip(bpe_src, gold)}
+    for s, t in pa:  # the default target: the source's own tree with no word, only "(LABEL" and ")"
         tokens = t.split()
-        brackets = [x for x in tokens if x[0] in "()" and len(x) > 1]
-        assert [x for x in tokens if x not in brackets] == s.split()[1:-1]
-        assert len(brackets) == 2 * len(s.replace("@@ ", "").split()[1:-1])  # an open and a close per word
-        assert brackets.count("(root") == 1 and brackets[0] == "(root" and brackets[-1] == ")root"
+        assert t == skeleton[s] and tokens[0] == "(ROOT" and tokens.count(")") == len(tokens) / 2
+        assert all(x == ")" or (x[0] == "(" and len(x) > 1) for x in tokens)
+        assert not set(tokens) & set(s.split()[1:-1])  # no word of the source
     for split in ("valid", "test"):
         bpe = _lines(out / "bpe" / f"{split}.src")
         assert _lines(out / "multitask" / f"{split}.src") == [f"{TRANSLATE_TAG} {s} {TRANSLATE_TAG}" for s in bpe]
@@ -162,12 +228,31 @@ def test_prepare_writes_the_multitask_text(prepared):
     # the order is the shuffle of seed 1 (MULTITASK_SEED)
     parses = linearized_parses(bpe_src, out / "parse" / "train.src.conllu", "@@")
     assert (src, tgt) == multitask_lines(bpe_src, bpe_tgt, parses, seed=1)
+    assert any("multitask: " in m and "constituency parse" in m for m in logs)
     assert json.loads((out / "prepared.json").read_text())["recipe"] == {"multitask": True}
     # no sidecars: the tags would offset them, and the plain Transformer reads none
     assert not list(p.data_bin.glob("*.word.*")) and not list(p.data_bin.glob("*.head.*"))
     for lang in ("src", "tgt"):
         entries = {line.split()[0] for line in _lines(p.data_bin / f"dict.{lang}.txt")}
         assert {TRANSLATE_TAG, PARSE_TAG} <= entries  # joint dictionary: both sides know both tags
+
+
+def test_prepare_with_the_dependency_target(tmp_path):
+    """Recipe multitask_target "dependency": our bracketing over the source's pieces, the words in order."""
+    p = prepare_corpus("synthetic", "src", "tgt", tmp_path / "dep", smoke=True, smoke_sizes=SIZES,
+                       recipe=Recipe(multitask=True, multitask_target="dependency"), log=lambda m: None)
+    bpe_src = _lines(p.out_dir / "bpe" / "train.src")
+    src, tgt = _lines(p.out_dir / "multitask" / "train.src"), _lines(p.out_dir / "multitask" / "train.tgt")
+    pa = [(s, t) for s, t in zip(src, tgt) if s.startswith(PARSE_TAG)]
+    assert len(pa) == len(bpe_src)
+    for s, t in pa:  # the parse's words are the source's pieces, in order (the synthetic parses are projective)
+        tokens = t.split()
+        brackets = [x for x in tokens if x[0] in "()" and len(x) > 1]
+        assert [x for x in tokens if x not in brackets] == s.split()[1:-1]
+        assert len(brackets) == 2 * len(s.replace("@@ ", "").split()[1:-1])  # an open and a close per word
+        assert brackets.count("(root") == 1 and brackets[0] == "(root" and brackets[-1] == ")root"
+    assert json.loads((p.out_dir / "prepared.json").read_text())["recipe"] == {"multitask": True,
+                                                                               "multitask_target": "dependency"}
 
 
 def test_prepare_again_skips_every_step(prepared):

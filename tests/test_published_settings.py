@@ -198,3 +198,40 @@ def test_seeds_and_checkpoints_follow_the_paper(tmp_path):
     assert rep.protocol(IWSLT_DE_EN) == ([1], 10)  # one seed, the last 10 epochs (Table 6)
     rep = Reproduction(Options("distance_table1", work_dir=tmp_path, seeds=[7], average_last=2), log=lambda m: None)
     assert rep.protocol(IWSLT_DE_EN) == ([7], 2)  # the user's choice wins
+
+
+PAPERS = Path(__file__).resolve().parents[1].parent / "shared" / "papers"
+PAPER_TEXT = {"distance_mask": "hou2022_distance_mask.txt", "gated": "hou_gated.txt", "pascal": "bugliarello2020_pascal.txt",
+              "lisa": "bugliarello2020_pascal.txt", "dbsa": "deguchi2021_syncattn.txt",
+              "syncattn": "deguchi2021_syncattn.txt", "nsd": "ma2019_nsd.txt"}
+
+
+@pytest.mark.skipif(not PAPERS.is_dir(), reason=f"the papers' text is not at {PAPERS}")
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_stated_quote_is_the_papers_own_words(path):
+    """A 'stated' note (and the record it is checked against) that quotes its paper ('…') quotes it word for word:
+    a setting is marked stated only where the paper's text says it (e.g. the gated paper's SLA: its gate per head of
+    each layer and no regularisation are stated, the gate's form is not)."""
+    import re
+
+    raw = (PAPERS / PAPER_TEXT[path.parent.name]).read_text(encoding="utf-8")
+    text = " ".join(re.sub(r"(\w)-\n(\w)", r"\1\2", raw).split()) + "\n" + " ".join(
+        re.sub(r"(\w)-\n(\w)", r"\1-\2", raw).split())
+    cfg = read_args_file(path)
+    rel = path.relative_to(path.parents[1]).as_posix()
+    wheres = [n for n in cfg.notes.values() if n.startswith("stated")] + [s.where for s in stated(_record_name(rel)).values()]
+    for where in wheres:
+        for quote in re.findall(r"'([^']+)'", where):
+            for piece in quote.split("…"):
+                assert " ".join(piece.split()) in text, (where, piece)
+
+
+def test_the_sla_configs_mark_the_gates_form_as_our_reading():
+    """The gated paper states a naive gate per head of each layer with no regularisation, not its form: --gate-layers
+    (this paper's gate network over the SLA heads) is marked as our reading and names Li et al.'s per-token gate."""
+    for path in sorted((CONFIG_DIR / "gated").glob("*.sla.args")):
+        cfg = read_args_file(path)
+        assert cfg.notes["--gate-layers"].startswith("ours: a reading of §5.2") and "--sla-token-gate" in \
+            cfg.notes["--gate-layers"]
+        assert cfg.notes["--gate-mode"] == "stated: §5.2 ('a naive gating network')"
+        assert cfg.value("--sla-window") == "word" and cfg.value("--sla-token-gate") is None

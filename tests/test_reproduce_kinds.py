@@ -286,3 +286,20 @@ def test_a_synthetic_smoke_leaves_out_the_data_filters_the_stand_in_corpus_refus
     assert rep.recipe(row.dataset, multitask) == Recipe(multitask=True)
     real = Reproduction(Options("pascal_table5", work_dir=tmp_path, smoke=True, raw_dir=tmp_path), log=lambda m: None)
     assert real.recipe(row.dataset, filtering) == Recipe(langid=True) and not real.notes
+
+
+def test_a_missing_japanese_tokenizer_stops_the_run_before_any_training(tmp_path, monkeypatch):
+    """pascal_table1's WAT en→ja row scores with ja-mecab (the paper's KyTea is not in sacreBLEU): without MeCab the
+    plan stops with the packages to install, before a unit is trained; an English-target row plans as before."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "MeCab", None)
+    rep = Reproduction(Options("pascal_table1", work_dir=tmp_path, datasets=["aspec_en_ja"]), log=lambda m: None)
+    monkeypatch.setattr(rep, "prepare", lambda ds, system=None: SimpleNamespace(tgt=ds.tgt, lowercase=False))
+    with pytest.raises(RunError, match=r"pascal_table1 WAT en→ja \(ASPEC\): Japanese BLEU .* pip install "
+                                       r"'syntrans\[reproduce\]'"):
+        rep.plan()
+    rep = Reproduction(Options("pascal_table1", work_dir=tmp_path, datasets=["nc11_de_en"]), log=lambda m: None)
+    monkeypatch.setattr(rep, "prepare", lambda ds, system=None: SimpleNamespace(tgt=ds.tgt, lowercase=False))
+    units, _ = rep.plan()
+    assert len(units) == 5 and {u[1] for u in units} == {"baseline", "LISA", "PASCAL", "MULTI-TASK", "S&H"}

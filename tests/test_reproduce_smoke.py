@@ -60,6 +60,10 @@ def test_results_table_has_published_and_our_columns(smoke):
         assert re.fullmatch(r"\d+\.\d\d ± \d+\.\d\d \(n=2\)", cells[3]), cells
     # datasets not selected are listed, not dropped
     assert "| NC11 de→en | baseline | 26.83 | not run: not selected (--datasets) |" in md
+    # the parsers: ours (the synthetic corpus' gold parses) and the paper's, with its words
+    parsers = md[md.index("Parsers (ours and the paper's"):].splitlines()[1]
+    assert parsers.startswith("- IWSLT14 de→en: ours: src: gold, tgt: gold") and "the paper's: Stanford CoreNLP" in parsers
+    assert "§4.1" in parsers
 
 
 def test_scores_are_sacrebleu_of_the_written_hypotheses(smoke):
@@ -227,3 +231,49 @@ def test_en_ja_smoke_results_show_ribes_and_significance_from_the_libraries(tmp_
     expect = "n.s." if max(ps) >= 0.01 else "†" if all(higher) else "‡" if not any(higher) else "mixed"
     assert cell.startswith(expect), (cell, ps, higher)
     assert rows["baseline"][6] == "" and "seed:12345" in md and "Table 1 caption" in md
+
+
+def test_cross_paper_smoke_shows_holm_corrected_markers_time_and_memory(tmp_path, single_threaded_tools):
+    """The cross-paper table (ours) as make reproduce-smoke runs it, three of its systems: the results file's p and
+    Holm-adjusted p are sacreBLEU's PairedTest of the written outputs and Holm's correction of them, each family (the
+    papers' systems, the combinations) apart; every run system has its training time and peak memory; the figure is
+    written."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    from syntrans.reproduce.significance import holm
+
+    script = SCRIPT.with_name("cross_paper.sh")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    systems = ("Transformer", "NSD", "DBSA + NSD (source)")
+    cmd = ["bash", str(script), "--smoke", "--synthetic", "--datasets", "iwslt14_de_en", "--systems", ",".join(systems),
+           "--seeds", "1", "--smoke-updates", "60", "--smoke-sizes", "300,40,40", "--work-dir", str(tmp_path / "work"),
+           "--results-dir", str(tmp_path / "results")]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    md = (tmp_path / "results" / "cross_paper.md").read_text(encoding="utf-8")
+    runs = tmp_path / "work" / "cross_paper" / "iwslt14_de_en"
+    hyps, refs = {}, None
+    for name, folder in zip(systems, ("transformer", "nsd", "dbsa_nsd_source")):
+        score = json.loads((runs / folder / "seed1" / "score.checkpoint_best.json").read_text())
+        refs = Path(score["refs"]).read_text(encoding="utf-8").splitlines()
+        hyps[name] = Path(tmp_path / score["hyps"]).read_text(encoding="utf-8").splitlines()
+        assert json.loads((runs / folder / "seed1" / "train.done").read_text())["peak_rss_mb"] > 50
+    ps = {}
+    for name in systems[1:]:
+        before = os.environ.get("SACREBLEU_SEED")
+        os.environ["SACREBLEU_SEED"] = "12345"
+        try:
+            _, res = PairedTest([("b", hyps["Transformer"]), ("s", hyps[name])], {"BLEU": BLEU()}, [refs],
+                                test_type="bs", n_samples=1000)()
+        finally:
+            os.environ.pop("SACREBLEU_SEED") if before is None else os.environ.__setitem__("SACREBLEU_SEED", before)
+        base, system = res["BLEU"]
+        ps[name] = 1.0 if base.score == system.score else system.p_value
+    for name in systems[1:]:  # each the only run member of its family: Holm over one test leaves p as it is
+        cells = [c.strip() for c in next(ln for ln in md.splitlines() if ln.startswith(f"| {name} |")).strip("|").split("|")]
+        p_col = 5 if name.startswith("DBSA") else 4
+        assert cells[p_col] == f"{ps[name]:.2g}" and cells[p_col + 1] == f"{holm({name: ps[name]})[name]:.2g}", cells
+        assert cells[-3] and cells[-1].startswith("RSS "), cells
+    assert "| distance-mask | 35.74 (Hou et al. 2022, Table 1) | not run: not selected (--systems) |" in md
+    assert (tmp_path / "results" / "cross_paper.png").stat().st_size > 10_000

@@ -182,3 +182,114 @@ def test_markdown_without_tests_or_ribes_keeps_the_bleu_columns():
     assert _cells(md, "IWSLT14 de→en", "distance-mask") == ["IWSLT14 de→en", "distance-mask", "35.74", "35.00 (n=1)",
                                                            "+1.18", "+1.00", "—"]
     assert "RIBES" not in md and "Significance" not in md and "significance (p < 0.05)" in md
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Japanese and Chinese tokenization: one tokenizer per language on every machine, or a clear stop
+
+
+def test_the_tokenizer_of_a_language_does_not_depend_on_what_is_installed(monkeypatch):
+    """ja → ja-mecab, zh → zh, else 13a, also where MeCab cannot be imported (simulated absence)."""
+    import sys
+
+    from syntrans.reproduce.scoring import sacrebleu_tokenizer
+
+    for present in (True, False):
+        if not present:
+            monkeypatch.setitem(sys.modules, "MeCab", None)  # import MeCab raises ImportError
+        assert [sacrebleu_tokenizer(x) for x in ("ja", "zh", "en", "de")] == ["ja-mecab", "zh", "13a", "13a"]
+
+
+@pytest.mark.parametrize("module", ["MeCab", "ipadic"])
+def test_a_missing_japanese_tokenizer_stops_scoring_with_what_to_install(monkeypatch, module):
+    """No switch to character BLEU: BLEU, RIBES and the paired bootstrap of Japanese stop and name the pinned
+    packages of the reproduce extra."""
+    import sys
+
+    from syntrans.reproduce.scoring import JA_MECAB_PACKAGES, TokenizerMissing, bleu
+
+    monkeypatch.setitem(sys.modules, module, None)
+    want = r"ja-mecab .*pip install 'syntrans\[reproduce\]' \(or pip install mecab-python3==1\.0\.12 ipadic==1\.0\.0\)"
+    with pytest.raises(TokenizerMissing, match=want):
+        bleu(["猫が好き"], ["猫が好きです"], "ja", lowercase=False)
+    with pytest.raises(TokenizerMissing, match=f"import {module}"):
+        ribes(["猫が好き"], ["猫が好きです"], "ja")
+    with pytest.raises(TokenizerMissing, match="ja-mecab"):
+        paired_bootstrap(["a"], ["b"], ["c"], "ja", lowercase=False)
+    assert JA_MECAB_PACKAGES == ("mecab-python3==1.0.12", "ipadic==1.0.0")
+    # other languages, and an explicit character tokenizer, are not affected
+    assert bleu(["猫が好き"], ["猫が好きです"], "ja", lowercase=False, tokenize="char")[0] > 0
+
+
+def _mecab_importable() -> bool:
+    try:
+        import ipadic  # noqa: F401
+        import MeCab  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(not _mecab_importable(), reason="MeCab and ipadic are not installed (pip install 'syntrans[reproduce]')")
+def test_japanese_bleu_is_sacrebleus_ja_mecab():
+    """With the reproduce extra: MeCab (IPA dictionary) splits the words by hand-known boundaries, and BLEU is
+    sacreBLEU's own with that tokenizer."""
+    import sacrebleu
+
+    from syntrans.reproduce.scoring import bleu, bleu_metric
+
+    assert bleu_metric("ja", False).tokenizer("今日は良い天気です。") == "今日 は 良い 天気 です 。"
+    hyps, refs = ["今日は良い天気です。", "猫が好きです"], ["今日は天気です。", "私は猫が好きです"]
+    score, signature = bleu(hyps, refs, "ja", lowercase=False)
+    assert score == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs], tokenize="ja-mecab").score, abs=1e-9)
+    assert "tok:ja-mecab-0.996-IPA" in signature and 0 < score < 100
+
+
+def test_setup_pins_the_japanese_tokenizer_in_the_reproduce_extra(monkeypatch):
+    """setup.py as pip runs it: the reproduce extra holds the exact pins scoring names, and matplotlib for the figures."""
+    import runpy
+    from pathlib import Path
+
+    import setuptools
+
+    from syntrans.reproduce.scoring import JA_MECAB_PACKAGES
+
+    root = Path(__file__).resolve().parents[1]
+    got = {}
+    monkeypatch.setattr(setuptools, "setup", lambda **kw: got.update(kw))
+    monkeypatch.chdir(root)
+    runpy.run_path(str(root / "setup.py"), run_name="__main__")
+    extra = got["extras_require"]["reproduce"]
+    assert set(JA_MECAB_PACKAGES) <= set(extra) and "matplotlib" in extra
+    assert not any(p.startswith("torch") for p in extra)
+    assert '".[test,plot,reproduce]"' in (root / "Makefile").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# several references per segment (NIST MT03-05: four)
+
+
+def test_multi_reference_bleu_is_sacrebleus_and_rewards_any_reference():
+    """A hypothesis that equals the second reference of every segment scores 100 with all references and less with the
+    first alone; the score is sacreBLEU's own corpus_bleu over the reference streams, and the paired bootstrap takes
+    them too (a system equal to the second references beats one equal to neither)."""
+    import sacrebleu
+
+    from syntrans.reproduce.scoring import bleu
+
+    first = ["the cat sat on the mat today", "a dog barked at the mailman again", "we went to the big market"]
+    second = ["a cat was sitting on the mat", "the dog was barking at the postman", "we walked to the market"]
+    third = ["today the cat sat on a mat", "again a dog barked at the mail carrier", "we visited the market"]
+    hyps = list(second)
+    assert bleu(hyps, first, "en", lowercase=False, more_refs=[second, third])[0] == pytest.approx(100.0)
+    one, sig1 = bleu(hyps, first, "en", lowercase=False)
+    multi, sig3 = bleu(hyps[:2] + ["we went to the market"], first, "en", lowercase=False, more_refs=[second, third])
+    assert one < 50 and "nrefs:1" in sig1 and "nrefs:3" in sig3
+    want = sacrebleu.corpus_bleu(hyps[:2] + ["we went to the market"], [first, second, third]).score
+    assert multi == pytest.approx(want, abs=1e-9)
+    with pytest.raises(ValueError, match="3 hypotheses but reference 2 has 2 lines"):
+        bleu(hyps, first, "en", lowercase=False, more_refs=[second[:2]])
+    good, bad = second * 8, ["nothing like it at all"] * 24
+    p, text = paired_bootstrap(bad, good, first * 8, "en", lowercase=False, more_refs=[second * 8, third * 8],
+                               n_samples=200)
+    assert p < 0.01 and "nrefs:3" in text

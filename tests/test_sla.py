@@ -412,3 +412,165 @@ def test_missing_features_are_a_clear_error(sla_model):
     tokens = torch.full((1, 3), 5, dtype=torch.long)
     with pytest.raises(ValueError, match="the SLA heads needs src_word_first"):
         model.encoder.forward_torchscript({"src_tokens": tokens, "src_lengths": torch.tensor([3])})
+
+
+# ------------------------------------------------------------------- Li et al.'s released forms (options)
+
+def expected_neighbour_window(heads, pieces, m):
+    """The test's own loop: token i (word w) sees token j when some k ∈ {w−1, w, w+1} of w's own tree (a finite
+    Floyd distance from w) has D(k, word_j) ≤ m; EOS only itself."""
+    d = floyd_words(heads)
+    n_words = len(heads)
+    word_of = [w for w, p in enumerate(pieces) for _ in range(p)]
+    n = len(word_of)
+    out = np.zeros((n + 1, n + 1), dtype=bool)
+    for i, j in itertools.product(range(n), repeat=2):
+        w = word_of[i]
+        ks = [k for k in (w - 1, w, w + 1) if 0 <= k < n_words and np.isfinite(d[w, k])]
+        out[i, j] = min(d[k, word_of[j]] for k in ks) <= m
+    out[n, n] = True
+    return out
+
+
+@pytest.mark.fast
+def test_neighbour_window_by_hand():
+    """Li et al.'s released code: the window of word w is the union of the windows of words w−1, w, w+1.
+    "a b c d e", heads (1-based) [2, 0, 2, 5, 3]: b the root, a and c its dependents, e under c, d under e.
+    Path lengths from each word: a: b1 c2 e3 d4; b: a1 c1 e2 d3; c: b1 e1 a2 d2; d: e1 c2 b3 a4; e: c1 d1 b2 a3."""
+    heads, pieces = [2, 0, 2, 5, 3], [1, 1, 1, 1, 1]
+    word_first, parent_first, pad = collate([(heads, pieces)], left=False)
+    own = tree_window(word_first, parent_first, pad, 1)[0, :5, :5]
+    union = tree_window(word_first, parent_first, pad, 1, neighbours=True)[0, :5, :5]
+    a, b, c, d, e = range(5)
+    hand_own = {a: {a, b}, b: {a, b, c}, c: {b, c, e}, d: {d, e}, e: {c, d, e}}
+    # a ∪ b; a ∪ b ∪ c; b ∪ c ∪ d; c ∪ d ∪ e; d ∪ e (e has no next word)
+    hand_union = {a: {a, b, c}, b: {a, b, c, e}, c: {a, b, c, d, e}, d: {b, c, d, e}, e: {c, d, e}}
+    for hand, got in ((hand_own, own), (hand_union, union)):
+        want = torch.zeros(5, 5, dtype=torch.bool)
+        for i, seen in hand.items():
+            want[i, sorted(seen)] = True
+        assert torch.equal(got, want)
+    # m = 0: a word's own window is itself; the union is the word and its two neighbours
+    union0 = tree_window(word_first, parent_first, pad, 0, neighbours=True)[0, :5, :5]
+    assert torch.equal(union0, torch.tensor([[abs(i - j) <= 1 for j in range(5)] for i in range(5)]))
+
+
+@pytest.mark.fast
+def test_neighbour_window_of_padded_random_lines_against_the_loop():
+    """Random lines (one or two sentences, split words, left and right padding): the batched union window equals the
+    test's loop for m = 0…3; a neighbour across a sentence boundary adds nothing (the sentences never see each other)."""
+    rng = np.random.default_rng(1)
+    lines = [random_line(rng) for _ in range(12)] + [SENTENCES[2]]
+    for left, m in itertools.product((True, False), range(4)):
+        word_first, parent_first, pad = collate(lines, left)
+        window = tree_window(word_first, parent_first, pad, m, neighbours=True)
+        T = pad.size(1)
+        for b, (heads, pieces) in enumerate(lines):
+            n = sum(pieces) + 1
+            cols = slice(T - n, T) if left else slice(0, n)
+            want = torch.from_numpy(expected_neighbour_window(heads, pieces, m))
+            assert torch.equal(window[b, cols, cols], want), (b, m, left)
+            assert window[b][pad[b]].all() and not window[b][~pad[b]][:, pad[b]].any()
+    two = tree_window(*collate([SENTENCES[2]], left=False), 10, neighbours=True)[0]
+    assert not two[:2, 2:6].any() and not two[2:6, :2].any()
+
+
+def hand_token_gate(gate, x, pad):
+    """g (B, T) = σ(w·x_i + b) per token (Li et al.'s released selector with one output shared by the heads)."""
+    return torch.sigmoid(x @ gate.proj.weight.T + gate.proj.bias).squeeze(-1).t()
+
+
+@pytest.mark.fast
+def test_the_token_gate_mixes_each_query_row_by_its_tokens_gate():
+    """A[h, i, :] = g_i·A_sla[h, i, :] + (1 − g_i)·A_raw[h, i, :] with one g_i per token for every head; the same at
+    evaluation, where the mix is taken on the heads' outputs (fused), as in training (explicit)."""
+    from syntrans.mechanisms.sla import TokenGate
+
+    x, pad, log_m, window = batch_inputs()
+    torch.manual_seed(0)
+    gate = TokenGate(C)
+    attn = syntax_attention(C, H, blocks=[SlaHeads(H)], mixer=gate, train=True)
+    w, report = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
+                     syntax=side_inputs(pad, sla=log_m))[1:]
+    sla, raw = hand_probs(attn, x, pad, window, range(H)), hand_probs(attn, x, pad, window, ())
+    g = hand_token_gate(gate, x, pad)  # (B, T)
+    assert g.shape == pad.shape and 0 < g.min() and g.max() < 1 and g.std() > 0  # not a constant
+    for b in range(x.size(1)):
+        real = ~pad[b]
+        gi = g[b, real].view(1, -1, 1)  # one value per query row, the same in every head
+        torch.testing.assert_close(w[:, b][:, real][:, :, real], gi * sla[b] + (1 - gi) * raw[b], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(report["sla_gate"]["values"], g, atol=1e-6, rtol=1e-5)
+    attn.eval()
+    explicit = attn(x, x, x, key_padding_mask=pad, need_weights=True, syntax=side_inputs(pad, sla=log_m))[0]
+    fused = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, sla=log_m))[0]
+    real = (~pad).t().unsqueeze(-1)  # (T, B, 1)
+    torch.testing.assert_close(fused * real, explicit * real, atol=1e-5, rtol=1e-4)
+
+
+def _plan(**flat):
+    import argparse
+
+    from syntrans.mechanisms.plan import SyntaxPlan
+    from syntrans.models.config import model_config
+    from syntrans.models.syntax_transformer import model_shape
+
+    cfg = model_config(argparse.Namespace(encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                           decoder_attention_heads=4, encoder_embed_dim=C, decoder_embed_dim=C, **flat))
+    return SyntaxPlan(cfg, model_shape(cfg))
+
+
+@pytest.mark.fast
+def test_the_new_options_are_off_by_default_and_checked_in_the_mechanism():
+    """Default: the gated paper's form (own-word window, no mixer of SLA's own); --sla-token-gate puts the token gate
+    on the SLA layers; with --gate-layers on the same layer it is refused (one mixer per layer)."""
+    from syntrans.mechanisms.sla import SlaConfig, TokenGate
+
+    assert (SlaConfig().window, SlaConfig().token_gate) == ("word", False)
+    p = _plan(sla_layers="0,1", sla_heads=2)
+    assert all(p.sides["encoder"].layer(i).mixer(C, 4) is None for i in (0, 1))
+    p = _plan(sla_layers="1", sla_heads=2, sla_token_gate=True)
+    assert p.sides["encoder"].layer(0).mixer(C, 4) is None
+    assert isinstance(p.sides["encoder"].layer(1).mixer(C, 4), TokenGate)
+    assert _plan(sla_layers="0", sla_heads=2, sla_token_gate=True, gate_layers="1", distance_layers="1",
+                 distance_heads=1).sides["encoder"].layer(1).mixer(C, 4).key == "gate"
+    with pytest.raises(ValueError, match="encoder layer 0: both SLA .* and gated self-attention .* a layer takes one "
+                                         "mixer"):
+        _plan(sla_layers="0", sla_heads=2, sla_token_gate=True, gate_layers="0")
+    with pytest.raises(ValueError, match="--sla-window must be one of word, neighbours, found 'union'"):
+        _plan(sla_layers="0", sla_heads=2, sla_window="union")
+
+
+def test_a_token_gated_neighbour_sla_model_trains_its_gate(tiny_data):
+    """The preset with Li et al.'s two forms (--sla-window neighbours --sla-token-gate, no per-head gate): the token
+    gates get gradients, the validation report logs their mean per layer, and the window option changes the encoder."""
+    from helpers import first_batch
+
+    flags = ("--sla-window", "neighbours", "--sla-token-gate", "--gate-layers", "", "--sla-threshold", "1")
+    task, model = build_task_and_model(tiny_data, "sla_transformer_iwslt_de_en", *flags)
+    assert (model.cfg.sla.window, model.cfg.sla.token_gate) == ("neighbours", True)
+    for layer in model.encoder.layers:
+        assert layer.self_attn.mixer_key == "sla_gate" and not hasattr(layer.self_attn, "gate")
+    sample = first_batch(task, "train", 6)
+    model.train()
+    model.zero_grad()
+    try:
+        out = model(**sample["net_input"])
+        loss = -model.get_normalized_probs(out, log_probs=True).gather(-1, sample["target"].unsqueeze(-1)).sum()
+        loss.backward()
+    finally:
+        model.eval()
+    for layer in model.encoder.layers:
+        assert layer.self_attn.sla_gate.proj.weight.grad.abs().sum() > 0
+    with torch.no_grad():
+        extra = model(**sample["net_input"])[1]
+    metrics = extra["aux_metrics"]
+    assert {"sla_gate_l0", "sla_gate_l1"} <= set(metrics)
+    assert 0 < float(metrics["sla_gate_l0"]["value"]) / float(metrics["sla_gate_l0"]["ntokens"]) < 1
+    _, word = build_task_and_model(tiny_data, "sla_transformer_iwslt_de_en", *flags[:1], "word", *flags[2:])
+    word.load_state_dict(model.state_dict())
+    word.eval()
+    net = sample["net_input"]
+    with torch.no_grad():
+        a = model.encoder.forward_torchscript(net)["encoder_out"][0]
+        b = word.encoder.forward_torchscript(net)["encoder_out"][0]
+    assert not torch.allclose(a, b, atol=1e-4)

@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bpe-ops", type=int, metavar="N", help="BPE merges (default: the corpus's; smoke: 1000)")
     p.add_argument("--parser", choices=PARSERS, default="auto",
                    help="auto (default): stanza where its models are installed, else an error, or right-branching "
-                        "in smoke runs; or force one")
+                        "in smoke runs; or force one; imported: another parser's output (e.g. CoreNLP's PTB trees and "
+                        "CoNLL-U) for each tokenized file, from OUT/parse-import/ (docs/reproduce.md, Parsers)")
     p.add_argument("--parse-shards", type=int, default=1, metavar="N",
                    help="parse each file in N shards with syntrans-parse's sharding: here one after another, or one "
                         "job each with --launcher slurm or submitit-local")
@@ -106,8 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_cluster_args(p, "each shard of a parse (--parse-shards)", "OUT/jobs")
     r.add_argument("--multitask", action="store_const", const=True,
                    help="the +MULTI-TASK baseline's data (Bugliarello & Okazaki 2020, App. A): each training source "
-                        "also paired with its linearised dependency parse, sources wrapped in a task tag (<translate> "
-                        "or <parse>), the two tasks shuffled together; valid/test carry <translate>; no sidecars")
+                        "also paired with its linearised parse, sources wrapped in a task tag (<translate> or "
+                        "<parse>), the two tasks shuffled together; valid/test carry <translate>; no sidecars")
+    r.add_argument("--multitask-target", choices=("constituency", "dependency"), default=None,
+                   help="with --multitask: the parse target, constituency (default: the authors' unlexicalized "
+                        "constituency skeleton, words and POS tags removed) or dependency (ours: bracketed "
+                        "dependency parse over the BPE pieces)")
     return p
 
 
@@ -117,7 +122,7 @@ def recipe_from_args(args) -> Recipe | None:
                     aggressive_dashes=args.aggressive_dashes, normalize_punctuation=args.normalize_punctuation,
                     remove_non_printing=args.remove_non_printing, langid=args.langid, train_limit=args.train_limit,
                     bpe_ops_by_lang=args.bpe_ops_per_lang, joint=args.joint, word_vocab=args.word_vocab,
-                    multitask=args.multitask)
+                    multitask=args.multitask, multitask_target=args.multitask_target)
     return None if recipe.is_empty() else recipe
 
 

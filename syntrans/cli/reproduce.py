@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--datasets", type=_names, default=None, help="only these datasets (keys as in the table, e.g. nc11_de_en)")
     p.add_argument("--systems", type=_names, default=None, help="only these systems (e.g. baseline,PASCAL)")
     p.add_argument("--parser", default="auto", help="syntrans-prepare's parser (default auto: stanza, or right-branching "
-                   "in a smoke run without stanza models)")
+                   "in a smoke run without stanza models; imported: the paper's parser's output, see docs/reproduce.md)")
     p.add_argument("--train-args", default="", help="extra fairseq-train flags, e.g. \"--fp16 --update-freq 8\"")
     p.add_argument("--generate-args", default="", help="extra fairseq-generate flags")
     p.add_argument("--config-dir", type=Path, default=None, help="the configs/ folder (default: the project's)")

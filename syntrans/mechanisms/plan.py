@@ -113,7 +113,12 @@ class SyntaxPlan:
         plans = {k: tuple(m.key for m, _ in v) for k, v in self.heads.items() if v}
         mixed = {k: any(m.mixes(*k) for m in self.active) for k in self.heads}
         for (side, i), taking in self.heads.items():
-            mixer = next((m for m in self.active if m.mixes(side, i)), None)
+            mixers = [m for m in self.active if m.mixes(side, i)]
+            if len(mixers) > 1:
+                raise ValueError(f"{side} layer {i}: both {mixers[0].title} and {mixers[1].title} would mix its syntax "
+                                 "heads with the stock attention; a layer takes one mixer: leave the layer out of one "
+                                 "of them")
+            mixer = mixers[0] if mixers else None
             fixed = [m for m, _ in taking if not m.mixable]
             if mixer is not None and fixed:
                 raise ValueError(f"{side} layer {i}: the heads of {fixed[0].title} cannot be mixed by {mixer.title} "

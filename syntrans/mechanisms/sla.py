@@ -9,10 +9,20 @@ A token always sees itself; EOS sees only itself and is in no other token's wind
 stock attention, and padding queries are left unrestricted (their rows are never read). Words of two sentences of one
 line have no path: they are never in each other's window.
 
-The paper combines this local attention with the global (stock) attention of the same head by a learned per-head
-weight, "without any regularization" (§5.2): that is the mixer of syntax heads (Hou et al., Eq. 4-6 and 10) with no
-BatchNorm, no pre-warm-up and no dropout on the syntax attention, which the preset ``sla_transformer_iwslt_de_en``
-switches on over these heads. These heads alone (no mixer) are the hard local attention.
+The gated paper combines this local attention with the global (stock) attention by "a naive gating network … at each
+attention head of each layer", "without any regularization" (§5.2), and states no more of its form. Our reading is
+that paper's own gate network (Hou et al., Eq. 4-6 and 10: one G per sentence and head) with no BatchNorm, no
+pre-warm-up and no dropout on the syntax attention, which the preset ``sla_transformer_iwslt_de_en`` switches on over
+these heads. These heads alone (no mixer) are the hard local attention.
+
+Li et al.'s released code (github.com/Neutralzz/syntax_aware_local_attention) differs in two ways, each an option
+here (off by default):
+
+* ``window="neighbours"``: the window of token i is the union of the windows of the words i−1, i and i+1 (the linear
+  neighbours of its word, within its own tree), D'(i, j) = min_{k ∈ {w−1, w, w+1}} D(k, j) ≤ m; their default m is 3.
+* ``token_gate``: the gate is per token and layer, g_i = σ(w·x_i + b) with one Linear(d → 1) shared by the layer's
+  syntax heads (x_i the layer's input at token i): A[i, :] = g_i·A_syn[i, :] + (1 − g_i)·A_raw[i, :]
+  (:class:`TokenGate`). It replaces the gate mechanism's per-head gate on its layers (one mixer per layer).
 
 An additive mechanism: its heads run in the fused SDPA kernel with log M as the bias; log M is formed once per batch,
 (B, T, T), from two per-token features (``src_word_first``: each token's word as the position of the word's first
@@ -23,14 +33,20 @@ from dataclasses import dataclass, field
 from typing import List
 
 import torch
+import torch.nn as nn
 from fairseq.dataclass import FairseqDataclass
 
-from ..modules.blocks import HeadBlock, LogMaskHeads
-from .base import FeatureNeeds, Mechanism, check_option, is_number, required_feature
+from ..modules.aux_losses import report_aux_metric
+from ..modules.blocks import HeadBlock, LayerMixer, LogMaskHeads, SideInputs
+from ..modules.precision import full_precision, named_precision
+from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, reports_of, required_feature
 from .layer_lists import resolve_layers
 
 #: the window's default threshold m (ours: Hou et al. do not state it; see docs/methods.md)
 DEFAULT_THRESHOLD = 2
+#: whose distances make a token's window: its own word's (the gated paper's description), or the union over its
+#: word and the word's two linear neighbours (Li et al.'s released code)
+WINDOWS = ("word", "neighbours")
 
 
 @dataclass
@@ -48,12 +64,50 @@ class SlaConfig(FairseqDataclass):
         metadata={"help": "m: a token attends to the tokens whose words are at most m dependency arcs away (ours: "
                           "not stated by the papers)"},
     )
+    window: str = field(
+        default="word",
+        metadata={"help": "word: the distances from the token's own word (the gated paper, §5.2); neighbours: the "
+                          "union of the windows of its word and the word's two linear neighbours (Li et al.'s code)"},
+    )
+    token_gate: bool = field(
+        default=False,
+        metadata={"help": "mix the SLA heads with stock attention by one gate per token and layer, sigmoid(Linear(d, 1)) "
+                          "of the layer input shared by the heads (Li et al.'s released code), instead of --gate-layers"},
+    )
+
+
+def _closure(adjacency: torch.Tensor) -> torch.Tensor:
+    """(B, T, T) bool: y reachable from x by any number of arcs (x itself included), by repeated squaring."""
+    T = adjacency.size(-1)
+    reach = torch.eye(T, dtype=torch.bool, device=adjacency.device) | (adjacency > 0)
+    for _ in range(max(1, (T - 1).bit_length())):
+        reach = reach | (torch.bmm(reach.float(), reach.float()) > 0)
+    return reach
+
+
+def _linear_neighbours(node: torch.Tensor, valid: torch.Tensor):
+    """The first subword of the word before and after each token's word (B, T) long, and whether it exists (B, T)
+    bool: the token before the word's first subword belongs to the previous word, the token after its last subword
+    to the next (the subwords of a word are consecutive)."""
+    B, T = node.shape
+    pos = torch.arange(T, device=node.device).expand(B, T)
+    before = (node - 1).clamp(min=0)  # (B, T)
+    has_prev = valid & (node >= 1) & valid.gather(1, before)
+    prev = node.gather(1, before)
+    same = (node.unsqueeze(2) == node.unsqueeze(1)) & valid.unsqueeze(1) & valid.unsqueeze(2)  # (B, T, T)
+    last = torch.where(same, pos.unsqueeze(1).expand(B, T, T), torch.full_like(same, -1, dtype=torch.long)).amax(-1)
+    after = (last + 1).clamp(max=T - 1)  # (B, T)
+    has_next = valid & (last + 1 <= T - 1) & valid.gather(1, after)
+    nxt = node.gather(1, after)
+    return prev, has_prev, nxt, has_next
 
 
 def tree_window(word_first: torch.Tensor, parent_first: torch.Tensor, pad_mask: torch.Tensor,
-                threshold: int) -> torch.Tensor:
+                threshold: int, neighbours: bool = False) -> torch.Tensor:
     """Which keys each query may attend to: D(i, j) ≤ m, D the dependency path length between the words of tokens i
-    and j (Hou et al., the mixer's paper, §5.2), for a padded batch.
+    and j (Hou et al., the mixer's paper, §5.2), for a padded batch; ``neighbours``: the union of the windows of
+    token i's word and of the words just before and after it in the sentence (those of its own tree), D'(i, j) =
+    min_k D(k, j) over k ∈ {w−1, w, w+1} (Li et al.'s released code).
 
     word_first (B, T) long: the position of the first subword of token i's word (−1: EOS, padding); parent_first
     (B, T) long: the first subword of its head word (its own word's for a root, −1: EOS, padding); both in padded
@@ -73,17 +127,25 @@ def tree_window(word_first: torch.Tensor, parent_first: torch.Tensor, pad_mask: 
     for _ in range(int(threshold)):  # reach[b, x, y]: y within the steps taken so far from x
         reach = reach | (torch.bmm(reach.float(), adjacency) > 0)
     rows = reach.gather(1, node.unsqueeze(-1).expand(B, T, T))  # (B, T, T) rows[b, i, :] = reach[b, node_i, :]
-    window = rows.gather(2, node.unsqueeze(1).expand(B, T, T))  # (B, T, T) reach[b, node_i, node_j]
+    if neighbours:
+        tree = _closure(adjacency)  # (B, T, T) the words of one tree
+        prev, has_prev, nxt, has_next = _linear_neighbours(node, valid)
+        for k, has in ((prev, has_prev), (nxt, has_next)):
+            same_tree = tree.gather(1, node.unsqueeze(-1).expand(B, T, T)).gather(2, k.unsqueeze(-1)).squeeze(-1)
+            # same_tree (B, T): tree[b, node_i, k_i], the neighbour is a word of token i's own tree
+            use = (has & same_tree).unsqueeze(-1)  # (B, T, 1)
+            rows = rows | (reach.gather(1, k.unsqueeze(-1).expand(B, T, T)) & use)  # reach[b, k_i, :]
+    window = rows.gather(2, node.unsqueeze(1).expand(B, T, T))  # (B, T, T) rows[b, i, node_j]
     window = window & valid.unsqueeze(2) & valid.unsqueeze(1)
     window = window | torch.eye(T, dtype=torch.bool, device=word_first.device)  # a token (EOS too) sees itself
     return window | pad_mask.unsqueeze(2)  # padding queries: no restriction
 
 
 def window_log_mask(word_first: torch.Tensor, parent_first: torch.Tensor, pad_mask: torch.Tensor, threshold: int,
-                    dtype: torch.dtype) -> torch.Tensor:
+                    dtype: torch.dtype, neighbours: bool = False) -> torch.Tensor:
     """log M of :func:`tree_window`: 0 inside the window, −inf outside (Hou et al., the mixer's paper, Eq. 8-9 with a
     0/1 mask), (B, T, T) in ``dtype``."""
-    window = tree_window(word_first, parent_first, pad_mask, threshold)
+    window = tree_window(word_first, parent_first, pad_mask, threshold, neighbours)
     return torch.zeros(window.shape, dtype=dtype, device=window.device).masked_fill(~window, float("-inf"))
 
 
@@ -94,6 +156,36 @@ class SlaHeads(LogMaskHeads):
     key = "sla"
     heads_name = "SLA"
     needs = "tree window (the encoder prepares it from src_word_first and src_parent_first)"
+
+
+class TokenGate(LayerMixer):
+    """One gate per token and layer shared by the layer's syntax heads (Li et al.'s released SLA code): g_i =
+    σ(w·x_i + b), one Linear(d → 1) of the layer input x_i, and A[i, :] = g_i·A_syn[i, :] + (1 − g_i)·A_raw[i, :]
+    for every syntax head. The gate runs in float32 with autocast off (a (T, B, C) → (T, B) projection)."""
+
+    key = "sla_gate"
+
+    def __init__(self, embed_dim: int):
+        super().__init__()
+        self.proj = nn.Linear(embed_dim, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (T, B, C) the layer input → g (B, T) ∈ (0, 1), in the projection's dtype."""
+        with named_precision("the SLA token gate (Li et al.)", x), full_precision(x.device.type):
+            return torch.sigmoid(self.proj(x.to(self.proj.weight.dtype))).squeeze(-1).t()
+
+    def _mix(self, syn: torch.Tensor, raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor):
+        g = self(x)  # (B, T)
+        mixed = torch.lerp(raw, syn, g.to(syn.dtype)[:, None, :, None])  # (B, n, T, S|d): raw + g·(syn − raw)
+        return mixed, {"values": g.detach(), "pad": pad}
+
+    def mix(self, p_syn, p_raw, x, pad, inputs: SideInputs):
+        """p_* (B, n, T, S): each query row mixed by its token's gate."""
+        return self._mix(p_syn, p_raw, x, pad)
+
+    def mix_outputs(self, o_syn, o_raw, x, pad, inputs: SideInputs):
+        """o_* (B, n, T, d): the mix is per query row, so it is the same on the heads' outputs."""
+        return self._mix(o_syn, o_raw, x, pad)
 
 
 class Sla(Mechanism):
@@ -112,6 +204,9 @@ class Sla(Mechanism):
                      f"must lie in 1..{H} (attention heads)", cfg.heads)
         check_option(is_number(cfg.threshold, True) and cfg.threshold >= 0, "--sla-threshold",
                      "is a number of dependency arcs, an integer >= 0", cfg.threshold)
+        check_choice("--sla-window", cfg.window, WINDOWS)
+        check_option(isinstance(cfg.token_gate, bool), "--sla-token-gate", "is a switch (True or False)",
+                     cfg.token_gate)
 
     @property
     def active(self) -> bool:
@@ -122,6 +217,20 @@ class Sla(Mechanism):
 
     def block(self, side: str, layer: int, num_heads: int, head_dim: int) -> HeadBlock:
         return SlaHeads(num_heads)
+
+    def mixes(self, side: str, layer: int) -> bool:
+        return bool(self.cfg.token_gate) and side == "encoder" and layer in self.layers
+
+    def mixer(self, side: str, layer: int, embed_dim: int, num_heads: int):
+        return TokenGate(embed_dim) if self.mixes(side, layer) else None
+
+    def report(self, side, layers, extra, training):
+        """At evaluation the mean token gate of every token-gated layer, over real tokens."""
+        if training:
+            return
+        for i, rep in sorted(reports_of(layers, TokenGate.key).items()):
+            real = ~rep["pad"]  # (B, T)
+            report_aux_metric(extra, f"sla_gate_l{i}", rep["values"].float()[real].sum(), real.sum())
 
     def features(self, side: str) -> FeatureNeeds:
         if side == "encoder" and self.active:
@@ -134,7 +243,9 @@ class Sla(Mechanism):
         why = "the SLA heads"
         word_first = required_feature(features, "src_word_first", tuple(tokens.shape), why).long()
         parent_first = required_feature(features, "src_parent_first", tuple(tokens.shape), why).long()
-        return window_log_mask(word_first, parent_first, pad_mask, int(self.cfg.threshold), dtype)  # (B, T, T)
+        return window_log_mask(word_first, parent_first, pad_mask, int(self.cfg.threshold), dtype,
+                               neighbours=self.cfg.window == "neighbours")  # (B, T, T)
 
 
-__all__ = ["DEFAULT_THRESHOLD", "Sla", "SlaConfig", "SlaHeads", "tree_window", "window_log_mask"]
+__all__ = ["DEFAULT_THRESHOLD", "Sla", "SlaConfig", "SlaHeads", "TokenGate", "WINDOWS", "tree_window",
+           "window_log_mask"]

@@ -3,3 +3,5 @@
 KINDS = ("right-branching", "left-branching", "flat")  # the trivial parsers (syntrans.parsing.trivial)
 PARSERS = ("stanza",) + KINDS
 AUTO_PARSERS = ("auto",) + PARSERS  # "auto": the command picks (syntrans-prepare, syntrans-translate say how)
+#: syntrans-prepare also takes another parser's output, imported (syntrans.parsing.imported)
+PREPARE_PARSERS = AUTO_PARSERS + ("imported",)

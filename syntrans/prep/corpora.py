@@ -89,7 +89,8 @@ class PairData:
     ``langid`` (the language filter of training pairs), ``train_limit`` (the first N training pairs only),
     ``bpe_ops_by_lang`` (((lang, merges), ...) for separate BPE; empty: ``bpe_ops`` for every side) and
     ``word_vocab`` (no BPE: words, a dictionary of the N most frequent per language) and ``multitask`` (the
-    +MULTI-TASK data of :mod:`syntrans.prep.multitask`: translation and source-parse pairs, no sidecars).
+    +MULTI-TASK data of :mod:`syntrans.prep.multitask`: translation and source-parse pairs, no sidecars), with
+    ``multitask_target`` its parse target (``constituency``, the authors' skeleton, or ``dependency``).
     """
 
     langs: tuple[str, str]
@@ -111,6 +112,14 @@ class PairData:
     bpe_ops_by_lang: tuple[tuple[str, int], ...] = ()
     word_vocab: int | None = None
     multitask: bool = False
+    multitask_target: str = "constituency"
+    #: more references of the test set per target language, ((lang, (file in --raw-dir, ...)), ...): a test set with
+    #: several references (NIST's four) is scored against all of them; a direction whose target has none, one
+    more_refs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def reference_files(self, tgt: str) -> tuple[str, ...]:
+        """The files of the test set's further references when ``tgt`` is the target (empty: one reference)."""
+        return dict(self.more_refs).get(tgt, ())
 
     def merges(self) -> dict[str, int]:
         """{lang: BPE merges} of each side: ``bpe_ops_by_lang`` where given, else ``bpe_ops`` for both."""
@@ -255,7 +264,9 @@ _register(Corpus(
                      [], list(_IWSLT_TEST)),
         _IWSLT_CLEAN, lowercase=True,  # stated (fairseq's prepare-iwslt14.sh lowercases)
         bpe_ops=10000, joint=True,     # stated: joint BPE 10k
-        valid_every=23,                # stated: valid = every 23rd line of the cleaned train (fairseq's order)
+        # ours: valid = every 23rd line of the cleaned train, as fairseq's prepare-iwslt14.sh (the split sizes Hou et
+        # al. report); their text says "randomly select 5%" (syntrans.reproduce.published_data: valid_split)
+        valid_every=23,
         notes="train.tags lines with <url>, <talkid>, <keywords> (and other metadata elements) dropped, "
               "<title>/<description> tags stripped; xml: <seg> text, ’ → ' (as fairseq)")},
     _dls("iwslt14-de-en.tgz")))
@@ -389,8 +400,13 @@ LDC2003E14, LDC2004T07 (Hansards part), LDC2004T08 and LDC2005T06, about 1.25M p
 downloaded. Their distributions differ in format, so extract them yourself into plain parallel text
 (one segment per line, line i of .zh and .en translations of each other) in --raw-dir:
   train.zh  train.en      the training pairs
-  valid.zh  valid.en      e.g. NIST MT02 (first reference in valid.en)
-  test.zh   test.en       e.g. NIST MT03-06 concatenated (first reference: single-reference BLEU)
+  valid.zh  valid.en      the development set, e.g. NIST MT02 (its first English reference in valid.en)
+  test.zh                 NIST MT03 + MT04 + MT05 concatenated, in that order: Ma et al. 2019's test set (§4.1)
+  test.en                 their first English reference, line by line
+  test.en.2 test.en.3 test.en.4   their second, third and fourth English references, line by line
+zh→en is scored against all four references (sacreBLEU's multi-reference BLEU); en→zh translates test.en (the
+first reference) into the Chinese source, the one reference of that direction. A single reference would give a
+far lower BLEU than the papers' multi-reference scores.
 The Chinese side must already be word-segmented (e.g. Jieba or the Stanford segmenter)."""
 
 _register(Corpus(
@@ -402,7 +418,8 @@ _register(Corpus(
                      [_per_lang("plain", None, "test.{lang}", ("zh", "en"))]),
         _CJK_CLEAN, lowercase=False,
         bpe_ops=32000, joint=False,  # not stated: ours
-        segmented=("zh",))},
+        segmented=("zh",),
+        more_refs=(("en", ("test.en.2", "test.en.3", "test.en.4")),))},  # NIST MT03-05: four English references
     layout=_LDC_LAYOUT))
 
 _MULTI30K_LAYOUT = """\

@@ -8,12 +8,19 @@ parsing and translation training data is shuffled together." The model is a stan
 So every training line gives two pairs, ``T src T → tgt`` and ``P src P → linearised parse of src`` (T, P: the
 tags :data:`TRANSLATE_TAG` and :data:`PARSE_TAG`), and the 2N pairs are shuffled with a fixed seed
 (:data:`MULTITASK_SEED`); validation and test lines get the translation tag only, in their order (the test
-reference stays line-aligned). Ours, where the paper is silent:
+reference stays line-aligned).
 
-* the linearisation (:mod:`syntrans.syntax.linearize`): bracketed heads with labels, over the source's own BPE
-  pieces, so a parse target's words are segmented exactly like the source they copy; labels and brackets are whole
-  tokens (a closed set of a few dozen symbols: splitting them would only lengthen the targets); with separate
-  BPE the target dictionary thus also holds the source's pieces, as the decoder must write them;
+The parse target (:mod:`syntrans.syntax.linearize`; the recipe's ``multitask_target``):
+
+* ``constituency`` (the default): the authors' own, from their released preparation
+  (github.com/e-bug/pascal, ``scripts/bpe_lin_parses.py``): the CoreNLP constituency tree with its words and
+  part-of-speech brackets removed, an unlexicalized skeleton such as ``(ROOT (S (NP ) (VP ) ) )``;
+* ``dependency`` (ours, a labelled option): bracketed heads with labels over the source's own BPE pieces, so a
+  parse target's words are segmented exactly like the source they copy; with separate BPE the target dictionary
+  thus also holds the source's pieces, as the decoder must write them.
+
+In both, brackets and labels are whole tokens. Ours, where the paper is silent:
+
 * the tags are added after BPE, so BPE never splits them, and are written like XML tags, which Moses-tokenized
   (escaped) text never holds; a tag found in the corpus is an error;
 * the seed (1), and the order of the pairs before shuffling (line by line, translation pair first).
@@ -91,24 +98,31 @@ def _write(path: Path, lines: list[str]) -> None:
     tmp.replace(path)
 
 
-def linearized_parses(src_lines: Sequence[str], parse_file: Path, marker: str | None) -> list[list[str]]:
-    """The linearised parse of every line of ``src_lines`` (BPE'd; ``marker`` None: words) from ``parse_file``
-    (CoNLL-U of the tokenized lines); PrepError naming the file and line for a parse that does not fit."""
-    from ..syntax.linearize import linearize_line  # lazy: syntrans.syntax.parsed imports stanza
+def linearized_parses(src_lines: Sequence[str], parse_file: Path, marker: str | None,
+                      target: str = "constituency") -> list[list[str]]:
+    """The parse target of every line of ``src_lines`` (BPE'd; ``marker`` None: words) from ``parse_file`` (CoNLL-U
+    of the tokenized lines): the constituency skeleton (``target`` "constituency") or the dependency bracketing
+    ("dependency"); PrepError naming the file and line for a parse that does not fit."""
+    from ..syntax.linearize import TARGETS, linearize_line, skeleton_line  # lazy: syntrans.syntax.parsed imports stanza
     from ..syntax.parsed import group_by_line, read_parsed
 
+    if target not in TARGETS:
+        raise PrepError(f"multi-task data: the parse target is one of {', '.join(TARGETS)}, found {target!r}")
+    line_target = skeleton_line if target == "constituency" else linearize_line
     try:
         groups = group_by_line(read_parsed(str(parse_file)), len(src_lines), str(parse_file))
-        return [linearize_line(sents, line.split(), marker, f"{parse_file} for line {n}")
+        return [line_target(sents, line.split(), marker, f"{parse_file} for line {n}")
                 for n, (line, sents) in enumerate(zip(src_lines, groups), 1)]
     except (ValueError, FileNotFoundError) as e:
         raise PrepError(f"multi-task data: {e}") from None
 
 
 def write_multitask(bpe_dir: Path, parse_dir: Path, out_dir: Path, src: str, tgt: str, words: bool = False,
-                    seed: int = MULTITASK_SEED, log: Callable[[str], None] = print) -> dict:
+                    seed: int = MULTITASK_SEED, log: Callable[[str], None] = print,
+                    target: str = "constituency") -> dict:
     """Write ``out_dir/{split}.{src,tgt}`` from ``bpe_dir/{split}.{lang}`` and ``parse_dir/train.{src}.conllu``
-    (``words``: the text has no BPE); returns {split: pairs written}."""
+    (``words``: the text has no BPE; ``target``: the parse target, :func:`linearized_parses`); returns {split:
+    pairs written}."""
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes = {}
     for split in SPLITS:
@@ -117,11 +131,12 @@ def write_multitask(bpe_dir: Path, parse_dir: Path, out_dir: Path, src: str, tgt
         check_no_tags(t_lines, str(bpe_dir / f"{split}.{tgt}"))
         parses = None
         if split == "train":
-            parses = linearized_parses(s_lines, parse_dir / f"train.{src}.conllu", None if words else "@@")
+            parses = linearized_parses(s_lines, parse_dir / f"train.{src}.conllu", None if words else "@@", target)
         s_out, t_out = multitask_lines(s_lines, t_lines, parses, seed)
         _write(out_dir / f"{split}.{src}", s_out)
         _write(out_dir / f"{split}.{tgt}", t_out)
         sizes[split] = len(s_out)
-    log(f"multitask: {out_dir}/{{split}}.{{{src},{tgt}}}: train {sizes['train']} pairs (translation and parse, "
+    log(f"multitask: {out_dir}/{{split}}.{{{src},{tgt}}}: train {sizes['train']} pairs (translation and {target} "
+        f"parse, "
         f"shuffled, seed {seed}), valid {sizes['valid']}, test {sizes['test']} (tag {TRANSLATE_TAG})")
     return sizes

@@ -13,7 +13,9 @@ language are installed (``resources.json`` in stanza's resources directory lists
 folder exists; building the pipeline is the final check), else, in smoke runs, the right-branching
 parser (said in the log), else an error with the ``stanza.download`` command. ``stanza``,
 ``right-branching``, ``left-branching`` and ``flat`` force one. Corpora with gold parses (synthetic)
-copy them (parser ``gold``, both views).
+copy them (parser ``gold``, both views). ``imported`` reads another parser's output for each tokenized file from
+``OUT/parse-import/`` (:mod:`syntrans.parsing.imported`), and stops naming the files it lacks and the command that
+makes them.
 """
 from __future__ import annotations
 
@@ -27,6 +29,36 @@ from .errors import PrepError
 
 AUTO = "auto"
 FALLBACK = "right-branching"
+IMPORTED = "imported"  # syntrans.parsing.imported.IMPORTED (named here: that module imports stanza)
+IMPORT_DIR = "parse-import"  # syntrans.parsing.imported.IMPORT_DIR
+
+
+def imported_files(folder: Path) -> dict:
+    """{file name: [size, mtime in ns]} of the files to import (the parse step's settings: a changed file redoes it)."""
+    if not folder.is_dir():
+        return {}
+    return {p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def import_parses_of(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], log: Callable[[str], None]) -> None:
+    """``--parser imported``: every split and side from ``OUT/parse-import/`` (:mod:`syntrans.parsing.imported`);
+    PrepError naming every missing file (and how to make it) or a parse that does not fit its text."""
+    from ..parsing.imported import import_file, import_files, missing_message  # lazy: imports stanza's tree reader
+
+    folder = parse_dir.parent / IMPORT_DIR
+    wanted = [(split, lang) for lang in langs for split in SPLITS]
+    found = {key: import_files(folder, *key) for key in wanted}
+    missing = [key for key, files in found.items() if files == (None, None)]
+    if missing:
+        raise PrepError(missing_message(folder, tok_dir, missing))
+    for (split, lang), (trees, deps) in found.items():
+        try:
+            lines, sentences = import_file(str(tok_dir / f"{split}.{lang}"), str(parse_dir / f"{split}.{lang}.conllu"),
+                                           str(trees) if trees else None, str(deps) if deps else None)
+        except (ValueError, OSError) as e:
+            raise PrepError(f"--parser {IMPORTED}: {e}") from None
+        what = " and ".join(f.name for f in (trees, deps) if f)
+        log(f"parse: {split}.{lang} imported from {what}: {lines} lines, {sentences} sentences")
 
 
 def stanza_installed(lang: str) -> bool:
@@ -136,8 +168,13 @@ def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: d
     parse_dir.mkdir(parents=True, exist_ok=True)
     used = dict(parsers)
     jobs = []
+    imported = tuple(lang for lang in langs if parsers[lang] == IMPORTED)
+    if imported:
+        import_parses_of(tok_dir, parse_dir, imported, log)
     for lang in langs:
         name = parsers[lang]
+        if name == IMPORTED:
+            continue
         lang_views = tuple(views.get(lang, ()))
         if name == "gold":
             for split in SPLITS:

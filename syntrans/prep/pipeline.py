@@ -8,6 +8,7 @@ Layout of OUT (``out_dir``)::
     tok/{split}.{lang}        Moses-tokenized text, training pairs cleaned (tokenize)
     bpe/codes, bpe/{split}.{lang}   BPE codes (codes.{lang} when separate) and segmented text (bpe)
     parse/{split}.{lang}.conllu     parses of tok/ (parse)
+    parse-import/             --parser imported: another parser's output for tok/ (syntrans.parsing.imported)
     multitask/{split}.{lang}  recipe multitask only: the +MULTI-TASK text (syntrans.prep.multitask; binarize)
     data-bin/                 fairseq binaries + syntax sidecars (binarize; multitask: of multitask/, no sidecars)
     ref/test.{lang}           raw test text, lowercased if the corpus is: sacreBLEU's reference (reference)
@@ -39,20 +40,20 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..parsing.names import AUTO_PARSERS
+from ..parsing.names import PREPARE_PARSERS
 from ..parsing.views import KIND_VIEW, VIEWS, parse_views, side_views
 from . import markers
 from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
 from .checksums import Digest, file_digest, read_sums
 from .clean import LANGUAGE, REASONS
-from .corpora import CORPORA, SPLITS, Corpus, PairData
+from .corpora import CORPORA, SPLITS, Corpus, PairData, Part
 from .download import check_local_files, fetch_downloads, local_files
 from .errors import PrepError
 from .extract import extract_text, read_lines
 from .langid_filter import check_languages
 from .multitask import MULTITASK_SEED, TAGS, write_multitask
-from .parse_step import resolve_parsers, run_parse, stanza_installed
+from .parse_step import IMPORT_DIR, IMPORTED, imported_files, resolve_parsers, run_parse, stanza_installed
 from .prepare_text import tokenize_corpus
 from .recipe import Recipe, apply_recipe, describe_settings, recipe_settings
 
@@ -64,7 +65,7 @@ SMOKE_SIZES = {"train": 2000, "valid": 200, "test": 200}
 SMOKE_BPE_OPS = 1000
 SYNTHETIC_SEED = 1
 LOCAL_SUMS = "raw-SHA256SUMS"  # first-use sums of a licensed/local corpus's files, in OUT/.done
-PARSERS = AUTO_PARSERS
+PARSERS = PREPARE_PARSERS
 RECIPE_FILE = "recipe.json"  # in OUT/.done: the recipe OUT is prepared under
 
 
@@ -102,11 +103,13 @@ class Prepared:
     word_vocab: int | None = None
     recipe: dict | None = None
     views: dict = field(default_factory=dict)  # {lang: views of its parse}
+    ref_test_more: list = field(default_factory=list)  # the test set's further references (NIST: 3 more)
 
     def to_json(self) -> dict:
         d = asdict(self)
         for k in ("out_dir", "data_bin", "codes", "ref_test", "src_test_raw"):
             d[k] = None if d[k] is None else str(d[k])
+        d["ref_test_more"] = [str(x) for x in self.ref_test_more]
         d["codes_by_lang"] = {k: str(v) for k, v in self.codes_by_lang.items()}
         d["paths"] = {"data_bin": d["data_bin"], "codes": d["codes"], "ref": d["ref_test"], "src_test_raw": d["src_test_raw"]}
         return d
@@ -185,7 +188,7 @@ def _current_digests(r: _Run) -> dict:
         names = [d.name for d in r.corpus.downloads if _needed(r, d.name)]
     else:
         names = []
-        for cands in local_files([p for s in SPLITS for p in r.pair.splits[r.direction][s]]):
+        for cands in local_files([p for s in SPLITS for p in r.pair.splits[r.direction][s]] + _reference_parts(r)):
             hit = next((n for n in cands if (r.raw / n).is_file()), cands[0])
             names.append(hit)
     cache = _digest_cache(r.out)
@@ -199,6 +202,11 @@ def _current_digests(r: _Run) -> dict:
         c = cache.get(name)
         out[name] = c.sha256 if c and (c.size, c.mtime_ns) == (st.st_size, st.st_mtime_ns) else file_digest(path).sha256
     return out
+
+
+def _reference_parts(r: _Run) -> list[Part]:
+    """The test set's further references of this direction's target (local files in --raw-dir), as parts."""
+    return [Part("plain", ((r.tgt, (name,)),)) for name in r.pair.reference_files(r.tgt)]
 
 
 def _needed(r: _Run, archive: str) -> bool:
@@ -245,7 +253,7 @@ def _fetch(r: _Run) -> tuple[list[str], dict]:
         downloads = [d for d in r.corpus.downloads if _needed(r, d.name)]
         digests = fetch_downloads(r.corpus, downloads, r.raw, r.known, cache, r.log)
     else:
-        parts = [p for s in SPLITS for p in r.pair.splits[r.direction][s]]
+        parts = [p for s in SPLITS for p in r.pair.splits[r.direction][s]] + _reference_parts(r)
         digests = check_local_files(r.corpus, parts, r.raw, r.out / markers.DONE_DIR / LOCAL_SUMS, r.known, cache, r.log)
     return [], {"digests": {k: asdict(v) for k, v in digests.items()}}
 
@@ -309,6 +317,8 @@ def _parse_settings(r: _Run) -> dict:
     settings = {"requested": r.parser, "parsers": parsers}
     if any(tuple(v) != VIEWS for v in views.values()):  # named only when not both on both sides: a folder prepared
         settings["views"] = {lang: list(v) for lang, v in views.items()}  # before views existed keeps its marker
+    if IMPORTED in parsers.values():  # new or changed files to import redo the step
+        settings["imported"] = imported_files(r.out / IMPORT_DIR)
     return settings
 
 
@@ -341,14 +351,14 @@ def _binarize_settings(r: _Run) -> dict:
     if r.pair.word_vocab is not None:
         settings["nwords"] = r.pair.word_vocab
     if r.pair.multitask:  # named only when set: a folder prepared before it existed keeps its marker
-        settings["multitask"] = {"seed": MULTITASK_SEED, "tags": list(TAGS)}
+        settings["multitask"] = {"seed": MULTITASK_SEED, "tags": list(TAGS), "target": r.pair.multitask_target}
     return settings
 
 
 def _binarize(r: _Run) -> tuple[list[str], dict]:
     if r.pair.multitask:
         sizes = write_multitask(r.out / "bpe", r.out / "parse", r.out / "multitask", r.src, r.tgt,
-                                words=r.pair.word_vocab is not None, log=r.log)
+                                words=r.pair.word_vocab is not None, log=r.log, target=r.pair.multitask_target)
         run_binarize(r.out / "multitask", None, r.out / "data-bin", r.src, r.tgt, r.pair.joint, r.workers, r.log,
                      nwords=r.pair.word_vocab)
         outs = [f"multitask/{s}.{lang}" for s in SPLITS for lang in (r.src, r.tgt)]
@@ -361,8 +371,11 @@ def _binarize(r: _Run) -> tuple[list[str], dict]:
 
 
 def _reference_settings(r: _Run) -> dict:
-    return {"src": r.src, "tgt": r.tgt, "lowercase": r.pair.lowercase, "limits": [r.limits[s] for s in REF_SPLITS],
-            "splits": list(REF_SPLITS)}
+    settings = {"src": r.src, "tgt": r.tgt, "lowercase": r.pair.lowercase, "limits": [r.limits[s] for s in REF_SPLITS],
+                "splits": list(REF_SPLITS)}
+    if r.pair.reference_files(r.tgt):  # named only when there are some: other folders keep their markers
+        settings["more_refs"] = list(r.pair.reference_files(r.tgt))
+    return settings
 
 
 #: the splits whose raw text is kept as references (ref/<split>.<lang>): validation BLEU and test BLEU
@@ -389,7 +402,24 @@ def _reference(r: _Run) -> tuple[list[str], dict]:
             counts[f"{split}.{lang}"] = n
     r.log(f"reference: {ref}/{{valid,test}}.{{{r.src},{r.tgt}}}: {counts['valid.' + r.tgt]} and "
           f"{counts['test.' + r.tgt]} lines" + (" (lowercased)" if r.pair.lowercase else ""))
-    return [f"ref/{s}.{lang}" for s in REF_SPLITS for lang in (r.src, r.tgt)], {"lines": counts}
+    more = []
+    for k, name in enumerate(r.pair.reference_files(r.tgt), 2):  # the test set's further references
+        lines = list(read_lines(r.raw / name))
+        if r.limits["test"] is not None:
+            lines = lines[:r.limits["test"]]
+        if len(lines) != counts[f"test.{r.tgt}"]:
+            raise PrepError(f"{r.raw / name}: {len(lines)} lines, but the test set has {counts['test.' + r.tgt]} "
+                            f"segments; expected reference {k} of every test segment, line by line (the "
+                            f"layout of corpus {r.corpus.name!r} in syntrans.prep.corpora)")
+        out = ref / f"test.{r.tgt}.{k}"
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text("".join((x.rstrip("\r\n").lower() if r.pair.lowercase else x.rstrip("\r\n")) + "\n"
+                               for x in lines), encoding="utf-8")
+        tmp.replace(out)
+        more.append(f"ref/test.{r.tgt}.{k}")
+    if more:
+        r.log(f"reference: {len(more) + 1} references of the test set: {ref}/test.{r.tgt} and {', '.join(more)}")
+    return [f"ref/{s}.{lang}" for s in REF_SPLITS for lang in (r.src, r.tgt)] + more, {"lines": counts}
 
 
 _STEP_FUNCS = {
@@ -596,7 +626,8 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
         parsers=dict(infos["parse"]["parsers"]), sizes={s: tok["sizes"][s] for s in SPLITS},
         dropped={k: tok["dropped"][k] for k in reasons} if (r.pair.clean or r.pair.langid) else {},
         codes_by_lang=codes, smoke=r.smoke, bpe_ops_by_lang={} if words else dict(r.ops),
-        word_vocab=r.pair.word_vocab, recipe=r.recipe, views={lang: list(v) for lang, v in _lang_views(r).items()})
+        word_vocab=r.pair.word_vocab, recipe=r.recipe, views={lang: list(v) for lang, v in _lang_views(r).items()},
+        ref_test_more=[r.out / "ref" / f"test.{r.tgt}.{k}" for k in range(2, 2 + len(r.pair.reference_files(r.tgt)))])
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
     # what `syntrans-prepare --again OUT` calls prepare_corpus with (all but the views, workers and launcher)

@@ -25,7 +25,9 @@ fewer than ``min_len`` tokens) stay. The fields:
   ones (fairseq-preprocess ``--nwordssrc``/``--nwordstgt``; the rest become ``<unk>``).
 * ``multitask``: the data of the +MULTI-TASK baseline (Bugliarello & Okazaki 2020, App. A, after Currey & Heafield
   2019): every training source also paired with its linearised parse, each source wrapped in a task tag, the two
-  tasks shuffled together; binarized without sidecars (:mod:`syntrans.prep.multitask`).
+  tasks shuffled together; binarized without sidecars (:mod:`syntrans.prep.multitask`). ``multitask_target``:
+  its parse target, ``constituency`` (None: the default, the authors' unlexicalized constituency skeleton) or
+  ``dependency`` (our bracketed dependency parse over the BPE pieces); set only with ``multitask``.
 
 A recipe that cannot apply to a pair (merges for a language the pair lacks, a filter on a corpus whose gold parses
 must stay line-aligned, …) raises :class:`PrepError` naming the setting, what was expected and what was found.
@@ -42,6 +44,8 @@ from .errors import PrepError
 
 #: the value of ``max_len`` or ``ratio`` that turns that filter off
 OFF = "off"
+#: the +MULTI-TASK parse targets (syntrans.syntax.linearize.TARGETS; named here so that the recipe imports no parser)
+_MULTITASK_TARGETS = ("constituency", "dependency")
 
 #: the settings that change the text itself: refused for a corpus that comes tokenized (and parsed) already
 _TEXT_SETTINGS = ("lowercase", "aggressive_dashes", "normalize_punctuation", "remove_non_printing")
@@ -89,6 +93,7 @@ class Recipe:
     joint: bool | None = None
     word_vocab: int | None = None
     multitask: bool | None = None
+    multitask_target: str | None = None
 
     def __post_init__(self):
         _whole("max_len", self.max_len, allow_off=True)
@@ -124,6 +129,14 @@ class Recipe:
             if self.bpe_ops is not None:
                 raise PrepError(f"recipe: give bpe_ops ({self.bpe_ops}) or bpe_ops_by_lang, not both")
             object.__setattr__(self, "bpe_ops_by_lang", by_lang)
+        if self.multitask_target is not None:
+            if self.multitask_target not in _MULTITASK_TARGETS:
+                raise PrepError(f"recipe multitask_target: expected one of {', '.join(_MULTITASK_TARGETS)} or None, "
+                                f"found {self.multitask_target!r}")
+            if not self.multitask:
+                raise PrepError(f"recipe multitask_target {self.multitask_target!r}: the parse target of the "
+                                "+MULTI-TASK data; expected it with multitask=True, found multitask "
+                                f"{self.multitask!r}")
         if self.word_vocab is not None and (self.bpe_ops is not None or self.bpe_ops_by_lang is not None):
             raise PrepError(f"recipe word_vocab ({self.word_vocab}) means no BPE: found BPE merges as well "
                             f"(bpe_ops {self.bpe_ops}, bpe_ops_by_lang {self.bpe_ops_by_lang})")
@@ -210,7 +223,7 @@ def apply_recipe(pair: PairData, recipe: Recipe | None) -> PairData:
                         f"filter would misalign; expected no filter for it")
     changes = {}
     for name in ("lowercase", "aggressive_dashes", "normalize_punctuation", "remove_non_printing", "langid",
-                 "train_limit", "bpe_ops", "joint", "word_vocab", "multitask"):
+                 "train_limit", "bpe_ops", "joint", "word_vocab", "multitask", "multitask_target"):
         value = getattr(recipe, name)
         if value is not None:
             changes[name] = value

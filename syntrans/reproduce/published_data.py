@@ -10,7 +10,15 @@ paper states are set explicitly, even where they equal the corpus' own.
 
 Where a stated setting cannot be taken literally, the source string says what we do and why: the length ratio
 "within 1" of Hou et al. (no pair of unequal lengths would survive it) and their dictionary sizes given for
-separate BPE without merges.
+separate BPE without merges. Where we depart from a stated setting, the source starts with "deviates from" and
+quotes the paper.
+
+Three settings are records, not switches: ``parser``, the parser(s) the paper parsed the dataset with (ours is
+syntrans-prepare's ``--parser``: stanza by default, or the paper's parser's own output through ``--parser
+imported``, docs/reproduce.md); ``valid_split``, how the validation set is made where the corpus makes one from
+its training text (None: the corpus' own validation files, :mod:`syntrans.prep.corpora`); and ``references``, the
+references per test segment BLEU is scored against (the corpus supplies them: :mod:`syntrans.prep.corpora`,
+``PairData.more_refs``).
 """
 from __future__ import annotations
 
@@ -30,12 +38,13 @@ class Evaluation:
     lowercase: bool
 
 
-#: the settings every entry names a source for: the Recipe fields, then the evaluation's
+#: the settings every entry names a source for: the Recipe fields, then the evaluation's, then the records
 #: recipe fields a table sets per system (System.data), never per dataset: the +MULTI-TASK baseline's data
-SYSTEM_ONLY = ("multitask",)
+SYSTEM_ONLY = ("multitask", "multitask_target")
 RECIPE_SETTINGS = tuple(f.name for f in fields(Recipe) if f.name not in SYSTEM_ONLY)
 EVAL_SETTINGS = ("eval_tokenize", "eval_lowercase")
-SETTINGS = RECIPE_SETTINGS + EVAL_SETTINGS
+RECORD_SETTINGS = ("parser", "valid_split", "references")
+SETTINGS = RECIPE_SETTINGS + EVAL_SETTINGS + RECORD_SETTINGS
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,9 @@ class DataSettings:
     evaluation: Evaluation
     sources: Tuple[Tuple[str, str], ...]
     notes: Tuple[str, ...] = ()
+    parser: str = ""  # the paper's parser(s) for this dataset, e.g. "Stanford CoreNLP (constituency)"
+    valid_split: Optional[str] = None  # how the validation set is made (None: the corpus' validation files)
+    references: int = 1  # references per test segment BLEU is scored against (NIST: 4)
 
     def source(self, setting: str) -> str:
         """Where ``setting`` (a name of :data:`SETTINGS`) comes from."""
@@ -63,7 +75,9 @@ def _settings(values: Dict[str, tuple]) -> DataSettings:
         raise ValueError(f"published data entry: expected every setting of {SETTINGS}, missing {missing}, unknown {extra}")
     recipe = Recipe(**{name: values[name][0] for name in RECIPE_SETTINGS})
     evaluation = Evaluation(tokenize=values["eval_tokenize"][0], lowercase=values["eval_lowercase"][0])
-    return DataSettings(recipe, evaluation, tuple((s, values[s][1]) for s in SETTINGS), tuple(values.get("notes", ())))
+    return DataSettings(recipe, evaluation, tuple((s, values[s][1]) for s in SETTINGS), tuple(values.get("notes", ())),
+                        parser=values["parser"][0], valid_split=values["valid_split"][0],
+                        references=values["references"][0])
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -92,7 +106,37 @@ _UNSTATED = {
     "train_parts": (None, ALL_PAIRS), "bpe_ops": (None, CORPUS), "bpe_ops_by_lang": (None, JOINT_ONLY),
     "joint": (None, CORPUS), "word_vocab": (None, BPE_ONLY),
     "eval_tokenize": ("13a", SACRE_13A), "eval_lowercase": (False, SACRE_CASED),
+    "valid_split": (None, "not applicable (the corpus' own validation files, syntrans.prep.corpora)"),
+    "references": (1, "not applicable (one reference per test segment)"),
 }
+
+# ------------------------------------------------------------------------------------------------------------
+# the papers' parsers (ours: syntrans-prepare --parser; stanza unless the paper's parser's output is imported)
+
+_HOU_PARSER = ("Stanford CoreNLP constituency parser (version not stated), on the words of each sentence",
+               'Hou et al. 2022 (distance-mask), §2.2 ("analyze the syntax tree structure using the Stanford corenlp '
+               'toolkit") and §4.1 ("The Stanford CoreNLP parser is utilized to generate constituency grammar tree")')
+_GATED_PARSER = ("Stanford CoreNLP (constituency, for the gated model); the parser of the dependency baselines "
+                 "(LISA, PASCAL, SLA) is not stated",
+                 'Hou et al. (gated self-attention), §5.1 ("The Stanford CoreNLP parser [17] is used to parse the '
+                 'constituency tree")')
+_PASCAL_PARSER = ("Stanford CoreNLP (dependencies of the source sentences; +MULTI-TASK: its constituency parses, "
+                  "linearised by the authors' released scripts/bpe_lin_parses.py)",
+                  'Bugliarello & Okazaki 2020, §3.1 ("We rely on Stanford CoreNLP (Manning et al., 2014) to parse '
+                  'source sentences")')
+_SYNC_PARSER = ("Stanza (English, German, Romanian) and EDA (Japanese): dependencies of both sides",
+                'Deguchi et al. 2021, §5.1 ("We used dependency structures generated by Stanza (Qi et al., 2020) for '
+                'English, German, and Romanian sentences, and EDA² for Japanese sentences")')
+_NSD_PARSER = ("Kitaev & Klein 2018 (constituency: dS, dG, dR) and Dyer et al. 2015 (dependencies: dD), English only",
+               'Ma et al. 2019, §4.1 ("Constituent trees are generated by the parser of Kitaev and Klein (2018)", '
+               '"dependency trees are generated by the parser of Dyer et al. (2015)")')
+
+#: Hou et al. 2022, App. A, on IWSLT14's validation set, and what we do instead
+_IWSLT_VALID = ("every 23rd pair of the cleaned training text (fairseq's prepare-iwslt14.sh)",
+                'deviates from Hou et al. 2022, App. A ("randomly select 5% of training as the validation set"): we '
+                "hold out every 23rd pair, as fairseq's prepare-iwslt14.sh, whose split sizes (160,239 training and "
+                "7,283 validation pairs) are the ones the paper's Table 3 reports; a random 5% would give other "
+                "sentences and sizes")
 
 
 def _entry(**values) -> dict:
@@ -114,6 +158,8 @@ _HOU_IWSLT = _entry(
     bpe_ops=(10000, f'{HOU}: shared BPE, "dictionary of size 10k" (as 10,000 merges: ours, as fairseq\'s '
                     "prepare-iwslt14.sh)"),
     joint=(True, f"{HOU}: shared BPE"),
+    parser=_HOU_PARSER,
+    valid_split=_IWSLT_VALID,
     **_HOU_EVAL)
 
 _HOU_NC11 = _entry(
@@ -124,6 +170,7 @@ _HOU_NC11 = _entry(
     langid=(True, f'{HOU}: "we dropout the pairs which do not have a correct language" (tool not stated: langid, ours)'),
     bpe_ops=(16000, f"{HOU}: shared BPE, a dictionary of 16k (as 16,000 merges: ours)"),
     joint=(True, f"{HOU}: shared BPE"),
+    parser=_HOU_PARSER,
     **_HOU_EVAL)
 
 _HOU_ASPEC_ZH_JA = _entry(
@@ -132,9 +179,10 @@ _HOU_ASPEC_ZH_JA = _entry(
                      f"{HOU}: separate dictionaries, zh 61k and ja 46k entries (merges not stated: ours, as many merges "
                      "as dictionary entries)"),
     joint=(False, f"{HOU}: separate dictionaries for zh and ja"),
-    eval_tokenize=(None, "not stated: ours (App. A: BLEU with sacreBLEU; the Japanese tokenizer of "
-                         "syntrans.reproduce.scoring: ja-mecab where installed, else char)"),
+    eval_tokenize=("ja-mecab", "not stated: ours (App. A: BLEU with sacreBLEU, its Japanese tokenizer not stated: "
+                               "sacreBLEU's ja-mecab, MeCab with the IPA dictionary, pinned by syntrans[reproduce])"),
     eval_lowercase=_HOU_EVAL["eval_lowercase"],
+    parser=_HOU_PARSER,
     notes=(f"{HOU}: Moses scripts for sentence extraction, zh and ja pre-segmented (the corpus' layout: the user "
            "supplies segmented text).",))
 
@@ -148,6 +196,7 @@ _HOU_WMT14 = _entry(
     aggressive_dashes=(None, "not stated: ours (the corpus' setting: on, as fairseq's prepare-wmt14en2de.sh)"),
     bpe_ops=(40000, f"{HOU}: shared BPE of 40000"),
     joint=(True, f"{HOU}: shared BPE"),
+    parser=_HOU_PARSER,
     **_HOU_EVAL)
 
 # ------------------------------------------------------------------------------------------------------------
@@ -156,7 +205,11 @@ _HOU_WMT14 = _entry(
 _GATED_EVAL = {"eval_tokenize": ("13a", "not stated: ours (§5.1: sacreBLEU, its tokenizer not stated: 13a)"),
                "eval_lowercase": (False, f'{GATED}: "case-sensitive 4-gram BLEU … using Sacre-BLEU"')}
 
-_GATED_IWSLT = {**_HOU_IWSLT, **_GATED_EVAL,
+_GATED_IWSLT = {**_HOU_IWSLT, **_GATED_EVAL, "parser": _GATED_PARSER,
+                "valid_split": (_IWSLT_VALID[0], f'deviates from {GATED} ("we randomly select 5% of training data as '
+                                                 "the validation set\"): every 23rd pair, as fairseq's "
+                                                 "prepare-iwslt14.sh, whose sizes (160,239 / 7,283) are the paper's "
+                                                 "Table 1's"),
                 "lowercase": (True, f'{GATED}: "uncased word tokenization" (lowercased: our reading, as for the '
                                     f"distance-mask paper)"),
                 "max_len": (175, f"{HOU}: length ≤ 175 (the same authors' IWSLT14 preparation, which §5.1 of the "
@@ -166,7 +219,7 @@ _GATED_IWSLT = {**_HOU_IWSLT, **_GATED_EVAL,
                                    "preparation; as 10,000 merges: ours)"),
                 "joint": (True, f"{HOU}: shared BPE (the same authors' IWSLT14 preparation)")}
 
-_GATED_NC11 = {**_HOU_NC11, **_GATED_EVAL,
+_GATED_NC11 = {**_HOU_NC11, **_GATED_EVAL, "parser": _GATED_PARSER,
                "max_len": (80, f'{GATED}: "total length within 80" (per side, as Moses clean-corpus-n: our reading)'),
                "ratio": (OFF, f'{GATED}: ratio "within 1"; {RATIO_1}: ours, no ratio filter, as for the same '
                               "authors' NC11 in the distance-mask paper"),
@@ -182,6 +235,7 @@ _GATED_WMT18 = _entry(
     lowercase=(True, f'{GATED}: "uncased word segmentation"'),
     bpe_ops=(16000, f'{GATED}: BPE "dictionary size is 16K" (as 16,000 merges: ours)'),
     joint=(True, "not stated: ours (one shared BPE model, as for the paper's other datasets)"),
+    parser=_GATED_PARSER,
     **_GATED_EVAL)
 
 # ------------------------------------------------------------------------------------------------------------
@@ -199,6 +253,7 @@ def _pascal(langid: tuple) -> dict:
         langid=langid,
         bpe_ops=(None, "not stated: ours (the corpus' merges)"),
         joint=(None, "not stated: ours (the corpus' setting)"),
+        parser=_PASCAL_PARSER,
         **_PASCAL_EVAL)
 
 
@@ -212,8 +267,10 @@ _PASCAL_WAT = {
     "train_parts": (aspec_je_train(3), f"{PASCAL}, Table 4: 3,008,500 training pairs, all of ASPEC-JE "
                                        "(train-1.txt to train-3.txt)"),
     "bpe_ops_by_lang": (None, "not stated: ours (the corpus' merges, the same for both sides)"),
-    "eval_tokenize": (None, "not stated: ours (App. A: BLEU on KyTea-tokenized targets, which sacreBLEU lacks; the "
-                            "Japanese tokenizer of syntrans.reproduce.scoring: ja-mecab where installed, else char)"),
+    "eval_tokenize": ("ja-mecab", f'deviates from {PASCAL} ("computing BLEU scores after tokenizing target '
+                                  "sentences using KyTea\"): sacreBLEU has no KyTea tokenizer; we tokenize with its "
+                                  "ja-mecab (MeCab with the IPA dictionary, pinned by syntrans[reproduce]), so BLEU and "
+                                  "RIBES differ from the paper's by the tokenizer as well"),
     "eval_lowercase": (False, "not stated: ours (case-sensitive, as the paper's other scores)"),
     "notes": (f"{PASCAL}: the Japanese target is processed with Cabocha; we take the pre-segmented ja text of the "
               "corpus' layout.",),
@@ -238,6 +295,7 @@ def _sync(**values) -> dict:
         max_len=(100, f'{SYNC}: "removed sentences longer than 100 words" (before BPE)'),
         aggressive_dashes=(True, f"{SYNC}: Moses tokenizer with aggressive hyphen splitting"),
         normalize_punctuation=(True, f"{SYNC}: Moses normalize-punctuation"),
+        parser=_SYNC_PARSER,
         **{**_SYNC_EVAL, **values})
 
 
@@ -285,8 +343,24 @@ def _nsd(target: str, **values) -> dict:
         joint=(None, "not stated: ours (the corpus' setting: a dictionary per language)"),
         word_vocab=(50000, f"{NSD}: a vocabulary of 50,000 for all languages; no BPE is mentioned (word-level: our "
                            "reading)"),
+        parser=_NSD_PARSER,
         **{**ev, **values})
 
+
+#: Ma et al. 2019's LDC test set and its references
+_NIST_TEST = (f'{NSD}: "The test set is a concatenation of NIST MT 2003, 2004, and 2005" (the LDC layout of '
+              "syntrans.prep.corpora: test.zh, and test.en, test.en.2, test.en.3, test.en.4, its four English "
+              "references)")
+_NIST_ZH_EN = (f'not stated: ours ({NSD}: "The test set is a concatenation of NIST MT 2003, 2004, and 2005"; the '
+               "number of references is not stated: all four English references of the NIST sets, sacreBLEU's "
+               "multi-reference BLEU; a single reference scores far lower)")
+_NIST_EN_ZH = (f'not stated: ours ({NSD} names the test set, "NIST MT 2003, 2004, and 2005", not how the reverse '
+               "direction uses it: the Chinese source is the one reference, the first English reference the source)")
+
+#: the cross-paper table (ours): one preparation for every system, the same authors' (Hou et al. 2022) per dataset
+_CROSS_PARSER = ("no single paper's: one parse of each side for every system (each paper's own parser: the tables "
+                 "of that paper)", "not applicable (the systems come from five papers with four parsers; "
+                 "docs/reproduce.md, Parsers)")
 
 # ------------------------------------------------------------------------------------------------------------
 
@@ -318,13 +392,17 @@ PUBLISHED_DATA: Dict[Tuple[str, str], DataSettings] = {key: _settings(values) fo
     # the NC11 ablations: Table 1's NC11 preparation
     **{(table, key): _PASCAL_BY_DATASET[key] for table in ("pascal_table3a", "pascal_table3b", "pascal_appendixb")
        for key in ("nc11_en_de", "nc11_de_en")},
+    ("cross_paper", "iwslt14_de_en"): {**_HOU_IWSLT, "parser": _CROSS_PARSER},
+    ("cross_paper", "nc11_de_en"): {**_HOU_NC11, "parser": _CROSS_PARSER},
     ("syncattn_table1", "wmt14_en_de"): _SYNC_WMT14,
     ("syncattn_table1", "wmt16_en_ro"): _SYNC_WMT16_EN_RO,
     ("syncattn_table1", "aspec_ja_en"): _SYNC_ASPEC_JA_EN,
     ("nsd_table1", "aspec_en_ja"): _nsd("ja", train_limit=(100_000, f'{NSD}: "top 100K sentence pairs" for en→ja')),
     ("nsd_table1", "aspec_ja_en"): _nsd("en", train_limit=(1_000_000, f'{NSD}: "top 1M" sentence pairs for ja→en')),
-    ("nsd_table1", "ldc_en_zh"): _nsd("zh", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)")),
-    ("nsd_table1", "ldc_zh_en"): _nsd("en", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)")),
+    ("nsd_table1", "ldc_en_zh"): _nsd("zh", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)"),
+                                      references=(1, _NIST_EN_ZH), notes=(_NIST_TEST,)),
+    ("nsd_table1", "ldc_zh_en"): _nsd("en", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)"),
+                                      references=(4, _NIST_ZH_EN), notes=(_NIST_TEST,)),
 }.items()}
 
 

@@ -30,7 +30,7 @@ from .config_file import CONFIG_DIR, ArgsFile, ConfigError, config_batch, read_a
 from .published import protocol
 from .published_data import data_settings
 from .report import results_markdown
-from .scoring import bleu, detokenize, generate_hypotheses, ribes
+from .scoring import TokenizerMissing, bleu, check_tokenizer, detokenize, generate_hypotheses, ribes, sacrebleu_tokenizer
 from .significance import paired_bootstrap
 from .tables import LICENSED, TABLES, Dataset, Row, System, Table
 
@@ -119,17 +119,29 @@ def _tool(name: str) -> str:
     return found
 
 
-def _run(cmd: List[str], log_path: Path, what: str) -> None:
+def _run(cmd: List[str], log_path: Path, what: str) -> Optional[float]:
+    """Run ``cmd`` with its output in ``log_path``; its peak resident memory in MB (the process and the processes it
+    waited for, from ``os.wait4``; None where the platform has no wait4). RunError with the log's end on failure."""
     with open(log_path, "w", encoding="utf-8") as log:
-        code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        peak = None
+        if hasattr(os, "wait4"):
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                peak = usage.ru_maxrss / 1024  # Linux: kilobytes
+            except ChildProcessError:  # reaped elsewhere
+                pass
+        code = proc.wait()
     if code != 0:
         tail = "\n".join(log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-25:])
         raise RunError(f"{what} failed (exit {code}); log {log_path}; command:\n  {' '.join(cmd)}\n"
                        f"--- end of the log ---\n{tail}")
+    return peak
 
 
 #: the kinds of table whose units decode and score (the others read the training logs only)
-DECODED_KINDS = ("bleu", "curve", "length")
+DECODED_KINDS = ("bleu", "curve", "length", "cross")
 
 
 def device_name() -> str:
@@ -156,6 +168,7 @@ class Reproduction:
         self.user_dir = str(Path(__file__).resolve().parents[1])
         self.notes: List[str] = []
         self.facts: Dict[str, str] = {}  # per dataset: what data and parser it ran on
+        self.parsers: Dict[str, str] = {}  # per dataset: the parsers we used and the paper's
         self.signatures: set = set()
         self.protocols: Dict[str, str] = {}  # per dataset: seeds and checkpoint selection
         self._prepared: Dict[tuple, Any] = {}
@@ -261,6 +274,9 @@ class Reproduction:
                              + (f", the preparation {recipe.digest()}: {recipe}" if recipe else ""))
         if note:
             self.notes.append(note)
+        paper = data_settings(self.runs.key, ds.key)
+        self.parsers[ds.title] = (f"ours: {parsers} (syntrans-prepare --parser {self.opts.parser}); the paper's: "
+                                  f"{paper.parser} ({paper.source('parser')})")
         self._prepared[key] = prepared
         return prepared
 
@@ -285,7 +301,11 @@ class Reproduction:
             self.log(f"   [{label}] training finished before: skipped ({done})")
             return
         run_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [_tool("fairseq-train"), str(prepared.data_bin), "--user-dir", self.user_dir, *cfg.flags, *system.extra]
+        gpu_file = run_dir / "peak_memory.json"
+        # the cross-paper table reports peak GPU memory: fairseq-train runs in a wrapper that records it
+        train = ([sys.executable, "-m", "syntrans.reproduce.peak_memory", str(gpu_file)] if self.runs.kind == "cross"
+                 else [_tool("fairseq-train")])
+        cmd = [*train, str(prepared.data_bin), "--user-dir", self.user_dir, *cfg.flags, *system.extra]
         cmd += self.batch(cfg, label)
         if self.opts.smoke:
             cmd += smoke_flags(cfg, self.opts.smoke_updates, system.extra)
@@ -295,9 +315,12 @@ class Reproduction:
         resumed = (run_dir / "checkpoint_last.pt").exists()
         self.log(f"   [{label}] fairseq-train" + (" (resuming from checkpoint_last.pt)" if resumed else ""))
         t0 = time.time()
-        _run(cmd, run_dir / ("train.resumed.log" if resumed else "train.log"), f"[{label}] fairseq-train")
+        rss = _run(cmd, run_dir / ("train.resumed.log" if resumed else "train.log"), f"[{label}] fairseq-train")
+        gpu = json.loads(gpu_file.read_text(encoding="utf-8"))["peak_gpu_bytes"] if gpu_file.exists() else {}
         done.write_text(json.dumps({"command": cmd, "seconds": round(time.time() - t0, 1), "device": device_name(),
-                                    "resumed": resumed}, indent=1), encoding="utf-8")
+                                    "resumed": resumed, "peak_rss_mb": None if rss is None else round(rss, 1),
+                                    "peak_gpu_mb": round(max(gpu.values()) / 2 ** 20, 1) if gpu else None},
+                                   indent=1), encoding="utf-8")
         self.log(f"   [{label}] trained in {time.time() - t0:.0f}s")
 
     def checkpoint(self, run_dir: Path, label: str, n: Optional[int]) -> Path:
@@ -343,6 +366,8 @@ class Reproduction:
                 return result
         ref_path = self.references(prepared, split)
         refs = Path(ref_path).read_text(encoding="utf-8").splitlines()
+        more_paths = [str(x) for x in getattr(prepared, "ref_test_more", None) or []] if split == "test" else []
+        more_refs = [Path(x).read_text(encoding="utf-8").splitlines() for x in more_paths]
         if not hyp_file.exists() or hyp_file.stat().st_mtime < ckpt.stat().st_mtime:
             gen = run_dir / f"generate.{tag}.txt"
             cmd = [_tool("fairseq-generate"), str(prepared.data_bin), "--user-dir", self.user_dir, "--task",
@@ -359,10 +384,10 @@ class Reproduction:
             hyp_file.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
         hyps = hyp_file.read_text(encoding="utf-8").splitlines()
         lowercase, tokenize = self.evaluation(prepared, ds)
-        value, signature = bleu(hyps, refs, prepared.tgt, lowercase=lowercase, tokenize=tokenize)
+        value, signature = bleu(hyps, refs, prepared.tgt, lowercase=lowercase, tokenize=tokenize, more_refs=more_refs)
         self.signatures.add(signature)
         result = {"bleu": value, "signature": signature, "checkpoint": str(ckpt), "split": split, "hyps": str(hyp_file),
-                  "refs": str(ref_path), "lowercase": lowercase, "tokenize": tokenize}
+                  "refs": str(ref_path), "more_refs": more_paths, "lowercase": lowercase, "tokenize": tokenize}
         message = f"sacreBLEU {value:.2f}  ({signature})"
         if ribes_wanted:
             result["ribes"], result["ribes_signature"] = ribes(hyps, refs, prepared.tgt, tokenize=tokenize)
@@ -454,6 +479,19 @@ class Reproduction:
                 self.log(f"== {ds.title} {system.name}: skipped: {prepared}")
                 skipped[(ds.key, system.name)] = {"skipped": prepared}
                 continue
+            if self.decodes:  # a tokenizer the scoring needs and lacks stops the run now, not after training
+                if not o.smoke:  # the paper's references per segment (NIST: 4), as the corpus' layout gives them
+                    want, have = data_settings(self.runs.key, ds.key).references, \
+                        1 + len(getattr(prepared, "ref_test_more", None) or [])
+                    if want != have:
+                        raise RunError(f"{self.table.key} {ds.title}: the paper's test set has {want} references "
+                                       f"per segment, the prepared data {have} (the layout of corpus "
+                                       f"{ds.corpus!r}: syntrans.prep.corpora)")
+                _, tokenize = self.evaluation(prepared, ds)
+                try:
+                    check_tokenizer(tokenize or sacrebleu_tokenizer(prepared.tgt))
+                except TokenizerMissing as e:
+                    raise RunError(f"{self.table.key} {ds.title}: {e}") from None
             seeds, _ = self.protocol(ds)
             units += [(ds.key, system.name, seed, prepared) for seed in seeds]
         return units, skipped
@@ -529,9 +567,10 @@ class Reproduction:
             if Path(base["refs"]).read_text(encoding="utf-8").splitlines() != refs:
                 raise RunError(f"{ds.key}: the systems were scored on different references ({base['refs']}, "
                                f"{result['refs']}): no paired test")
+            more = [Path(x).read_text(encoding="utf-8").splitlines() for x in result.get("more_refs", [])]
             p, description = paired_bootstrap(Path(base["hyps"]).read_text(encoding="utf-8").splitlines(),
                                               Path(result["hyps"]).read_text(encoding="utf-8").splitlines(), refs,
-                                              got["prepared"].tgt, lowercase, tokenize=tokenize)
+                                              got["prepared"].tgt, lowercase, tokenize=tokenize, more_refs=more)
             self.test_description = description
             p_values.append(p)
         return p_values
@@ -551,6 +590,10 @@ class Reproduction:
         else:
             header.append("Read from the training logs of every run. Seeds and checkpoint per dataset:")
         header += [f"- {k}: {v}" for k, v in self.protocols.items()]
+        if self.parsers:
+            header.append("Parsers (ours and the paper's; parses differ between parsers, and so can BLEU: "
+                          "docs/reproduce.md, Parsers):")
+            header += [f"- {k}: {v}" for k, v in self.parsers.items()]
         for sig in sorted(self.signatures):
             header.append(f"sacreBLEU signature: `{sig}`")
         if getattr(self, "test_description", None):
@@ -586,6 +629,10 @@ def render(table: Table, runs: Table, outcomes, header: List[str], footer: List[
         from .figures import gates_markdown
 
         return gates_markdown(table, outcomes, header, footer, out_dir / f"{table.key}.png")
+    if table.kind == "cross":
+        from .cross import cross_markdown
+
+        return cross_markdown(table, outcomes, header, footer, out_dir / f"{table.key}.png")
     raise RunError(f"{table.key}: unknown kind {table.kind!r}")
 
 

@@ -35,39 +35,80 @@ def detokenize(lines: List[str], lang: str) -> List[str]:
     return [md.detokenize(line.split()) for line in lines]
 
 
+#: what sacreBLEU's ja-mecab tokenizer needs (its extra ``sacrebleu[ja]``), pinned by syntrans' ``reproduce`` extra
+JA_MECAB_PACKAGES = ("mecab-python3==1.0.12", "ipadic==1.0.0")
+
+
+class TokenizerMissing(RuntimeError):
+    """A sacreBLEU tokenizer the scoring needs cannot run here (its packages are missing): scoring stops rather than
+    switch to another tokenizer, whose BLEU would not compare."""
+
+
 def sacrebleu_tokenizer(lang: str) -> str:
-    """sacreBLEU's tokenizer for a target language: ``zh`` for Chinese, ``ja-mecab`` for Japanese when its
-    dependencies are installed (else ``char``), else the default ``13a``."""
+    """sacreBLEU's tokenizer for a target language: ``zh`` for Chinese (built into sacreBLEU), ``ja-mecab`` for
+    Japanese (MeCab with the IPA dictionary: :func:`check_tokenizer`), else the default ``13a``. The choice never
+    depends on what is installed: the same output scores the same on every machine, or not at all."""
     if lang == "zh":
         return "zh"
     if lang == "ja":
-        try:
-            import MeCab  # noqa: F401  (sacrebleu[ja])
-            return "ja-mecab"
-        except ImportError:
-            return "char"
+        return "ja-mecab"
     return "13a"
+
+
+def check_tokenizer(tokenize: str) -> None:
+    """:class:`TokenizerMissing` naming the packages to install when sacreBLEU's ``tokenize`` cannot run here
+    (ja-mecab: MeCab's Python binding and the IPA dictionary, as sacreBLEU's ``ja`` extra; both pinned by
+    ``pip install 'syntrans[reproduce]'``)."""
+    if tokenize != "ja-mecab":
+        return
+    missing = []
+    for module, package in (("MeCab", JA_MECAB_PACKAGES[0]), ("ipadic", JA_MECAB_PACKAGES[1])):
+        try:
+            __import__(module)
+        except ImportError as e:
+            missing.append(f"{package} (import {module}: {e})")
+    if missing:
+        raise TokenizerMissing(
+            "Japanese BLEU is scored with sacreBLEU's ja-mecab tokenizer (MeCab with the IPA dictionary), which needs "
+            f"{' and '.join(missing)}. Install them with: pip install 'syntrans[reproduce]' (or pip install "
+            f"{' '.join(JA_MECAB_PACKAGES)}). Scoring stops here instead of using another tokenizer, whose BLEU would "
+            "not compare with runs scored elsewhere.")
 
 
 def bleu_metric(lang: str, lowercase: bool, tokenize: Optional[str] = None):
     """sacreBLEU's BLEU metric as :func:`bleu` scores with it (also the metric of the paired bootstrap test).
 
     ``tokenize``: sacreBLEU's tokenizer (e.g. ``char`` for character-level BLEU, ``13a``); None: the target
-    language's (:func:`sacrebleu_tokenizer`). ``lowercase`` True: case-insensitive BLEU."""
+    language's (:func:`sacrebleu_tokenizer`). ``lowercase`` True: case-insensitive BLEU. :class:`TokenizerMissing`
+    when the tokenizer cannot run here (:func:`check_tokenizer`)."""
     from sacrebleu.metrics import BLEU
 
-    return BLEU(lowercase=lowercase, tokenize=sacrebleu_tokenizer(lang) if tokenize is None else tokenize)
+    tokenize = sacrebleu_tokenizer(lang) if tokenize is None else tokenize
+    check_tokenizer(tokenize)
+    return BLEU(lowercase=lowercase, tokenize=tokenize)
+
+
+def reference_streams(refs: List[str], more_refs: Optional[List[List[str]]], n_hyps: int) -> List[List[str]]:
+    """sacreBLEU's references: one stream per reference (the first, then ``more_refs``), each one line per
+    hypothesis; ValueError naming the stream whose length differs."""
+    streams = [refs] + list(more_refs or [])
+    for k, stream in enumerate(streams, 1):
+        if len(stream) != n_hyps:
+            raise ValueError(f"{n_hyps} hypotheses but reference {k} has {len(stream)} lines; expected one line per "
+                             "hypothesis in every reference")
+    return streams
 
 
 def bleu(hyps: List[str], refs: List[str], lang: str, lowercase: bool,
-         tokenize: Optional[str] = None) -> Tuple[float, str]:
+         tokenize: Optional[str] = None, more_refs: Optional[List[List[str]]] = None) -> Tuple[float, str]:
     """Corpus sacreBLEU of detokenized hypotheses against the raw references: (score, signature).
 
-    ``tokenize``, ``lowercase``: as :func:`bleu_metric`."""
-    if len(hyps) != len(refs):
-        raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
+    ``more_refs``: further references of the same segments (e.g. NIST's second to fourth), scored with sacreBLEU's
+    multi-reference BLEU (clipped n-gram counts over all references, the closest reference length); the signature
+    says ``nrefs:N``. ``tokenize``, ``lowercase``: as :func:`bleu_metric`."""
+    streams = reference_streams(refs, more_refs, len(hyps))
     metric = bleu_metric(lang, lowercase, tokenize)
-    score = metric.corpus_score(hyps, [refs])
+    score = metric.corpus_score(hyps, streams)
     return score.score, str(metric.get_signature())
 
 
@@ -85,7 +126,7 @@ def ribes(hyps: List[str], refs: List[str], lang: str, tokenize: Optional[str] =
     script does (older nltk counted only pairs inside runs of consecutive ranks); nltk notes that its word alignment
     may still differ in details from the official script. ×100 as Bugliarello & Okazaki 2020, Table 1 report it
     (83.46). Both sides are tokenized as sacreBLEU tokenizes them for BLEU (``tokenize``; None:
-    :func:`sacrebleu_tokenizer` of ``lang``: ja-mecab or char for Japanese, where the paper used KyTea, App. A),
+    :func:`sacrebleu_tokenizer` of ``lang``: ja-mecab for Japanese, where the paper used KyTea, App. A),
     case-sensitively; the signature names the tokenizer.
 
     Degenerate sentences (nltk 3.10): an empty hypothesis scores 0 (nltk returns 0 before dividing by its length),

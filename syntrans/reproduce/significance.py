@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
-from .scoring import bleu_metric
+from .scoring import bleu_metric, reference_streams
 
 #: the environment variable sacreBLEU's PairedTest reads its seed from (sacrebleu/significance.py)
 SEED_VARIABLE = "SACREBLEU_SEED"
@@ -32,7 +32,8 @@ def _sacrebleu_seed(seed: int) -> Iterator[None]:
 
 
 def paired_bootstrap(baseline_hyps: List[str], system_hyps: List[str], refs: List[str], lang: str, lowercase: bool,
-                     tokenize: Optional[str] = None, n_samples: int = 1000, seed: int = 12345) -> Tuple[float, str]:
+                     tokenize: Optional[str] = None, n_samples: int = 1000, seed: int = 12345,
+                     more_refs: Optional[List[List[str]]] = None) -> Tuple[float, str]:
     """The p-value of the system's BLEU against the baseline's on the same test set, and the test's description.
 
     sacreBLEU's PairedTest with test_type "bs" (the Moses bootstrap-hypothesis-difference-significance.pl test,
@@ -46,7 +47,8 @@ def paired_bootstrap(baseline_hyps: List[str], system_hyps: List[str], refs: Lis
     it returns its smallest p, 1/(n_samples + 1), which would call a system significantly different from itself;
     under "≥" an observed difference of 0 has p = 1.
 
-    ``seed`` ≥ 1 (sacreBLEU treats a seed of 0 as "no seed": unreproducible)."""
+    ``seed`` ≥ 1 (sacreBLEU treats a seed of 0 as "no seed": unreproducible). ``more_refs``: further references
+    of the test set (multi-reference BLEU, as :func:`~syntrans.reproduce.scoring.bleu`)."""
     from sacrebleu import __version__ as sacrebleu_version
     from sacrebleu.significance import PairedTest
 
@@ -59,10 +61,11 @@ def paired_bootstrap(baseline_hyps: List[str], system_hyps: List[str], refs: Lis
         raise ValueError(f"paired bootstrap: n_samples must be a positive integer, got {n_samples!r}")
     if not (isinstance(seed, int) and seed >= 1):
         raise ValueError(f"paired bootstrap: seed must be an integer ≥ 1 (sacreBLEU ignores a seed of 0), got {seed!r}")
+    streams = reference_streams(refs, more_refs, len(refs))
     metric = bleu_metric(lang, lowercase, tokenize)
     with _sacrebleu_seed(seed):
         # baseline first: PairedTest compares every later system with named_systems[0]
-        test = PairedTest([("baseline", baseline_hyps), ("system", system_hyps)], {"BLEU": metric}, [refs],
+        test = PairedTest([("baseline", baseline_hyps), ("system", system_hyps)], {"BLEU": metric}, streams,
                           test_type="bs", n_samples=n_samples)
         signatures, results = test()
     (name,) = signatures
@@ -71,3 +74,15 @@ def paired_bootstrap(baseline_hyps: List[str], system_hyps: List[str], refs: Lis
     text = (f"paired bootstrap resampling (Koehn 2004), sacreBLEU {sacrebleu_version} PairedTest 'bs', "
             f"{n_samples} resamples, seed {seed}, two-sided on |ΔBLEU|: {signatures[name]}")
     return p, text
+
+
+def holm(p_values: Dict[str, float]) -> Dict[str, float]:
+    """Holm's (1979) step-down adjusted p-values of one family of tests, {name: p} → {name: adjusted p}: sorted
+    ascending, p₍ᵢ₎ becomes max over j ≤ i of min(1, (m − j + 1)·p₍ⱼ₎), m the family's size. Rejecting where the
+    adjusted p < α keeps the family-wise error rate at α, whatever the tests' dependence."""
+    order = sorted(p_values, key=lambda name: (p_values[name], name))
+    m, running, out = len(order), 0.0, {}
+    for j, name in enumerate(order):
+        running = max(running, min(1.0, (m - j) * p_values[name]))
+        out[name] = running
+    return out

@@ -41,6 +41,9 @@ class System:
     #: recipe overrides of this system's data (syntrans.prep.recipe.Recipe fields), e.g. (("langid", None),); a
     #: system with overrides trains on its own prepared copy of the dataset
     data: Tuple[Tuple[str, Any], ...] = ()
+    #: a group of systems tested as one family against the row's first system (the cross-paper table: "" for the
+    #: ten systems of the papers, "combination" for the combinations no paper tried)
+    group: str = ""
 
     def more(self, name: str) -> Optional[float]:
         """The paper's number ``name`` of this cell (e.g. "RIBES"), or None."""
@@ -63,7 +66,8 @@ class Table:
     reference: str = "baseline"  # the first system of every row, which the Δ columns compare against
     #: what the table reports: "bleu" (BLEU of ``split``), "time" (training time and size, from the training logs),
     #: "curve" (a figure: BLEU against System.x), "gates" (a figure: gate values per layer and head),
-    #: "length" (a figure: ΔBLEU against the reference by source length)
+    #: "length" (a figure: ΔBLEU against the reference by source length), "cross" (the cross-paper table: BLEU with
+    #: a multiple-comparison correction, training time and memory, and its figure)
     kind: str = "bleu"
     split: str = "test"  # the split decoded and scored: "test", or "valid" where the paper reports validation BLEU
     runs_of: Optional[str] = None  # the table whose trained runs (work dirs) this one reads instead of its own
@@ -300,6 +304,35 @@ def _pascal_op_row(ds: Dataset) -> Row:
                + (System("PASCAL (addition)", f"pascal/{ds.key}.args", None, ("--pascal-op", "add")),))
 
 
+# ---------------------------------------------------------------- the cross-paper table (ours: no paper reports it)
+
+def _cross_row(ds: Dataset) -> Row:
+    """Every system of :mod:`syntrans.reproduce.cross_systems` on ``ds``: the recipe's config, then
+    ``--arch syntax_transformer`` and the system's method flags; the method's own paper's number first."""
+    from .cross_systems import BASE_CONFIG, SYSTEMS, system_flags
+
+    out = []
+    for cs in SYSTEMS:
+        published = cs.published.get(ds.key, ())
+        out.append(System(cs.name, BASE_CONFIG, published[0][0] if published else None, system_flags(cs, ds.key),
+                          published_more=tuple((where, value) for value, where in published[1:]), data=cs.data,
+                          group=cs.group))
+    return Row(ds, tuple(out))
+
+
+CROSS_NOTES = (
+    "No paper reports this table: the papers compare at most five systems each, on other data and recipes. Here every "
+    "system trains on one preparation of each corpus (Hou et al. 2022's, with both sides' constituency and "
+    "dependency parses), with one model size and one training budget: Hou et al. 2022's IWSLT14 de→en Transformer "
+    "(configs/distance_mask/iwslt14_de_en.baseline.args: 6+6 layers, 512, FFN 1024, 4 heads, Adam, lr 1e-3, 16,384 "
+    "tokens per update, 100 epochs) for both datasets, as a syntax_transformer.",
+    "Each system keeps its own method settings (heads, layers, weights) where its paper gives them for that data, "
+    "else ours; every flag and its mark are listed under 'Settings'. Published numbers come from other recipes "
+    "(sizes, learning rates, batches, parsers, tokenization): they show where a paper reports the dataset, they are "
+    "not comparable with ours cell by cell.",
+    "The combinations are ours (docs/reproduce.md, The cross-paper table).",
+)
+
 TABLES: Dict[str, Table] = {t.key: t for t in [
     Table("distance_table1", "Syntax-guided localized self-attention: test BLEU, baseline vs distance-mask",
           "Hou et al. 2022, Table 1",
@@ -340,10 +373,15 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
            _pascal_row(WMT18_EN_TR, 13.1, 14.0, 13.6, 14.0, 13.0), _pascal_row(WMT16_EN_DE, 33.0, 33.9, 33.6, 32.4, 31.9),
            _pascal_row(WMT17_EN_DE, 25.5, 26.1, 25.7, 24.6, 25.1),
            _pascal_row(WAT_EN_JA, 43.1, 44.0, 43.2, 42.7, 42.8, ribes=(83.46, 85.21, 83.51, 84.18, 83.88))),
-          ("WAT en→ja is ASPEC (licensed): pass --aspec-dir; the paper scores it after KyTea tokenization, and reports "
-           "RIBES for it only (Table 1, En-Ja [R]).",
+          ("WAT en→ja is ASPEC (licensed): pass --aspec-dir; the paper reports RIBES for it only (Table 1, En-Ja [R]). "
+           "It scores after KyTea tokenization (App. A), which sacreBLEU lacks: ours tokenizes with sacreBLEU's "
+           "ja-mecab (MeCab, IPA dictionary; pip install 'syntrans[reproduce]'), so BLEU and RIBES also differ by the "
+           "tokenizer.",
            "MULTI-TASK (Currey & Heafield 2019, as the paper implements it, App. A) trains on its own prepared copy of "
-           "each dataset: the translation pairs plus (source → linearised source parse) pairs.",
+           "each dataset: the translation pairs plus (source → linearised source parse) pairs, the parse an "
+           "unlexicalized constituency skeleton (words and part-of-speech tags removed, e.g. (ROOT (S (NP ) (VP ) ) )) "
+           "as the authors' released scripts/bpe_lin_parses.py makes it from CoreNLP constituency parses; our "
+           "dependency bracketing is the data option multitask_target dependency.",
            "The paper's rows of earlier work (Eriguchi et al. 2016, …, Mixed Enc.) are other papers' numbers: not "
            "repeated here."),
           ribes=True,
@@ -502,4 +540,11 @@ TABLES: Dict[str, Table] = {t.key: t for t in [
            "improve upon the baseline … but find them to be slightly lower (−0.2) than with multiplication\" (App. B): "
            "no number per dataset (published: none for addition).",
            "Baseline and PASCAL: Table 1's test BLEU; PASCAL (addition): --pascal-op add, the model otherwise Table 1's.")),
+    # ------------------------------------------------------------ ours: the systems of the five papers side by side
+    Table("cross_paper", "The five papers' systems side by side: test BLEU, significance with Holm's correction, "
+          "training time and memory, IWSLT14 and NC11 de→en",
+          "Hou et al. 2022's IWSLT14 recipe for every system of the five papers (ours: no paper reports this table)",
+          (_cross_row(IWSLT_DE_EN), _cross_row(NC11_DE_EN)), CROSS_NOTES, reference="Transformer", kind="cross",
+          significance=(0.05, "ours: a family-wise error rate of 0.05, Holm's (1979) step-down correction over the "
+                              "ten comparisons with the Transformer per dataset, and over the combinations apart")),
 ]}

@@ -1,8 +1,19 @@
-"""Dependency parses as token sequences: the parse targets of the +MULTI-TASK baseline (pure, no fairseq).
+"""Parses as token sequences: the parse targets of the +MULTI-TASK baseline (pure, no fairseq).
 
 Bugliarello & Okazaki 2020, App. A (+MULTI-TASK, after Currey & Heafield 2019): "Each source sentence is first
-duplicated and associated its linearized parse as target sequence". They parse with dependency parsers (§3.1:
-Stanford CoreNLP) and do not say how a parse is linearised. Ours, a bracketed head-dependent structure:
+duplicated and associated its linearized parse as target sequence". The paper does not say how a parse is
+linearised; the authors' released preparation (github.com/e-bug/pascal, ``scripts/bpe_lin_parses.py``) prints each
+Stanford CoreNLP constituency tree and removes every word together with its part-of-speech bracket, so a target is
+an *unlexicalized constituency skeleton*: one ``(LABEL`` token per phrase node and a ``)`` token closing it, the
+preterminals (POS tag and word) gone. That is :func:`constituency_skeleton`, the default target.
+
+E.g. ``(ROOT (S (NP (DT the) (NN cat)) (VP (VBD sat)) (. .)))`` gives ``(ROOT (S (NP ) (VP ) ) )``: a phrase whose
+children are all preterminals becomes ``(NP )``; unary chains and function tags (``NP-SBJ``) stay as the parser wrote
+them; a line of several sentences is their skeletons one after the other. The skeleton holds no word, so BPE does
+not touch it.
+
+The other target, ours and a labelled option (:func:`linearize_tree`, ``syntrans-prepare --multitask-target
+dependency``), is a bracketed head-dependent structure of the dependency parse over the source's own BPE pieces:
 
 * a word's subtree is ``(label``, its left dependents' subtrees, the word's own tokens, its right dependents'
   subtrees, ``)label``, where ``label`` is the word's dependency relation (the root's: ``root``);
@@ -21,9 +32,63 @@ from typing import List, Optional, Sequence
 
 from .align import bpe_words, check_line_words
 from .parsed import ParsedSentence
+from .trees import TreeLike, as_tree
 
 OPEN = "("
 CLOSE = ")"
+#: the +MULTI-TASK targets: the authors' (the default) and ours
+TARGETS = ("constituency", "dependency")
+
+
+def constituency_skeleton(tree: TreeLike, where: str = "sentence") -> List[str]:
+    """The unlexicalized skeleton of one constituency tree (module docs): ``(LABEL`` for every node that is neither
+    a word nor a preterminal (a node over a single word), in preorder, each closed by ``)``. ValueError naming
+    ``where`` for a tree without a phrase node (a bare word or a lone preterminal) or with an unlabelled one."""
+    root = as_tree(tree)
+    out: List[str] = []
+
+    def is_word(node) -> bool:
+        return not node.children
+
+    def is_preterminal(node) -> bool:
+        return len(node.children) == 1 and is_word(node.children[0])
+
+    if is_word(root) or is_preterminal(root):
+        raise ValueError(f"{where}: the constituency tree {str(root)[:60]!r} has no phrase node; expected a tree "
+                         "such as (ROOT (S …))")
+    stack: List[object] = [root]  # an explicit stack: a right-branching fallback tree is as deep as its line is long
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+            continue
+        if is_word(node) or is_preterminal(node):
+            continue
+        label = str(node.label or "").strip()
+        if not label or any(c.isspace() or c in "()" for c in label):
+            raise ValueError(f"{where}: a phrase node labelled {node.label!r}; expected a label without spaces or "
+                             "brackets (e.g. ROOT, S, NP)")
+        out.append(OPEN + label)
+        stack.append(CLOSE)
+        stack.extend(reversed(node.children))
+    return out
+
+
+def skeleton_line(sentences: Sequence[ParsedSentence], pieces: Sequence[str], marker: Optional[str] = "@@",
+                  where: str = "line") -> List[str]:
+    """The constituency skeleton of one corpus line: its ``sentences``' skeletons in order. The line's BPE ``pieces``
+    (``marker`` None: words) must spell the parse's words; every sentence needs a constituency tree. ValueError
+    naming ``where`` otherwise."""
+    words = bpe_words(pieces, marker) if marker is not None else list(pieces)
+    check_line_words(words, [w for s in sentences for w in s.words], where)
+    out: List[str] = []
+    for k, s in enumerate(sentences, 1):
+        if s.tree is None:
+            raise ValueError(f"{where}: sentence {k} of the line has no constituency tree; the +MULTI-TASK target "
+                             "(the authors' constituency skeleton) needs one (CoNLL-U '# constituency' comments or "
+                             "PTB brackets), or use the dependency target")
+        out += constituency_skeleton(s.tree, f"{where}, sentence {k}")
+    return out
 
 
 def linearize_tree(heads: Sequence[int], labels: Sequence[str], words: Sequence[Sequence[str]],
