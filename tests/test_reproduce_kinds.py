@@ -295,11 +295,11 @@ def test_a_missing_japanese_tokenizer_stops_the_run_before_any_training(tmp_path
 
     monkeypatch.setitem(sys.modules, "MeCab", None)
     rep = Reproduction(Options("pascal_table1", work_dir=tmp_path, datasets=["aspec_en_ja"]), log=lambda m: None)
-    monkeypatch.setattr(rep, "prepare", lambda ds, system=None: SimpleNamespace(tgt=ds.tgt, lowercase=False))
+    monkeypatch.setattr(rep, "prepare", lambda ds, system=None, views=None: SimpleNamespace(tgt=ds.tgt, lowercase=False))
     with pytest.raises(RunError, match=r"pascal_table1 WAT en→ja \(ASPEC\): Japanese BLEU .* pip install "
                                        r"'syntrans\[reproduce\]'"):
         rep.plan()
     rep = Reproduction(Options("pascal_table1", work_dir=tmp_path, datasets=["nc11_de_en"]), log=lambda m: None)
-    monkeypatch.setattr(rep, "prepare", lambda ds, system=None: SimpleNamespace(tgt=ds.tgt, lowercase=False))
+    monkeypatch.setattr(rep, "prepare", lambda ds, system=None, views=None: SimpleNamespace(tgt=ds.tgt, lowercase=False))
     units, _ = rep.plan()
     assert len(units) == 5 and {u[1] for u in units} == {"baseline", "LISA", "PASCAL", "MULTI-TASK", "S&H"}

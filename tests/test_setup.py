@@ -57,7 +57,7 @@ def test_pin_is_the_base_torch_seen_through_system_site_packages(tmp_path):
     assert pin == "torch==2.5.1+cu121"
     pips = pip_calls(calls)
     assert len(pips) == 2 and all(c.endswith(f"|PIP_CONSTRAINT={venv / 'constraints.txt'}") for c in pips), pips
-    assert any('-e .[test,plot]' in c for c in pips), pips
+    assert any('-e .[test,plot,reproduce]' in c for c in pips), pips
 
 
 def test_pin_is_torch_version_without_any_torch(tmp_path):

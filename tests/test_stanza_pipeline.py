@@ -8,6 +8,7 @@ one word per input token, heads that form a tree, tree leaves that are the token
 Skipped when the shared data folder (../shared/data/gum) is absent."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -484,7 +485,7 @@ def test_sla_and_sh_train_and_decode_on_multi30k_parsed_by_stanza(m30_en_de, arc
 @pytest.mark.slow
 def test_multitask_trains_and_decodes_on_multi30k_parsed_by_stanza(m30_en_de, tmp_path):
     """+MULTI-TASK on real captions: every training caption appears once with its translation and once with its
-    linearised stanza parse (the relations of the parse's CoNLL-U, in order), the plain Transformer trains on both and
+    linearised stanza parse (the constituency skeleton of the parse's tree, the default target), the plain Transformer trains on both and
     fairseq-generate translates every test caption with the translation tag."""
     from syntrans.prep.multitask import PARSE_TAG, TRANSLATE_TAG
 
@@ -498,10 +499,12 @@ def test_multitask_trains_and_decodes_on_multi30k_parsed_by_stanza(m30_en_de, tm
     assert len(by_source) == len(set(bpe))
     for k, line in enumerate(bpe, 1):
         target = by_source[f"{PARSE_TAG} {line} {PARSE_TAG}"].split()
-        opened = [x[1:] for x in target if x.startswith("(") and len(x) > 1]
-        assert sorted(opened) == sorted(parsed[k].deprels)  # a bracket per word, labelled with stanza's relation
-        # the caption's own pieces, each once (in tree order: the tiny models' parses are often non-projective)
-        assert sorted(x for x in target if not (x[0] in "()" and len(x) > 1)) == sorted(line.split())
+        # the default target, the authors' unlexicalized skeleton: a bracket per phrase node of stanza's tree (a node
+        # whose first child is a node, not a word), in the tree's order, and no word of the caption
+        tree = str(parsed[k].tree)
+        assert [x[1:] for x in target if x.startswith("(")] == re.findall(r"\(([^\s()]+)\s+(?=\()", tree)
+        assert target.count(")") == sum(x.startswith("(") for x in target) and len(target) == 2 * target.count(")")
+        assert not set(target) & set(line.split())
     save = tmp_path / "ckpt"
     run("fairseq-train", *tiny_train_argv(prep / "data-bin", save, "--arch", "transformer_wmt_en_de", "--lr", "1e-3",
                                           "--max-update", "4", "--max-epoch", "1"))

@@ -48,8 +48,8 @@ def how_to_write(kinds, prefix: Optional[str] = None) -> str:
 
     prefix = prefix if prefix is not None else getattr(kinds, "prefix", None)
     views = views_of_kinds(kinds)
-    old_labels = list(kinds) == ["label"] and prefix is not None and exists(f"{prefix}.head")
-    if old_labels or not views:
+    binarized_before = list(kinds) == ["label"] and prefix is not None and exists(f"{prefix}.head")
+    if binarized_before or not views:
         later = [ADDED_LATER[k] for k in kinds if k in ADDED_LATER]
         return "; ".join(later) if later else "write it with syntrans-preprocess from parsed corpora"
     what = " and ".join(f"{VIEW_TITLES[v]} (view '{v}')" for v in views)

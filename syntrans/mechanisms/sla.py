@@ -179,8 +179,8 @@ class TokenGate(LayerMixer):
         mixed = torch.lerp(raw, syn, g.to(syn.dtype)[:, None, :, None])  # (B, n, T, S|d): raw + g·(syn − raw)
         return mixed, {"values": g.detach(), "pad": pad}
 
-    def mix(self, p_syn, p_raw, x, pad, inputs: SideInputs):
-        """p_* (B, n, T, S): each query row mixed by its token's gate."""
+    def mix(self, p_syn, p_raw, x, pad, inputs: SideInputs, syntax_keep=None):
+        """p_* (B, n, T, S): each query row mixed by its token's gate (no syntax dropout: ``syntax_keep`` is None)."""
         return self._mix(p_syn, p_raw, x, pad)
 
     def mix_outputs(self, o_syn, o_raw, x, pad, inputs: SideInputs):
