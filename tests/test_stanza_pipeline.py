@@ -485,8 +485,8 @@ def test_sla_and_sh_train_and_decode_on_multi30k_parsed_by_stanza(m30_en_de, arc
 @pytest.mark.slow
 def test_multitask_trains_and_decodes_on_multi30k_parsed_by_stanza(m30_en_de, tmp_path):
     """+MULTI-TASK on real captions: every training caption appears once with its translation and once with its
-    linearised stanza parse (the constituency skeleton of the parse's tree, the default target), the plain Transformer trains on both and
-    fairseq-generate translates every test caption with the translation tag."""
+    linearised stanza parse (the constituency skeleton of the parse's tree, the default target), the plain
+    Transformer trains on both and fairseq-generate translates every test caption with the translation tag."""
     from syntrans.prep.multitask import PARSE_TAG, TRANSLATE_TAG
 
     prep = m30_en_de / "multitask"
