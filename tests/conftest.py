@@ -21,6 +21,21 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
+#: the files that take longest (seconds of one worker, `pytest --durations=0` on two cores), run first: pytest-xdist's
+#: --dist loadfile hands files to the workers in collection order, so a long file collected last would leave one
+#: worker idle while the other finishes it
+LONGEST_FIRST = ("test_reproduce_smoke.py", "test_stanza_pipeline.py", "test_distributed.py",
+                 "test_end_to_end_parents.py", "test_end_to_end_nsd.py", "test_end_to_end_dbsa.py",
+                 "test_half_precision.py", "test_translate.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files of :data:`LONGEST_FIRST` first, in that order; every other file after them, as collected (each
+    file's own tests keep their order)."""
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items[:] = sorted(items, key=lambda item: rank.get(item.path.name, len(rank)))  # sorted() is stable
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
     with _SlowTierGuard(item):
