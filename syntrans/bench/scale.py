@@ -65,13 +65,18 @@ def timed(cmd: List[str], log: Path, env: Optional[dict] = None, first_update: b
         code = proc.wait()
     seconds = time.time() - t0
     text = log.read_text(encoding="utf-8", errors="replace")
-    if code != 0:
+    killed = re.search(r"Command terminated by signal (\d+)", text)
+    aborted_at_exit = bool(first_update and killed and "done training" in text)
+    if code != 0 and not aborted_at_exit:
         raise RuntimeError(f"{' '.join(cmd[:3])}… failed (exit {code}); log {log}:\n" + "\n".join(text.splitlines()[-30:]))
     peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
     out = {"seconds": round(seconds, 2), "cpu_s": cpu_seconds(text),
            "peak_mb": round(int(peak.group(1)) / 1024, 1) if peak else None}
     if first_update:
         out["first_update_s"] = round(first, 2) if first is not None else None
+    if aborted_at_exit:  # trained to the end, then the interpreter's shutdown aborted: recorded, not a failure
+        out["aborted_after_training"] = f"signal {killed.group(1)}"
+        say(f"{cmd[0]} logged 'done training', then was terminated by signal {killed.group(1)} at exit; log {log}")
     return out
 
 
@@ -193,7 +198,8 @@ def markdown(results: List[dict]) -> str:
         for r in trained:
             for name in ("vanilla", "syntax"):
                 t = r[f"train_{name}"]
-                rows.append(f"| {r['pairs']:,} | {name} | {t['first_update_s']} | {t['peak_mb']:.0f} |")
+                after = f" (then {t['aborted_after_training']} at exit)" if t.get("aborted_after_training") else ""
+                rows.append(f"| {r['pairs']:,} | {name}{after} | {t['first_update_s']} | {t['peak_mb']:.0f} |")
     return "\n".join(rows)
 
 
