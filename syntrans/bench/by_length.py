@@ -272,16 +272,14 @@ def run_by_length(opts, presets: List[str], devices: List[str]) -> dict:
         info = {"device": device, "rows": rows}
         info["gpu" if device == "cuda" else "threads"] = (torch.cuda.get_device_name(0) if device == "cuda"
                                                           else torch.get_num_threads())
-        if opts.recompile_batches:
-            from .recompiles import run_recompiles
-            info["recompiles"] = run_recompiles(opts, found, device)
         result["devices"].append(info)
     return result
 
 
-def render_by_length(result: dict) -> str:
+def render_by_length(result: dict, device_lines: Optional[Callable[[dict, dict], List[str]]] = None) -> str:
     """The Markdown report: per device, per case and length, time and peak memory of the stock and the syntax layer
-    (auto and explicit kernels), as ratios stock/ours for speed (>1: faster than stock) and ours/stock for memory."""
+    (auto and explicit kernels), as ratios stock/ours for speed (>1: faster than stock) and ours/stock for memory;
+    ``device_lines(device info, result)``: more lines at the end of each device's section."""
     out = ["# syntrans-benchmark --lengths: one layer per mechanism against fairseq's stock layer", "",
            f"- dim {result['dim']}, {result['heads']} heads, FFN {result['ffn']}, {result['dtype']}; batches of "
            f"{result['tokens']:,} tokens "
@@ -302,8 +300,7 @@ def render_by_length(result: dict) -> str:
                        f"| {la['mem']:.3f} / {le['mem']:.3f} | {la['stock_peak_mb']:,.1f} / {la['peak_mb']:,.1f} |")
         out.append("")
         out.append("- cases: " + "; ".join(sorted({f"{r['case']} = {', '.join(r['presets'])}" for r in dev["rows"]})))
-        if dev.get("recompiles"):
-            from .recompiles import render_recompiles
-            out += render_recompiles(dev["recompiles"], result["recompile_batches"])
+        if device_lines is not None:
+            out += device_lines(dev, result)
     out += ["", "Ratios are reported, never enforced; CPU timings are sensitive to other load on the machine."]
     return "\n".join(out) + "\n"

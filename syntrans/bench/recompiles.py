@@ -99,3 +99,8 @@ def render_recompiles(rows: List[Dict], batches: int) -> List[str]:
         out.append(f"| {r['case']} | {r['heads']} | {r['mode']} | {r['warmup']} | {r['after']} "
                    f"| {', '.join(r['fallbacks']) or 'none'} |")
     return out
+
+
+def recompile_lines(dev: Dict, result: Dict) -> List[str]:
+    """The recompile count's lines of one device of the benchmark by length (none where it was not measured)."""
+    return render_recompiles(dev["recompiles"], result["recompile_batches"]) if dev.get("recompiles") else []

@@ -19,11 +19,12 @@ from typing import List
 import fairseq
 import torch
 
-from .by_length import render_by_length, run_by_length
+from .by_length import cases, render_by_length, run_by_length
 from .corpus import bench_corpus, ensure_data_bin, say, time_preprocessing
 from .measure import measure_device
 from .models import build_models, make_batches, syntax_presets
 from .options import BenchError, BenchOptions
+from .recompiles import recompile_lines, run_recompiles
 from .report import SIDECAR_TARGET, _finite_json, render, targets_for
 
 
@@ -140,8 +141,12 @@ def _run_by_length(opts: BenchOptions, presets: List[str], devices: List[str]) -
     t_start = time.perf_counter()
     torch.manual_seed(opts.seed)
     result = run_by_length(opts, presets, devices)
+    if opts.recompile_batches:  # each device's compile count, with freshly compiled kernels per case
+        found = cases(presets, opts.dim, opts.heads, opts.ffn)
+        for info in result["devices"]:
+            info["recompiles"] = run_recompiles(opts, found, info["device"])
     result.update({"torch": torch.__version__, "fairseq": fairseq.__version__, "python": sys.version.split()[0],
                    "presets": presets, "seconds": time.perf_counter() - t_start})
-    text = render_by_length(result)
+    text = render_by_length(result, recompile_lines)
     _write(opts, result, text)
     return BenchRun(result, text)
