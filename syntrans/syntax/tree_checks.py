@@ -17,7 +17,16 @@ _EMPTY = re.compile(r"[0-9]+\.[1-9][0-9]*")  # an empty node, e.g. 8.1
 
 def is_word_id(value: str) -> bool:
     """Whether a CoNLL-U ID is a syntactic word's (not a multi-word token's range nor an empty node)."""
-    return not (_RANGE.fullmatch(value) or _EMPTY.fullmatch(value))
+    return value.isdigit() or not (_RANGE.fullmatch(value) or _EMPTY.fullmatch(value))  # digits: the common case
+
+
+_COUNTING: List[str] = []  # "1", "2", …: the IDs of a sentence without ranges or empty nodes, grown on demand
+
+
+def _counting(n: int) -> List[str]:
+    while len(_COUNTING) < n:
+        _COUNTING.append(str(len(_COUNTING) + 1))
+    return _COUNTING[:n]
 
 
 def id_fault(ids: Sequence[str]) -> Optional[Tuple[int, str]]:
@@ -26,6 +35,8 @@ def id_fault(ids: Sequence[str]) -> Optional[Tuple[int, str]]:
     ``ids``: the ID column of every row in file order. Ranges (``7-8``) and empty nodes (``8.1``) are allowed
     anywhere; the other IDs must be the integers 1, 2, … n in order, each once.
     """
+    if list(ids) == _counting(len(ids)):  # the common case, compared in one pass
+        return None
     seen = {}
     expected = 1
     for row, value in enumerate(ids):
