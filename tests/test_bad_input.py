@@ -311,6 +311,61 @@ def test_a_folder_the_command_created_is_removed_when_fairseq_stops(tmp_path, ca
     assert not (tmp_path / "new").exists()
 
 
+def test_fairseq_binarizes_in_a_process_of_its_own_while_the_sidecars_are_built(tmp_path, capsys, monkeypatch):
+    """The sidecars wait for a file that fairseq's phase writes when it starts: run one after the other, the command
+    would wait forever (the wait gives up after 60 s and fails the test). Both outputs end up in --destdir, the
+    staging folders do not."""
+    import time
+
+    import syntrans.data.preprocess as pre
+
+    clean_corpus(tmp_path)
+    started = tmp_path / "binarizing.pid"
+    real_binarize, real_sidecars = pre.fairseq_binarize, pre.build_sidecars
+
+    def binarize(args):
+        started.write_text(str(os.getpid()))
+        real_binarize(args)
+
+    def sidecars(*a, **kw):
+        for _ in range(600):
+            if started.exists():
+                return real_sidecars(*a, **kw)
+            time.sleep(0.1)
+        raise AssertionError("fairseq's binarization did not start while the sidecars were built")
+
+    monkeypatch.setattr(pre, "fairseq_binarize", binarize)
+    monkeypatch.setattr(pre, "build_sidecars", sidecars)
+    dest = tmp_path / "bin"
+    assert preprocess_main(preprocess_argv(tmp_path, dest)) == 0, capsys.readouterr().err
+    assert int(started.read_text()) != os.getpid()
+    names = set(os.listdir(dest))
+    assert {"dict.src.txt", "train.src-tgt.src.bin", "train.src-tgt.src.head.bin"} <= names, names
+    assert not [n for n in names if n.startswith(".")], names
+
+
+def test_an_existing_dictionary_is_refused_before_anything_is_written(tmp_path, capsys):
+    clean_corpus(tmp_path)
+    dest = tmp_path / "bin"
+    dest.mkdir()
+    (dest / "dict.src.txt").write_text("a 1\n", encoding="utf-8")
+    assert preprocess_main(preprocess_argv(tmp_path, dest)) == 2
+    err = capsys.readouterr().err
+    assert f"{dest / 'dict.src.txt'} exists" in err and "--srcdict" in err and "--sidecars-only" in err, err
+    assert os.listdir(dest) == ["dict.src.txt"]
+
+
+def test_a_binarization_process_that_dies_is_named_and_leaves_no_data_bin(tmp_path, capsys, monkeypatch):
+    import syntrans.data.preprocess as pre
+
+    clean_corpus(tmp_path)
+    monkeypatch.setattr(pre, "fairseq_binarize", lambda args: os._exit(9))
+    dest = tmp_path / "new" / "bin"
+    assert preprocess_main(preprocess_argv(tmp_path, dest)) == 2
+    assert "fairseq's binarization stopped (exit code 9) before it ended" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+
+
 def test_a_truncated_checkpoint_names_itself_and_the_checkpoints_beside_it(tmp_path):
     from fairseq import checkpoint_utils
 

@@ -1,4 +1,4 @@
-"""``syntrans-preprocess``: fairseq-preprocess, then syntax sidecars next to its output.
+"""``syntrans-preprocess``: fairseq-preprocess and, beside it, syntax sidecars next to its output.
 
 Takes every fairseq-preprocess flag, plus the parsed corpora of each split: ``--trainparse P``
 (and ``--validparse``/``--testparse``, comma-separated like ``--validpref``) where ``P.{lang}.conllu``
@@ -32,7 +32,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(str(e))
     try:
         preprocess(args, log=_print)
-    except (SidecarError, ValueError, FileNotFoundError) as e:
+    except (SidecarError, ValueError, FileNotFoundError, FileExistsError) as e:
         print(f"syntrans-preprocess: error: {e}", file=sys.stderr)
         return 2
     return 0

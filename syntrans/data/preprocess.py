@@ -1,4 +1,4 @@
-"""What ``syntrans-preprocess`` does: fairseq's binarization, then the syntax sidecars of every split next to it.
+"""What ``syntrans-preprocess`` does: fairseq's binarization and, beside it, the syntax sidecars of every split.
 
 The options are fairseq-preprocess's plus the parsed corpora of each split (:func:`add_syntax_args`):
 ``--trainparse P`` (and ``--validparse``/``--testparse``, comma-separated like ``--validpref``) where
@@ -54,6 +54,17 @@ def check_usage(args: argparse.Namespace) -> None:
         raise SidecarError("syntax sidecars are written next to mmap datasets: use --dataset-impl mmap")
 
 
+def check_no_dictionaries(args: argparse.Namespace) -> None:
+    """fairseq-preprocess's refusal to overwrite a dictionary of ``--destdir`` (it binarizes into a folder of its
+    own here, so the check is made on ``--destdir`` first): FileExistsError naming the file and the ways out."""
+    for lang, given in ((args.source_lang, args.srcdict), (args.target_lang, args.tgtdict)):
+        path = os.path.join(args.destdir, f"dict.{lang}.txt")
+        if not given and not (lang == args.target_lang and args.only_source) and os.path.exists(path):
+            raise FileExistsError(f"{path} exists: syntrans-preprocess would write a new dictionary there (give it as "
+                                  f"--{'src' if lang == args.source_lang else 'tgt'}dict, use --sidecars-only to add "
+                                  "sidecars to this data-bin, or choose an empty --destdir)")
+
+
 def find_parse(prefix: str, lang: str) -> Optional[str]:
     """The parsed corpus ``prefix.lang.conllu`` or ``prefix.lang.ptb`` that exists, else None."""
     for ext in ("conllu", "ptb"):
@@ -87,6 +98,64 @@ def fairseq_binarize(args: argparse.Namespace) -> None:
 
 def _quiet(message: str) -> None:
     pass
+
+
+def _binarize_into(args: argparse.Namespace, folder: str, conn) -> None:
+    """The child process of :class:`_Binarizing`: fairseq's binarization into ``folder``; sends None, or the
+    exception that stopped it."""
+    try:
+        _binarize_into_here(args, folder)
+        conn.send(None)
+    except BaseException as e:  # noqa: BLE001 (handed to the parent, which raises it)
+        try:
+            conn.send(e)
+        except Exception:  # an exception that does not pickle
+            conn.send(RuntimeError(f"fairseq's binarization failed: {e!r}"))
+    finally:
+        conn.close()
+
+
+class _Binarizing:
+    """fairseq's binarization into the staging folder ``folder``, in a forked process while this one builds the
+    sidecars (the two phases read different files and write different ones), or here in :meth:`wait` where fork is
+    unavailable. :meth:`wait` raises what stopped it; :meth:`stop` ends it early."""
+
+    def __init__(self, args: argparse.Namespace, folder: str):
+        self.args, self.folder, self.child = args, folder, None
+        self.t0 = time.perf_counter()
+        if "fork" in multiprocessing.get_all_start_methods():
+            context = multiprocessing.get_context("fork")
+            self.conn, child_end = context.Pipe(duplex=False)
+            # not a daemon: with --workers N > 1, fairseq's binarizer starts processes of its own
+            self.child = context.Process(target=_binarize_into, args=(args, folder, child_end))
+            self.child.start()
+            child_end.close()
+
+    def wait(self) -> float:
+        """Seconds from the start to the end of the binarization (after it ended without error)."""
+        if self.child is None:
+            _binarize_into_here(self.args, self.folder)
+            return time.perf_counter() - self.t0
+        try:
+            error = self.conn.recv()
+        except EOFError:  # the process died without a word (killed, out of memory)
+            self.child.join()
+            raise SidecarError(f"fairseq's binarization stopped (exit code {self.child.exitcode}) before it ended; "
+                               f"nothing was written into {self.args.destdir}") from None
+        self.child.join()
+        if error is not None:
+            raise error
+        return time.perf_counter() - self.t0
+
+    def stop(self) -> None:
+        if self.child is not None and self.child.is_alive():
+            self.child.terminate()
+            self.child.join()
+
+
+def _binarize_into_here(args: argparse.Namespace, folder: str) -> None:
+    """fairseq's binarization with ``folder`` as its ``--destdir``."""
+    fairseq_binarize(argparse.Namespace(**{**vars(args), "destdir": folder}))
 
 
 def text_files(args: argparse.Namespace) -> Iterator[Tuple[str, str]]:
@@ -145,12 +214,14 @@ class PreprocessReport:
     sidecar_seconds: float = 0.0
 
 
-def check_binarized(args: argparse.Namespace, sides: Sequence[Tuple[str, str, SidecarReport]], staged: str) -> None:
-    """The binarized text in ``args.destdir`` has, per side built, the lines and the subwords of each line that the
-    sidecars staged in ``staged`` were built from (SidecarError naming both files, the line and both counts)."""
+def check_binarized(args: argparse.Namespace, sides: Sequence[Tuple[str, str, SidecarReport]], staged: str,
+                    text: Optional[str] = None) -> None:
+    """The binarized text in ``text`` (default ``args.destdir``) has, per side built, the lines and the subwords of
+    each line that the sidecars staged in ``staged`` were built from (SidecarError naming both files, the line and
+    both counts)."""
     src, tgt = args.source_lang, args.target_lang
     for split, lang, rep in sides:
-        data = side_prefix(args.destdir, split, src, tgt, lang)
+        data = side_prefix(text or args.destdir, split, src, tgt, lang)
         words = binarized_sizes(f"{side_prefix(staged, split, src, tgt, lang)}.word")
         if not os.path.exists(f"{data}.idx"):
             raise SidecarError(f"--sidecars-only: {args.destdir} has no binarized {split} text for {lang} ({data}.idx "
@@ -170,12 +241,13 @@ def check_binarized(args: argparse.Namespace, sides: Sequence[Tuple[str, str, Si
 def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) -> PreprocessReport:
     """fairseq's binarization (unless ``--sidecars-only``) and the sidecars of every split with parses.
 
-    Every input is checked before anything is written into ``--destdir``: the text files fairseq reads are UTF-8, and
-    the sidecars are built into a folder of their own first; they are moved next to the binarized text when they
-    match it, line for line and subword for subword (with ``--sidecars-only``, the text binarized before). A folder
-    this call created is removed again when a phase fails. ``log`` gets a summary line per side and the phases'
-    times. Raises SidecarError for bad options or inputs (ValueError and FileNotFoundError may also come from
-    fairseq's binarization).
+    Every input is checked before anything is written into ``--destdir``: the text files fairseq reads are UTF-8 and
+    no dictionary would be overwritten. fairseq's binarization runs in a process of its own (where fork is available)
+    while this one builds the sidecars, each into a staging folder of its own inside ``--destdir``; both are moved
+    into ``--destdir`` when the sidecars match the binarized text, line for line and subword for subword (with
+    ``--sidecars-only``, the text binarized before). A folder this call created is removed again when a phase fails.
+    ``log`` gets a summary line per side and the phases' times. Raises SidecarError for bad options or inputs
+    (ValueError, FileNotFoundError and FileExistsError may also come from fairseq's binarization).
     """
     check_usage(args)
     jobs = list(split_jobs(args))
@@ -184,6 +256,7 @@ def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) ->
     if not args.sidecars_only:
         for path, what in text_files(args):
             check_utf8(path, what)  # fairseq's binarizer names no file for a byte that is not UTF-8
+        check_no_dictionaries(args)
     report = PreprocessReport()
     created = None  # the outermost folder this call creates, removed again if it fails
     folder = os.path.abspath(args.destdir)
@@ -191,24 +264,31 @@ def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) ->
         created, folder = folder, os.path.dirname(folder)
     os.makedirs(args.destdir, exist_ok=True)
     staged = tempfile.mkdtemp(prefix=".sidecars-", dir=args.destdir)
+    text = args.destdir if args.sidecars_only else tempfile.mkdtemp(prefix=".binarized-", dir=args.destdir)
+    binarizing = None
     done = False
     try:
+        if not args.sidecars_only:
+            binarizing = _Binarizing(args, text)  # beside the sidecars, in a process of its own
         t1 = time.perf_counter()
         report.sides = build_sidecars(args, jobs, log, out_dir=staged)
         report.sidecar_seconds = time.perf_counter() - t1
-        if not args.sidecars_only:
-            t0 = time.perf_counter()
-            fairseq_binarize(args)
-            report.fairseq_seconds = time.perf_counter() - t0
-        check_binarized(args, report.sides, staged)
-        for name in sorted(os.listdir(staged)):
-            os.replace(os.path.join(staged, name), os.path.join(args.destdir, name))
+        if binarizing is not None:
+            report.fairseq_seconds = binarizing.wait()
+        check_binarized(args, report.sides, staged, text)
+        for folder in [f for f in (text, staged) if f != args.destdir]:  # fairseq's files, then the sidecars
+            for name in sorted(os.listdir(folder)):
+                os.replace(os.path.join(folder, name), os.path.join(args.destdir, name))
         done = True
     finally:
-        shutil.rmtree(staged, ignore_errors=True)
+        if binarizing is not None:
+            binarizing.stop()
+        for folder in (text, staged):
+            if folder != args.destdir:
+                shutil.rmtree(folder, ignore_errors=True)
         if not done and created:
             shutil.rmtree(created, ignore_errors=True)
     if report.fairseq_seconds is not None:
-        log(f"[syntrans] fairseq binarization {report.fairseq_seconds:.2f}s, syntax sidecars "
-            f"{report.sidecar_seconds:.2f}s")
+        log(f"[syntrans] fairseq binarization {report.fairseq_seconds:.2f}s (a process of its own), syntax sidecars "
+            f"{report.sidecar_seconds:.2f}s beside it")
     return report
