@@ -33,17 +33,8 @@ class InputError(ValueError):
 
 
 def count_lines(path: str) -> int:
-    """Number of lines (``\\n``-separated; a final line without ``\\n`` counts)."""
-    n = 0
-    last = b"\n"
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(1 << 20)
-            if not chunk:
-                break
-            n += chunk.count(b"\n")
-            last = chunk[-1:]
-    return n + (last != b"\n")
+    """Number of lines (``\n``-separated; a final line without ``\n`` counts)."""
+    return _scan(path, None)
 
 
 def iter_lines(path: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, str]]:
@@ -66,6 +57,11 @@ def iter_lines(path: str, start: int = 0, stop: int | None = None) -> Iterator[t
 def scan_input(path: str) -> tuple[int, str]:
     """(number of lines as :func:`count_lines` counts them, sha256 of the bytes) in one read of the file."""
     h = hashlib.sha256()
+    return _scan(path, h), h.hexdigest()
+
+
+def _scan(path: str, h) -> int:
+    """The lines of ``path`` counted in chunks of 1 MiB, each chunk also fed to the hash ``h`` where given."""
     n = 0
     last = b"\n"
     with open(path, "rb") as f:
@@ -73,21 +69,16 @@ def scan_input(path: str) -> tuple[int, str]:
             chunk = f.read(1 << 20)
             if not chunk:
                 break
-            h.update(chunk)
+            if h is not None:
+                h.update(chunk)
             n += chunk.count(b"\n")
             last = chunk[-1:]
-    return n + (last != b"\n"), h.hexdigest()
+    return n + (last != b"\n")
 
 
 def file_sha256(path: str) -> str:
     """The sha256 of a file's bytes (hex), read in 1 MiB pieces."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(1 << 20)
-            if not chunk:
-                return h.hexdigest()
-            h.update(chunk)
+    return scan_input(path)[1]
 
 
 def shard_range(n_lines: int, num_shards: int, shard_id: int) -> tuple[int, int]:
