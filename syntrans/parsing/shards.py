@@ -125,11 +125,16 @@ def write_marker(path: str, info: dict) -> None:
 
 def read_marker(path: str) -> dict | None:
     """The marker of a finished output, or None when it (or the output) is missing or unreadable."""
-    m = marker_path(path)
-    if not (os.path.exists(path) and os.path.exists(m)):
+    return _json_beside(marker_path(path), path)
+
+
+def _json_beside(json_file: str, other: str) -> dict | None:
+    """The JSON object in ``json_file`` when both it and ``other`` exist; None when either is missing or the JSON is
+    unreadable or not an object."""
+    if not (os.path.exists(other) and os.path.exists(json_file)):
         return None
     try:
-        with open(m, encoding="utf-8") as f:
+        with open(json_file, encoding="utf-8") as f:
             info = json.load(f)
     except (OSError, ValueError):
         return None
@@ -184,15 +189,9 @@ def progress_path(path: str) -> str:
 def read_progress(path: str, key: dict) -> dict | None:
     """The progress of an unfinished output of ``path`` made under ``key`` (content, range, views), or None when
     there is none, it was made under another key, or its partial file is shorter than it says."""
-    p, part = progress_path(path), partial_path(path)
-    if not (os.path.exists(p) and os.path.exists(part)):
-        return None
-    try:
-        with open(p, encoding="utf-8") as f:
-            info = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(info, dict) or info.get("key") != key or os.path.getsize(part) < int(info.get("bytes", -1)):
+    part = partial_path(path)
+    info = _json_beside(progress_path(path), part)
+    if info is None or info.get("key") != key or os.path.getsize(part) < int(info.get("bytes", -1)):
         return None
     return info
 
