@@ -2,13 +2,18 @@
 # Both create .venv when absent and install syntrans editable with its test, plot and reproduce extras.
 #
 # torch is never left for pip to choose: a constraints file pins it, through
-# PIP_CONSTRAINT so the pin also reaches build environments (fairseq's build
-# requires torch). The pin is the torch already in .venv when there is one (a GPU
+# PIP_CONSTRAINT on every pip call, and fairseq is built against that torch (below). The pin is the torch already in .venv when there is one (a GPU
 # user's build is kept), else the base interpreter's torch (the venv then sees it
 # through --system-site-packages), else TORCH_VERSION (the CPU wheel these
 # machines carry); letting pip choose torch would pull several GB of CUDA packages.
 
 PYTHON ?= python3
+# fairseq is built from its source distribution (C++ extensions against torch). Its build requirements are installed
+# into the venv first, torch pinned, and the build runs without pip's build isolation: an isolated build environment
+# does not see PIP_CONSTRAINT (pip >= 25.3 keeps build constraints apart), so it would install the newest torch, a CUDA
+# build of about 5 GB, only to compile against it. ninja compiles the extensions on every core (MAX_JOBS).
+BUILD_REQUIRES := torch numpy cython ninja
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TORCH_VERSION ?= 2.13.0
 VENV := .venv
 VPY := $(VENV)/bin/python
@@ -31,7 +36,9 @@ $(STAMP): $(VPY) setup.py
 	@v=$$($(VPY) -c "import torch; print(torch.__version__)" 2>/dev/null || echo $(TORCH_VERSION)); \
 	  echo "torch==$$v" > $(CONSTRAINTS); echo "[setup] pinning torch==$$v ($(CONSTRAINTS))"
 	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet --upgrade pip setuptools wheel
-	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet -e ".[test,plot,reproduce]"
+	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet $(BUILD_REQUIRES)
+	PATH=$(abspath $(VENV))/bin:$$PATH MAX_JOBS=$(JOBS) PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) \
+	  $(VPY) -m pip install --quiet --no-build-isolation -e ".[test,plot,reproduce]"
 	@touch $(STAMP)
 
 # one pytest worker per core (pytest-xdist), each test file on one worker (its module fixtures built once)

@@ -1,11 +1,13 @@
 """Shared fixtures: a tiny synthetic parsed corpus, BPE'd and binarized with its syntax sidecars. Only fixtures
 and hooks live here; the helpers the test modules share are in helpers.py (``from helpers import …``)."""
+import fcntl
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from helpers import make_bpe_corpus, slow_command
+from helpers import SHARED_DATA, make_bpe_corpus, slow_command
 
 # the real Popen, kept on the subprocess module itself: the same object however often this file is imported (pytest
 # loads it as a plugin; tests/test_test_rules.py imports it again, possibly while a guard is installed)
@@ -102,3 +104,41 @@ def _no_unsafe_torch_load(monkeypatch):
     environment held is restored after the test."""
     monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", raising=False)
     monkeypatch.delenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", raising=False)
+
+
+def shared_once(tmp_path_factory, name: str, build):
+    """``build(folder)`` run once per test session, its folder shared by every pytest-xdist worker (the workers' temp
+    folders have one parent): the first worker to ask builds it under a file lock, the others wait and reuse it. A
+    build that failed is not reused: its error is raised again in each worker that asks."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this session
+    folder, done = root / f"shared-{name}", root / f"shared-{name}.done"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            build(folder)
+            done.write_text("built\n")
+    return folder
+
+
+STANZA_BUILDER = Path(__file__).with_name("stanza_models.py")
+GUM = SHARED_DATA / "gum"
+MULTI30K = SHARED_DATA / "multi30k"
+
+
+@pytest.fixture(scope="session")
+def stanza_res(tmp_path_factory):
+    """stanza resources (tests/stanza_models.py: tiny English and German models trained on GUM), built once per
+    session in a process of its own and shared by the workers; skipped when the shared GUM data is absent."""
+    if not ((GUM / "dep").is_dir() and (GUM / "const").is_dir()):
+        pytest.skip(f"{GUM} is absent (the shared real-data folder is optional)")
+
+    def build(res):
+        env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
+        env.update(OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), PYTHONWARNINGS="ignore")
+        argv = [sys.executable, str(STANZA_BUILDER), str(res), str(GUM)] + ([str(MULTI30K)] if MULTI30K.is_dir() else [])
+        p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+        assert p.returncode == 0, f"building the stanza models failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+
+    return shared_once(tmp_path_factory, "stanza", build)

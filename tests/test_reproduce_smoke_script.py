@@ -46,13 +46,27 @@ def test_every_table_runs_once_on_its_first_dataset(tmp_path):
         assert flag("--results-dir") == str(tmp_path / "out" / "results")
 
 
-def test_a_failing_table_stops_the_loop_and_names_its_log(tmp_path):
+def test_a_failing_table_is_named_and_the_others_still_run(tmp_path):
     second = list(TABLES)[1]
     bin_dir = _stand_in(tmp_path, fail_on=second)
     done = _run(tmp_path, bin_dir, SMOKE_DIR=str(tmp_path / "out"))
     assert done.returncode == 1
     assert f"{second} failed: see {tmp_path / 'out'}/{second}.log" in done.stdout and "boom" in done.stdout
-    assert len((tmp_path / "calls.txt").read_text().splitlines()) == 2
+    assert len((tmp_path / "calls.txt").read_text().splitlines()) == len(TABLES)  # every table was run
+    assert done.stdout.rstrip().splitlines()[-1].startswith(f"== failed: {second} ")
+
+
+def test_smoke_raw_dir_takes_the_real_route(tmp_path):
+    """SMOKE_RAW_DIR: real text (--raw-dir) instead of the synthetic corpus, with SMOKE_SIZES."""
+    bin_dir = _stand_in(tmp_path)
+    done = _run(tmp_path, bin_dir, SMOKE_DIR=str(tmp_path / "out"), SMOKE_RAW_DIR="/data/m30k", SMOKE_SIZES="60,9,9",
+                SMOKE_TABLES="pascal_table1 cross_paper")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = [line.split() for line in (tmp_path / "calls.txt").read_text().splitlines()]
+    assert [c[0] for c in calls] == ["pascal_table1", "cross_paper"]
+    for call in calls:
+        assert "--synthetic" not in call and call[call.index("--raw-dir") + 1] == "/data/m30k"
+        assert call[call.index("--smoke-sizes") + 1] == "60,9,9"
 
 
 def test_make_reproduce_smoke_runs_the_script():

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # a stand-in python: BASE_TORCH / VENV_TORCH say which torch it has (empty: none); every call is logged
 STAND_IN = """#!/bin/bash
 echo "$0 $*|PIP_CONSTRAINT=${PIP_CONSTRAINT:-}" >> "$CALLS"
+echo "$*|MAX_JOBS=${MAX_JOBS:-}|PATH0=${PATH%%:*}" >> "$CALLS.env"
 case "$*" in
   "-c import torch") [ -n "$BASE_TORCH" ] && exit 0 || exit 1 ;;
   "-c import torch; print(torch.__version__)") [ -n "$VENV_TORCH" ] && echo "$VENV_TORCH" && exit 0 || exit 1 ;;
@@ -56,8 +57,25 @@ def test_pin_is_the_base_torch_seen_through_system_site_packages(tmp_path):
     assert any("-m venv --system-site-packages" in c for c in calls), calls
     assert pin == "torch==2.5.1+cu121"
     pips = pip_calls(calls)
-    assert len(pips) == 2 and all(c.endswith(f"|PIP_CONSTRAINT={venv / 'constraints.txt'}") for c in pips), pips
+    assert len(pips) == 3 and all(c.endswith(f"|PIP_CONSTRAINT={venv / 'constraints.txt'}") for c in pips), pips
     assert any('-e .[test,plot,reproduce]' in c for c in pips), pips
+
+
+def test_fairseq_is_built_against_the_pinned_torch_without_build_isolation(tmp_path):
+    """pip >= 25.3 does not hand PIP_CONSTRAINT to an isolated build environment, where fairseq's build requirement
+    `torch` would then be the newest CUDA build (measured: 5.2 GB in the build folder). So the build requirements are
+    installed into the venv under the pin first, and the package (fairseq with it) is built without isolation, with
+    the venv's ninja on PATH and MAX_JOBS set."""
+    calls, _, venv = make_install(tmp_path)
+    pips = [c.split("|")[0] for c in pip_calls(calls)]
+    build = next(k for k, c in enumerate(pips) if " install --quiet torch numpy cython ninja" in c)
+    package = next(k for k, c in enumerate(pips) if "-e .[test,plot,reproduce]" in c)
+    assert build < package, pips
+    assert "--no-build-isolation" in pips[package].split(), pips
+    assert all("--no-build-isolation" not in c or k == package for k, c in enumerate(pips)), pips
+    env = next(c for c in (tmp_path / "calls.log.env").read_text().splitlines() if "-e .[test,plot,reproduce]" in c)
+    _, jobs, path0 = env.split("|")
+    assert int(jobs.split("=")[1]) >= 1 and path0 == f"PATH0={venv / 'bin'}", env
 
 
 def test_pin_is_torch_version_without_any_torch(tmp_path):

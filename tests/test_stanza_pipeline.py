@@ -7,11 +7,8 @@ one word per input token, heads that form a tree, tree leaves that are the token
 
 Skipped when the shared data folder (../shared/data/gum) is absent."""
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +39,6 @@ pytestmark = pytest.mark.usefixtures("single_threaded_tools")
 
 GUM = SHARED_DATA / "gum"
 MULTI30K = SHARED_DATA / "multi30k"
-BUILDER = Path(__file__).with_name("stanza_models.py")
 PACKAGES = {"en": "gum", "de": "tiny"}  # as tests/stanza_models.py names them
 PROCESSORS = {"tokenize", "mwt", "pos", "lemma", "depparse", "constituency"}
 
@@ -60,20 +56,6 @@ DE_LINES = ["Ein Mann geht zum Strand .",
             "Ein Kind läuft am Zaun und vom Haus zur Straße .",
             "Der Junge steht beim Haus ."]
 CONTRACTIONS = {"zum", "zur", "im", "ins", "am", "vom", "beim"}
-
-
-@pytest.fixture(scope="session")
-def stanza_res(tmp_path_factory):
-    """The built resources directory (built once per session, in a process of its own)."""
-    if not ((GUM / "dep").is_dir() and (GUM / "const").is_dir()):
-        pytest.skip(f"{GUM} is absent (the shared real-data folder is optional)")
-    res = tmp_path_factory.mktemp("stanza") / "resources"
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
-    env.update(OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), PYTHONWARNINGS="ignore")
-    argv = [sys.executable, str(BUILDER), str(res), str(GUM)] + ([str(MULTI30K)] if MULTI30K.is_dir() else [])
-    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
-    assert p.returncode == 0, f"building the stanza models failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    return res
 
 
 @pytest.fixture

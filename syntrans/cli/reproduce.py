@@ -20,7 +20,7 @@ from typing import List, Optional
 from ..prep.errors import PrepError
 from ..reproduce.config_file import CONFIG_DIR, ConfigError
 from ..reproduce.launcher import LaunchError, LaunchOptions
-from ..reproduce.runner import Options, RunError, reproduce
+from ..reproduce.runner import Options, RunError, TableIncomplete, reproduce
 from ..reproduce.tables import TABLES
 from .argtypes import positive_int
 from .cluster_args import add_cluster_args
@@ -115,6 +115,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                    command=" ".join([PROG, *map(shlex.quote, argv)]))
     try:
         reproduce(opts, log=lambda message: print(message, flush=True))  # flushed: progress shows in a piped log
+    except TableIncomplete as e:  # the table was written; some of its systems failed, each row says why
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
     except (RunError, ConfigError, PrepError, LaunchError) as e:  # the preparation's errors (PrepError) carry their own message
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2

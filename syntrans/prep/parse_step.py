@@ -168,12 +168,13 @@ def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: d
     parse_dir.mkdir(parents=True, exist_ok=True)
     used = dict(parsers)
     jobs = []
-    imported = tuple(lang for lang in langs if parsers[lang] == IMPORTED)
+    # imported parses are asked for only where a view of that side is read (a side no system reads is not parsed)
+    imported = tuple(lang for lang in langs if parsers[lang] == IMPORTED and views.get(lang))
     if imported:
         import_parses_of(tok_dir, parse_dir, imported, log)
     for lang in langs:
         name = parsers[lang]
-        if name == IMPORTED:
+        if lang in imported:
             continue
         lang_views = tuple(views.get(lang, ()))
         if name == "gold":

@@ -52,7 +52,7 @@ from .download import check_local_files, fetch_downloads, local_files
 from .errors import PrepError
 from .extract import extract_text, read_lines
 from .langid_filter import check_languages
-from .multitask import MULTITASK_SEED, TAGS, write_multitask
+from .multitask import MULTITASK_SEED, TAGS, TARGET_VIEW, write_multitask
 from .parse_step import IMPORT_DIR, IMPORTED, imported_files, resolve_parsers, run_parse, stanza_installed
 from .prepare_text import tokenize_corpus
 from .recipe import Recipe, apply_recipe, describe_settings, recipe_settings
@@ -510,8 +510,8 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
         sides = side_views(views)
     except ValueError as e:
         raise PrepError(f"views: {e}") from None
-    if pair.multitask and "deps" not in sides["source"]:  # the +MULTI-TASK text linearises the source's dependencies
-        sides["source"] = parse_views(list(sides["source"]) + ["deps"])
+    if pair.multitask:  # the +MULTI-TASK text linearises the source's parse: the view its parse target is written from
+        sides["source"] = parse_views(list(sides["source"]) + [TARGET_VIEW[pair.multitask_target]])
     views = {src: sides["source"], tgt: sides["target"]}
     return _Run(c, pair, src, tgt, out, raw, smoke, sizes, parser, ops, workers, force, log, known, parse_shards,
                 recipe_settings(recipe), views, launch)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..prep import prepare_corpus
+from ..prep.errors import PrepError
 from ..prep.parse_step import PrepPending
 from .batching import world_size_of
 from .config_file import CONFIG_DIR, ArgsFile, ConfigError, config_batch, read_args_file
@@ -157,6 +158,45 @@ def device_name() -> str:
     return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 
+def _plain(name: str) -> str:
+    """A name as the docs and the command line may spell it: without a leading "+" (the papers write the baselines
+    +MULTI-TASK, +S&H), case and surrounding spaces ignored."""
+    return name.strip().lstrip("+").strip().casefold()
+
+
+def resolve_names(requested: Optional[List[str]], known: List[str], flag: str, what: str) -> Optional[List[str]]:
+    """The names of ``known`` that ``requested`` (``flag``'s values; None: all) selects: each one exactly, or spelt as
+    :func:`_plain` reads it when that matches one name only. RunError naming every unknown or ambiguous name and
+    listing ``known``."""
+    if requested is None:
+        return None
+    known = list(dict.fromkeys(known))
+    out, bad = [], []
+    for name in requested:
+        if name in known:
+            out.append(name)
+            continue
+        matches = [k for k in known if _plain(k) == _plain(name)]
+        if len(matches) == 1:
+            out.append(matches[0])
+        else:
+            bad.append(name)
+    if bad:
+        raise RunError(f"{flag} {','.join(bad)}: " + ("ambiguous or " if len(bad) == 1 else "")
+                       + f"not among {what}; expected some of: {', '.join(known)}")
+    return list(dict.fromkeys(out))
+
+
+def failure_summary(message: str) -> str:
+    """The first line of a failure's message, fit for a table cell (its pipes escaped)."""
+    first = next((line.strip() for line in str(message).splitlines() if line.strip()), "an unnamed error")
+    return "FAILED: " + first.replace("|", "\\|")
+
+
+class TableIncomplete(RunError):
+    """Some systems failed: the results file was written with their rows saying why; the command exits non-zero."""
+
+
 class Reproduction:
     def __init__(self, opts: Options, log: Callable[[str], None] = print):
         if opts.table not in TABLES:
@@ -174,10 +214,14 @@ class Reproduction:
         self._prepared: Dict[tuple, Any] = {}
         if opts.smoke and not opts.synthetic and opts.raw_dir is None:
             raise RunError("--smoke needs real text from --raw-dir (e.g. ../shared/data/multi30k) or --synthetic")
-        known = {r.dataset.key for r in self.table.rows}
-        bad = sorted(set(opts.datasets or ()) - known)
-        if bad:
-            raise RunError(f"--datasets {','.join(bad)}: not in {self.table.key} (its datasets: {', '.join(sorted(known))})")
+        opts.datasets = resolve_names(opts.datasets, [r.dataset.key for r in self.table.rows], "--datasets",
+                                      f"{self.table.key}'s datasets")
+        rows = [r for r in self.table.rows if not opts.datasets or r.dataset.key in opts.datasets]
+        opts.systems = resolve_names(opts.systems, [s.name for r in rows for s in r.systems], "--systems",
+                                     f"{self.table.key}'s systems" + (" on " + ", ".join(opts.datasets)
+                                                                       if opts.datasets else ""))
+        #: (dataset, system) → why it failed: its row says so, the others go on, the run ends non-zero naming it
+        self.failures: Dict[Tuple[str, str], str] = {}
 
     @property
     def decodes(self) -> bool:
@@ -448,6 +492,14 @@ class Reproduction:
             result.update(self.score(prepared, cfg, self.checkpoint(run_dir, label, average_last), run_dir, label, ds))
         return result
 
+    def guarded_unit(self, dataset: str, system: str, seed: int, prepared) -> dict:
+        """:meth:`unit`, or {"failed": why} when one of its steps fails (the other units go on)."""
+        try:
+            return self.unit(dataset, system, seed, prepared)
+        except (RunError, ConfigError, PrepError, OSError) as e:
+            self.log(f"   [{dataset} {system} seed {seed}] FAILED: {e}")
+            return {"failed": str(e)}
+
     # ---- the table
     def plan(self):
         """(units, prepared data per unit, outcomes of what is skipped): the data of every selected system is
@@ -467,14 +519,34 @@ class Reproduction:
                     continue
                 chosen.append((ds, system))
         views: Dict[tuple, Dict[str, set]] = {}  # per prepared folder (dataset, recipe) and side: what its systems read
+        readers: Dict[tuple, Dict[tuple, list]] = {}  # per folder: (side, view) → the systems that read it
+        ready = []
         for ds, system in chosen:
-            folder = views.setdefault((ds.key, self.recipe(ds, system)), {"source": set(), "target": set()})
-            for side, read in self.views(system).items():
-                folder[side].update(read)
-        for ds, system in chosen:
-            wanted = views[(ds.key, self.recipe(ds, system))]
-            prepared = self.prepare(ds, system, {side: tuple(v for v in ("deps", "trees") if v in wanted[side])
-                                                 for side in ("source", "target")})
+            try:
+                key = (ds.key, self.recipe(ds, system))
+                read = self.views(system)
+            except (RunError, ConfigError) as e:
+                self.fail(ds, system, e, skipped)
+                continue
+            folder = views.setdefault(key, {"source": set(), "target": set()})
+            for side, side_views in read.items():
+                folder[side].update(side_views)
+                for view in side_views:
+                    readers.setdefault(key, {}).setdefault((side, view), []).append(system.name)
+            ready.append((ds, system, key))
+        for ds, system, key in ready:
+            wanted = views[key]
+            try:
+                prepared = self.prepare(ds, system, {side: tuple(v for v in ("deps", "trees") if v in wanted[side])
+                                                     for side in ("source", "target")})
+            except PrepPending:
+                raise
+            except (RunError, PrepError, ConfigError) as e:
+                who = "; ".join(f"the {side} {view}: {', '.join(names)}"
+                                for (side, view), names in sorted(readers.get(key, {}).items()))
+                self.fail(ds, system, f"{e}" + (f"\n(the parse views of this data and the systems that read them: {who})"
+                                                  if who else ""), skipped)
+                continue
             if isinstance(prepared, str):
                 self.log(f"== {ds.title} {system.name}: skipped: {prepared}")
                 skipped[(ds.key, system.name)] = {"skipped": prepared}
@@ -496,6 +568,13 @@ class Reproduction:
             units += [(ds.key, system.name, seed, prepared) for seed in seeds]
         return units, skipped
 
+    def fail(self, ds: Dataset, system: System, error, outcomes: Dict[tuple, dict]) -> None:
+        """Record that ``system`` failed on ``ds`` (its row says why; the table goes on without it)."""
+        message = str(error)
+        self.failures[(ds.key, system.name)] = message
+        outcomes[(ds.key, system.name)] = {"skipped": failure_summary(message), "failed": message}
+        self.log(f"== {ds.title} {system.name}: FAILED, the table goes on without it:\n{message}")
+
     def run(self) -> Optional[Path]:
         """Run every unit and write the results file (its path); None when jobs were left running (--no-wait)."""
         o, t = self.opts, self.table
@@ -515,6 +594,12 @@ class Reproduction:
                      "table")
             return None
         for (dataset, system, seed, prepared), result in zip(units, results):
+            if "failed" in result or (dataset, system) in self.failures:
+                if "failed" in result:
+                    message = f"seed {seed}: {result['failed']}"
+                    self.failures[(dataset, system)] = message
+                    outcomes[(dataset, system)] = {"skipped": failure_summary(message), "failed": message}
+                continue
             got = outcomes.setdefault((dataset, system), {"results": [], "seeds": [], "prepared": prepared})
             got["results"].append(result)
             got["seeds"].append(seed)
@@ -525,13 +610,18 @@ class Reproduction:
         path = self.write(outcomes, minutes)
         self.log(path.read_text(encoding="utf-8"))
         self.log(f"== {t.key} finished in {minutes:.1f} min; results in {path}")
+        if self.failures:
+            raise TableIncomplete(f"{t.key}: {len(self.failures)} system(s) failed, their rows in {path} say why: "
+                                  + "; ".join(f"{ds} {name}" for ds, name in self.failures)
+                                  + "\n" + "\n".join(f"--- {ds} {name}:\n{message}"
+                                                      for (ds, name), message in self.failures.items()))
         return path
 
     def launch(self, units) -> List[dict]:
         """Run the units (here, or as jobs: Options.launch) and return their results in unit order."""
         launch = self.opts.launch
         if launch is None or getattr(launch, "launcher", "local") == "local":
-            return [self.unit(*u) for u in units]
+            return [self.guarded_unit(*u) for u in units]
         from .launcher import run_units
 
         return run_units(run_unit, [(self.opts, *u) for u in units], launch,
@@ -646,7 +736,7 @@ def unit_label(args: tuple) -> str:
 def run_unit(opts: Options, dataset: str, system: str, seed: int, prepared) -> dict:
     """One (dataset, system, seed) of ``opts.table`` in any process (a cluster job): train, average, decode, score."""
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
-    return Reproduction(opts, log=lambda m: print(m, flush=True)).unit(dataset, system, seed, prepared)
+    return Reproduction(opts, log=lambda m: print(m, flush=True)).guarded_unit(dataset, system, seed, prepared)
 
 
 def reproduce(opts: Options, log: Callable[[str], None] = print) -> Optional[Path]:
