@@ -224,3 +224,19 @@ def test_the_peak_files_of_every_process_are_collected(tmp_path):
     _write(str(out), "rank1", 30)
     assert collect(str(out)) == {"main": 10, "rank1": 30} and not list(tmp_path.glob("peak_memory.json.*"))
     json.dumps(collect(str(out)))
+
+
+@pytest.mark.fast
+def test_the_direction_pairs_seeds_like_the_p_values():
+    """The Transformer ran seeds 1-3, the system seeds 2 and 3 (its p-values: seed 2 against seed 2, 3 against 3). By
+    seed the system is higher in both pairs (†); by list position (31 against 35) it would read "mixed"."""
+    from syntrans.reproduce.cross import family_markers
+
+    row = TABLE.rows[0]
+    outcomes = {(row.dataset.key, "Transformer"): {"seeds": [1, 2, 3], "scores": [35.0, 30.0, 31.0]},
+                (row.dataset.key, "distance-mask"): {"seeds": [2, 3], "scores": [31.0, 32.0],
+                                                     "p_values": [0.0001, 0.0001]}}
+    assert family_markers(row, outcomes, 0.05)["distance-mask"][2] == "†"
+    outcomes[(row.dataset.key, "distance-mask")]["p_values"] = [0.0001]  # one p for two seed pairs: refused
+    with pytest.raises(ValueError, match="1 p-values for 2 seed pairs"):
+        family_markers(row, outcomes, 0.05)

@@ -176,3 +176,97 @@ def test_nsd_ldc_rows_test_on_mt03_to_05_with_four_references():
     assert "NIST MT03 + MT04 + MT05" in layout and "test.en.2 test.en.3 test.en.4" in layout and "MT03-06" not in layout
     assert all(data_settings(t.key, r.dataset.key).references == 1 for t in TABLES.values() for r in t.rows
                if r.dataset.corpus != "ldc")
+
+
+# ------------------------------------------------------------------ every label reaches the results file's reader
+
+def stub_results(table_key: str, tmp_path) -> str:
+    """The results file of ``table_key`` written in-process by the runner's own writer (a smoke run's options, every
+    system skipped: no training), as a reader finds it."""
+    from syntrans.reproduce.runner import Options, Reproduction
+
+    opts = Options(table=table_key, work_dir=tmp_path / "work", results_dir=tmp_path / "results", smoke=True,
+                   synthetic=True)
+    rep = Reproduction(opts, log=lambda m: None)
+    outcomes = {(r.dataset.key, s.name): {"skipped": "not run (stub)"} for r in rep.table.rows for s in r.systems}
+    return rep.write(outcomes, 0.0).read_text(encoding="utf-8")
+
+
+def test_every_label_of_the_record_is_in_the_results_file_of_its_table(tmp_path):
+    """Each (table, dataset) record of published_data: every setting's source (what the paper says, ours where it is
+    silent, or the deviation and why), the paper's parser and every note appear in that table's results file; the
+    block reads the record the run reads (a table drawn from another's runs: that table's, equal to its own)."""
+    texts = {}
+    for (table, dataset), s in sorted(PUBLISHED_DATA.items()):
+        if table not in texts:
+            texts[table] = stub_results(table, tmp_path / table)
+            assert "## Deviations" in texts[table]
+        text = texts[table]
+        for name in SETTINGS:
+            assert s.source(name) in text, (table, dataset, name)
+        assert s.parser in text, (table, dataset)
+        for note in s.notes:
+            assert note in text, (table, dataset, note)
+        title = next(r.dataset.title for r in TABLES[table].rows if r.dataset.key == dataset)
+        assert any(line.startswith("- ") and title in line.split(": ", 1)[0] and s.source("valid_split") in line
+                   for line in text.splitlines()), (table, dataset)
+
+
+def test_the_labels_the_issue_names_reach_their_results_files(tmp_path):
+    """The IWSLT validation split (Hou et al.'s "randomly select 5%"), Deguchi et al.'s WAT scoring, the LDC references
+    and development set, as the reader of each results file sees them, each with its mark."""
+    distance = stub_results("distance_table1", tmp_path / "d")
+    assert "`valid_split` = every 23rd pair" in distance and "[deviates]: deviates from Hou et al. 2022" in distance
+    sync = stub_results("syncattn_table1", tmp_path / "s")
+    line = next(ln for ln in sync.splitlines() if ln.startswith("- ASPEC ja→en: `eval_tokenize`"))
+    assert "[deviates]" in line and "App. D" in line and "WAT Automatic Evaluation Systems" in line
+    nsd = stub_results("nsd_table1", tmp_path / "n")
+    refs = next(ln for ln in nsd.splitlines() if ln.startswith("- LDC zh→en: `references` = 4"))
+    assert "[ours]" in refs and "not stated" in refs
+    valid = next(ln for ln in nsd.splitlines() if "LDC" in ln.split(":")[0] and "`valid_split`" in ln)
+    assert "[ours]" in valid and "the development set" in valid and "not applicable" not in valid
+
+
+def test_the_ldc_reference_error_names_the_records_label(tmp_path, monkeypatch):
+    """A zh→en preparation with one reference per segment stops the run before training, and the message gives the
+    record's label (four references: ours, not stated by Ma et al.), not a claim about the paper."""
+    from types import SimpleNamespace
+
+    from syntrans.reproduce.runner import Options, Reproduction, RunError
+
+    monkeypatch.setattr(Reproduction, "prepare", lambda self, ds, system=None, views=None:
+                        SimpleNamespace(ref_test_more=[], tgt="en"))
+    monkeypatch.setattr(Reproduction, "views", lambda self, system: {"source": (), "target": ()})
+    rep = Reproduction(Options(table="nsd_table1", work_dir=tmp_path, datasets=["ldc_zh_en"], systems=["baseline"]),
+                       log=lambda m: None)
+    with pytest.raises(RunError) as err:
+        rep.plan()
+    message = str(err.value)
+    assert "the recipe scores against 4 references per segment" in message and "has 1" in message
+    assert data_settings("nsd_table1", "ldc_zh_en").source("references") in message
+    assert "the paper's test set has" not in message
+
+
+def test_the_authors_released_code_is_printed_beside_ours(tmp_path):
+    """Bugliarello & Okazaki's released scripts (shared embeddings, the baseline's lr 0.001, +MULTI-TASK's betas
+    (0.9, 0.98), its BPE relearned with the tags, the parser's input normalised) beside our values, with the choice
+    said once; Li et al.'s SLA code (the unrestricted neighbours, [CLS]/[SEP] visible, the token gate) for the gated
+    paper's SLA rows and the cross-paper table's SLA; each names the released file."""
+    pascal = stub_results("pascal_table1", tmp_path / "p")
+    block = pascal.split("## Deviations", 1)[1]
+    for needle in ("--share-all-embeddings", "experiments/nc11en2de/transformer/train.sh: --lr 0.001",
+                   "experiments/nc11de2en/transformer_multitask/train.sh: --adam-betas (0.9,0.98)",
+                   "binarize_lin_parses.sh", "scripts/bpe_lin_parses.py", "n't → not", "rather than followed"):
+        assert needle in block, needle
+    lr = next(ln for ln in block.splitlines() if ln.startswith("- learning rate of the baseline"))
+    assert "NC11 en→de: baseline" in lr and "WMT" not in lr and "Ours: --lr 0.0007" in lr  # NC11's scripts only
+    assert "Deviations" in stub_results("pascal_table5", tmp_path / "p5")  # Transformer rows: the baseline's config
+    gated = stub_results("gated_table3", tmp_path / "g").split("## Deviations", 1)[1]
+    for needle in ("src/dataset.py", "i−1 and i+1 taken unconditionally", "--sla-window neighbours-unrestricted",
+                   "[CLS] and [SEP]", "--sla-boundary-visible", "--sla-token-gate"):
+        assert needle in gated, needle
+    assert "--share-all-embeddings" not in gated and "Bugliarello & Okazaki's rows keep" not in gated
+    cross = stub_results("cross_paper", tmp_path / "c").split("## Deviations", 1)[1]
+    assert "IWSLT14 de→en: SLA" in cross and "IWSLT14 de→en: +MULTI-TASK" in cross
+    distance = stub_results("distance_table1", tmp_path / "d").split("## Deviations", 1)[1]
+    assert "authors' released code differs" not in distance  # no entry applies there

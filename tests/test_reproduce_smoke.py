@@ -64,6 +64,15 @@ def test_results_table_has_published_and_our_columns(smoke):
     parsers = md[md.index("Parsers (ours and the paper's"):].splitlines()[1]
     assert parsers.startswith("- IWSLT14 de→en: ours: src: gold, tgt: gold") and "the paper's: Stanford CoreNLP" in parsers
     assert "§4.1" in parsers
+    # every label of the data record reaches the reader: the selected dataset's Deviations, e.g. Hou et al.'s
+    # "randomly select 5%" validation split, which ours replaces by every 23rd pair
+    from syntrans.reproduce.published_data import SETTINGS, data_settings
+
+    block = md[md.index("## Deviations"):]
+    record = data_settings("distance_table1", "iwslt14_de_en")
+    assert "This is a smoke run" in block and all(record.source(name) in block for name in SETTINGS)
+    assert "- IWSLT14 de→en, IWSLT14 en→de" not in block  # only the dataset run (--datasets)
+    assert "`valid_split` = every 23rd pair" in block and "randomly select 5%" in block
 
 
 def test_scores_are_sacrebleu_of_the_written_hypotheses(smoke):

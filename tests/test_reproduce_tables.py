@@ -366,3 +366,20 @@ def test_mean_sd():
     assert mean_sd([27.5]) == "27.50 (n=1)"
     assert mean_sd([]) == "—"
     assert (_delta(2.42, 2.4249), _delta(35.74, 34.56), _delta(None, 1.0)) == ("+0.00", "+1.18", "—")
+
+
+@pytest.mark.fast
+def test_the_significance_marker_pairs_seeds_like_the_p_values():
+    """A system run on seeds 2 and 3 against a reference run on 1-3: the marker compares seed k with seed k, as the
+    runner's paired bootstrap does, not the lists by position."""
+    from syntrans.reproduce.report import results_markdown, seed_pairs
+
+    ref = {"seeds": [1, 2, 3], "scores": [35.0, 30.0, 31.0]}
+    got = {"seeds": [2, 3], "scores": [31.0, 32.0], "p_values": [0.001, 0.001]}
+    assert seed_pairs(got, ref) == [(31.0, 30.0), (32.0, 31.0)]
+    assert seed_pairs({"scores": [1.0, 2.0]}, {"scores": [3.0, 4.0]}) == [(1.0, 3.0), (2.0, 4.0)]  # no seeds: position
+    table = TABLES["distance_table1"]
+    row = table.rows[0]
+    md = results_markdown(table, {(row.dataset.key, "baseline"): ref, (row.dataset.key, "distance-mask"): got}, [], [])
+    line = next(ln for ln in md.splitlines() if ln.startswith(f"| {row.dataset.title} | distance-mask |"))
+    assert "† (p ≤ 0.001)" in line

@@ -536,7 +536,9 @@ def test_the_new_options_are_off_by_default_and_checked_in_the_mechanism():
     with pytest.raises(ValueError, match="encoder layer 0: both SLA .* and gated self-attention .* a layer takes one "
                                          "mixer"):
         _plan(sla_layers="0", sla_heads=2, sla_token_gate=True, gate_layers="0")
-    with pytest.raises(ValueError, match="--sla-window must be one of word, neighbours, found 'union'"):
+    assert SlaConfig().boundary_visible is False
+    with pytest.raises(ValueError, match="--sla-window must be one of word, neighbours, neighbours-unrestricted, found "
+                                         "'union'"):
         _plan(sla_layers="0", sla_heads=2, sla_window="union")
 
 
@@ -574,3 +576,82 @@ def test_a_token_gated_neighbour_sla_model_trains_its_gate(tiny_data):
         a = model.encoder.forward_torchscript(net)["encoder_out"][0]
         b = word.encoder.forward_torchscript(net)["encoder_out"][0]
     assert not torch.allclose(a, b, atol=1e-4)
+
+
+# ------------------------------------------- Li et al.'s unrestricted neighbours and [CLS]/[SEP]-style visible EOS
+
+def _by_words(word_sets, pieces, eos_row=None, eos_col=False):
+    """(n_sub + 1, n_sub + 1) bool from {word: words seen} expanded to subwords, EOS last (its row ``eos_row``: None
+    itself only, else every token; ``eos_col``: every token sees EOS)."""
+    word_of = [w for w, p in enumerate(pieces) for _ in range(p)]
+    n = len(word_of)
+    out = torch.zeros(n + 1, n + 1, dtype=torch.bool)
+    for i, j in itertools.product(range(n), repeat=2):
+        out[i, j] = word_of[j] in word_sets[word_of[i]]
+    out[n, n] = True
+    if eos_row:
+        out[n, :] = True
+    if eos_col:
+        out[:, n] = True
+    return out
+
+
+@pytest.mark.fast
+def test_unrestricted_neighbours_and_visible_boundary_by_hand():
+    """One line of two sentences, "a b | c d" with b split in two pieces: a → b (b the root), d → c (c the root);
+    heads (1-based) [2, 0, 0, 3]. Li et al. 2021's released code (src/dataset.py) takes the windows of i−1 and i+1
+    whatever tree they are in, and makes [CLS]/[SEP] visible to and from every token; ours by default keeps a
+    neighbour of another tree out and lets EOS see only itself."""
+    heads, pieces = [2, 0, 0, 3], [1, 2, 1, 1]
+    word_first, parent_first, pad = collate([(heads, pieces), ([0], [1])], left=False)  # row 1 pads row 0's length
+    a, b, c, d = range(4)
+    expect = {
+        # m = 0: own word; restricted union (b's next word c is another tree: left out); unrestricted union
+        (0, "word"): {a: {a}, b: {b}, c: {c}, d: {d}},
+        (0, "neighbours"): {a: {a, b}, b: {a, b}, c: {c, d}, d: {c, d}},
+        (0, "neighbours-unrestricted"): {a: {a, b}, b: {a, b, c}, c: {b, c, d}, d: {c, d}},
+        # m = 1: a–b and c–d one arc apart; the unrestricted union of b and c crosses the sentence boundary
+        (1, "word"): {a: {a, b}, b: {a, b}, c: {c, d}, d: {c, d}},
+        (1, "neighbours"): {a: {a, b}, b: {a, b}, c: {c, d}, d: {c, d}},
+        (1, "neighbours-unrestricted"): {a: {a, b}, b: {a, b, c, d}, c: {a, b, c, d}, d: {c, d}},
+    }
+    for (m, kind), words in expect.items():
+        for visible in (False, True):
+            got = tree_window(word_first, parent_first, pad, m, kind, boundary_visible=visible)  # (2, T, T)
+            want = _by_words(words, pieces, eos_row=visible, eos_col=visible)
+            assert torch.equal(got[0], want), (m, kind, visible)
+            # the short row: its one word and EOS, then padding (queries unrestricted, keys never seen)
+            short = got[1]
+            assert short[2:].all() and not short[:2, 2:].any()
+            assert short[0, 1].item() is visible and short[1, 0].item() is visible
+    # True/False stay the names of the restricted union and of the word window
+    assert torch.equal(tree_window(word_first, parent_first, pad, 1, True),
+                       tree_window(word_first, parent_first, pad, 1, "neighbours"))
+
+
+@pytest.mark.fast
+def test_the_window_module_lists_its_windows_and_names_a_bad_one():
+    from syntrans.syntax import sla_window
+
+    assert sla_window.WINDOWS == ("word", "neighbours", "neighbours-unrestricted")
+    word_first, parent_first, pad = collate([SENTENCES[0]], left=False)
+    with pytest.raises(ValueError, match="SLA window must be one of word, neighbours, neighbours-unrestricted, found "
+                                         "'union'"):
+        tree_window(word_first, parent_first, pad, 1, "union")
+
+
+@pytest.mark.fast
+def test_the_mechanism_passes_the_window_and_boundary_options_to_the_mask():
+    """--sla-window neighbours-unrestricted and --sla-boundary-visible reach the log mask the SLA heads read."""
+    from syntrans.mechanisms.sla import Sla, SlaConfig
+
+    word_first, parent_first, pad = collate([([2, 0, 0, 3], [1, 2, 1, 1])], left=False)
+    shape = type("Shape", (), {"encoder_layers": 2, "encoder_heads": 4})()
+    features = {"src_word_first": word_first, "src_parent_first": parent_first}
+    for window, visible in itertools.product(("word", "neighbours", "neighbours-unrestricted"), (False, True)):
+        mech = Sla(SlaConfig(layers=[0], heads=2, threshold=1, window=window, boundary_visible=visible), shape)
+        log_m = mech.prepare("encoder", features, word_first, pad, torch.float32, training=False)  # (1, T, T)
+        want = tree_window(word_first, parent_first, pad, 1, window, boundary_visible=visible)
+        assert torch.equal(log_m == 0, want)
+    with pytest.raises(ValueError, match="--sla-boundary-visible is a switch"):
+        Sla(SlaConfig(layers=[0], heads=2, boundary_visible="yes"), shape)

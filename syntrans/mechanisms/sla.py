@@ -5,9 +5,10 @@ the source's dependency tree (the shortest path length between their words) is a
 softmax(QKᵀ/√d + log M) with M[i, j] = 1 if D(i, j) ≤ m, else 0 (log M: 0 / −inf).
 
 Subwords of one word are at distance 0 of each other (:func:`syntrans.syntax.dependency_paths.subword_path_lengths`).
-A token always sees itself; EOS sees only itself and is in no other token's window; padding keys stay masked as in
-stock attention, and padding queries are left unrestricted (their rows are never read). Words of two sentences of one
-line have no path: they are never in each other's window.
+A token always sees itself; EOS sees only itself and is in no other token's window (ours); padding keys stay masked as
+in stock attention, and padding queries are left unrestricted (their rows are never read). Words of two sentences of
+one line have no path: they are never in each other's window. The window itself is built in
+:mod:`syntrans.syntax.sla_window` (pure torch).
 
 The gated paper combines this local attention with the global (stock) attention by "a naive gating network … at each
 attention head of each layer", "without any regularization" (§5.2), and states no more of its form. Our reading is
@@ -15,11 +16,14 @@ that paper's own gate network (Hou et al., Eq. 4-6 and 10: one G per sentence an
 pre-warm-up and no dropout on the syntax attention, which the preset ``sla_transformer_iwslt_de_en`` switches on over
 these heads. These heads alone (no mixer) are the hard local attention.
 
-Li et al.'s released code (github.com/Neutralzz/syntax_aware_local_attention) differs in two ways, each an option
-here (off by default):
+Li et al.'s released code (github.com/Neutralzz/syntax_aware_local_attention, ``src/dataset.py`` and the model)
+differs in these ways, each an option here (off by default):
 
 * ``window="neighbours"``: the window of token i is the union of the windows of the words i−1, i and i+1 (the linear
-  neighbours of its word, within its own tree), D'(i, j) = min_{k ∈ {w−1, w, w+1}} D(k, j) ≤ m; their default m is 3.
+  neighbours of its word), D'(i, j) = min_{k ∈ {w−1, w, w+1}} D(k, j) ≤ m; their default m is 3. Ours restricts the
+  neighbours to the token's own tree; ``window="neighbours-unrestricted"`` takes them unconditionally, as the code.
+* ``boundary_visible``: EOS is in every token's window and sees every token, as the code's [CLS] and [SEP]; by
+  default (ours) EOS sees only itself.
 * ``token_gate``: the gate is per token and layer, g_i = σ(w·x_i + b) with one Linear(d → 1) shared by the layer's
   syntax heads (x_i the layer's input at token i): A[i, :] = g_i·A_syn[i, :] + (1 − g_i)·A_raw[i, :]
   (:class:`TokenGate`). It replaces the gate mechanism's per-head gate on its layers (one mixer per layer).
@@ -39,14 +43,12 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.aux_losses import report_aux_metric
 from ..modules.blocks import HeadBlock, LayerMixer, LogMaskHeads, SideInputs
 from ..modules.precision import full_precision, named_precision
+from ..syntax.sla_window import WINDOWS, tree_window, window_log_mask
 from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, reports_of, required_feature
 from .layer_lists import resolve_layers
 
 #: the window's default threshold m (ours: Hou et al. do not state it; see docs/methods.md)
 DEFAULT_THRESHOLD = 2
-#: whose distances make a token's window: its own word's (the gated paper's description), or the union over its
-#: word and the word's two linear neighbours (Li et al.'s released code)
-WINDOWS = ("word", "neighbours")
 
 
 @dataclass
@@ -66,87 +68,22 @@ class SlaConfig(FairseqDataclass):
     )
     window: str = field(
         default="word",
-        metadata={"help": "word: the distances from the token's own word (the gated paper, §5.2); neighbours: the "
-                          "union of the windows of its word and the word's two linear neighbours (Li et al.'s code)"},
+        metadata={"help": "word: the distances from the token's own word (Hou et al., gated self-attention, §5.2); "
+                          "neighbours: the union of the windows of its word and of the word's two linear neighbours "
+                          "within its own tree (Li et al. 2021's released code, src/dataset.py, without the tree "
+                          "restriction: ours); neighbours-unrestricted: the same union over i-1 and i+1 whatever "
+                          "tree they are in, as Li et al. 2021's released code takes them"},
+    )
+    boundary_visible: bool = field(
+        default=False,
+        metadata={"help": "EOS sees every real token and is in every token's window, as Li et al. 2021's released "
+                          "code (src/dataset.py) treats [CLS] and [SEP]; off (ours): EOS sees only itself"},
     )
     token_gate: bool = field(
         default=False,
         metadata={"help": "mix the SLA heads with stock attention by one gate per token and layer, sigmoid(Linear(d, 1)) "
                           "of the layer input shared by the heads (Li et al.'s released code), instead of --gate-layers"},
     )
-
-
-def _closure(adjacency: torch.Tensor) -> torch.Tensor:
-    """(B, T, T) bool: y reachable from x by any number of arcs (x itself included), by repeated squaring."""
-    T = adjacency.size(-1)
-    reach = torch.eye(T, dtype=torch.bool, device=adjacency.device) | (adjacency > 0)
-    for _ in range(max(1, (T - 1).bit_length())):
-        reach = reach | (torch.bmm(reach.float(), reach.float()) > 0)
-    return reach
-
-
-def _linear_neighbours(node: torch.Tensor, valid: torch.Tensor):
-    """The first subword of the word before and after each token's word (B, T) long, and whether it exists (B, T)
-    bool: the token before the word's first subword belongs to the previous word, the token after its last subword
-    to the next (the subwords of a word are consecutive)."""
-    B, T = node.shape
-    pos = torch.arange(T, device=node.device).expand(B, T)
-    before = (node - 1).clamp(min=0)  # (B, T)
-    has_prev = valid & (node >= 1) & valid.gather(1, before)
-    prev = node.gather(1, before)
-    same = (node.unsqueeze(2) == node.unsqueeze(1)) & valid.unsqueeze(1) & valid.unsqueeze(2)  # (B, T, T)
-    last = torch.where(same, pos.unsqueeze(1).expand(B, T, T), torch.full_like(same, -1, dtype=torch.long)).amax(-1)
-    after = (last + 1).clamp(max=T - 1)  # (B, T)
-    has_next = valid & (last + 1 <= T - 1) & valid.gather(1, after)
-    nxt = node.gather(1, after)
-    return prev, has_prev, nxt, has_next
-
-
-def tree_window(word_first: torch.Tensor, parent_first: torch.Tensor, pad_mask: torch.Tensor,
-                threshold: int, neighbours: bool = False) -> torch.Tensor:
-    """Which keys each query may attend to: D(i, j) ≤ m, D the dependency path length between the words of tokens i
-    and j (Hou et al., the mixer's paper, §5.2), for a padded batch; ``neighbours``: the union of the windows of
-    token i's word and of the words just before and after it in the sentence (those of its own tree), D'(i, j) =
-    min_k D(k, j) over k ∈ {w−1, w, w+1} (Li et al.'s released code).
-
-    word_first (B, T) long: the position of the first subword of token i's word (−1: EOS, padding); parent_first
-    (B, T) long: the first subword of its head word (its own word's for a root, −1: EOS, padding); both in padded
-    coordinates; pad_mask (B, T) True at padding. Returns (B, T, T) bool: every token sees itself, EOS only itself,
-    padding queries everything (their rows are never read). Reachability within m steps of the word tree over token
-    positions: m boolean matrix products."""
-    B, T = word_first.shape
-    valid = word_first >= 0  # (B, T) real subword tokens
-    node = word_first.clamp(min=0)  # (B, T)
-    arc = valid & (parent_first >= 0) & (parent_first != node)  # (B, T) a token whose word has a head word
-    b = torch.arange(B, device=word_first.device).unsqueeze(1).expand(B, T)[arc]
-    u, v = node[arc], parent_first[arc]
-    adjacency = torch.zeros(B, T, T, dtype=torch.float32, device=word_first.device)
-    adjacency[b, u, v] = 1.0
-    adjacency[b, v, u] = 1.0  # (B, T, T): the word tree's arcs between first-subword positions, both directions
-    reach = torch.eye(T, dtype=torch.bool, device=word_first.device).expand(B, T, T)
-    for _ in range(int(threshold)):  # reach[b, x, y]: y within the steps taken so far from x
-        reach = reach | (torch.bmm(reach.float(), adjacency) > 0)
-    rows = reach.gather(1, node.unsqueeze(-1).expand(B, T, T))  # (B, T, T) rows[b, i, :] = reach[b, node_i, :]
-    if neighbours:
-        tree = _closure(adjacency)  # (B, T, T) the words of one tree
-        prev, has_prev, nxt, has_next = _linear_neighbours(node, valid)
-        for k, has in ((prev, has_prev), (nxt, has_next)):
-            same_tree = tree.gather(1, node.unsqueeze(-1).expand(B, T, T)).gather(2, k.unsqueeze(-1)).squeeze(-1)
-            # same_tree (B, T): tree[b, node_i, k_i], the neighbour is a word of token i's own tree
-            use = (has & same_tree).unsqueeze(-1)  # (B, T, 1)
-            rows = rows | (reach.gather(1, k.unsqueeze(-1).expand(B, T, T)) & use)  # reach[b, k_i, :]
-    window = rows.gather(2, node.unsqueeze(1).expand(B, T, T))  # (B, T, T) rows[b, i, node_j]
-    window = window & valid.unsqueeze(2) & valid.unsqueeze(1)
-    window = window | torch.eye(T, dtype=torch.bool, device=word_first.device)  # a token (EOS too) sees itself
-    return window | pad_mask.unsqueeze(2)  # padding queries: no restriction
-
-
-def window_log_mask(word_first: torch.Tensor, parent_first: torch.Tensor, pad_mask: torch.Tensor, threshold: int,
-                    dtype: torch.dtype, neighbours: bool = False) -> torch.Tensor:
-    """log M of :func:`tree_window`: 0 inside the window, −inf outside (Hou et al., the mixer's paper, Eq. 8-9 with a
-    0/1 mask), (B, T, T) in ``dtype``."""
-    window = tree_window(word_first, parent_first, pad_mask, threshold, neighbours)
-    return torch.zeros(window.shape, dtype=dtype, device=window.device).masked_fill(~window, float("-inf"))
 
 
 class SlaHeads(LogMaskHeads):
@@ -205,6 +142,8 @@ class Sla(Mechanism):
         check_option(is_number(cfg.threshold, True) and cfg.threshold >= 0, "--sla-threshold",
                      "is a number of dependency arcs, an integer >= 0", cfg.threshold)
         check_choice("--sla-window", cfg.window, WINDOWS)
+        check_option(isinstance(cfg.boundary_visible, bool), "--sla-boundary-visible", "is a switch (True or False)",
+                     cfg.boundary_visible)
         check_option(isinstance(cfg.token_gate, bool), "--sla-token-gate", "is a switch (True or False)",
                      cfg.token_gate)
 
@@ -244,7 +183,8 @@ class Sla(Mechanism):
         word_first = required_feature(features, "src_word_first", tuple(tokens.shape), why).long()
         parent_first = required_feature(features, "src_parent_first", tuple(tokens.shape), why).long()
         return window_log_mask(word_first, parent_first, pad_mask, int(self.cfg.threshold), dtype,
-                               neighbours=self.cfg.window == "neighbours")  # (B, T, T)
+                               neighbours=self.cfg.window,
+                               boundary_visible=bool(self.cfg.boundary_visible))  # (B, T, T)
 
 
 __all__ = ["DEFAULT_THRESHOLD", "Sla", "SlaConfig", "SlaHeads", "TokenGate", "WINDOWS", "tree_window",

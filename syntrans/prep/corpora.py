@@ -404,9 +404,9 @@ downloaded. Their distributions differ in format, so extract them yourself into 
   test.zh                 NIST MT03 + MT04 + MT05 concatenated, in that order: Ma et al. 2019's test set (§4.1)
   test.en                 their first English reference, line by line
   test.en.2 test.en.3 test.en.4   their second, third and fourth English references, line by line
-zh→en is scored against all four references (sacreBLEU's multi-reference BLEU); en→zh translates test.en (the
-first reference) into the Chinese source, the one reference of that direction. A single reference would give a
-far lower BLEU than the papers' multi-reference scores.
+zh→en is scored against all four references (sacreBLEU's multi-reference BLEU; ours: Ma et al. 2019 do not state
+how many references their BLEU uses); en→zh translates test.en (the first reference) into the Chinese source, the
+one reference of that direction. A single reference would give a far lower BLEU than four.
 The Chinese side must already be word-segmented (e.g. Jieba or the Stanford segmenter)."""
 
 _register(Corpus(

@@ -12,7 +12,9 @@ pair, so its p is the largest of its pairs (an intersection-union test: all pair
 decides). Over a family (the ten systems of the papers; the combinations apart), Holm's step-down correction
 (:func:`~syntrans.reproduce.significance.holm`) adjusts these p; † marks an adjusted p below the table's level with
 higher BLEU in every pair, ‡ with lower BLEU in every pair, "mixed" below the level with the direction changing,
-"n.s." otherwise. A family-wise error rate at the level then holds for each family and dataset.
+"n.s." otherwise. The direction compares the scores of the same seed pairs as the p-values (seed k against the
+Transformer's seed k: :func:`~syntrans.reproduce.report.seed_pairs`). A family-wise error rate at the level then
+holds for each family and dataset.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .cross_systems import BY_NAME, method_settings
 from .figures import LENGTH_BUCKETS, _figure, _lines, _sources, bucket_label, length_deltas
-from .report import mean_sd
+from .report import mean_sd, seed_pairs
 from .significance import holm
 from .timing import read_training_log
 
@@ -39,20 +41,21 @@ def decisive_p(got: dict) -> Optional[float]:
 
 def family_markers(row, outcomes: Dict[tuple, dict], level: float) -> Dict[str, Tuple[float, float, str]]:
     """{system: (decisive p, Holm-adjusted p, marker)} of every tested system of ``row``, each group its own family."""
-    base = outcomes.get((row.dataset.key, row.systems[0].name), {}).get("scores") or []
+    ref = outcomes.get((row.dataset.key, row.systems[0].name), {})
     out = {}
     for group in dict.fromkeys(s.group for s in row.systems[1:]):
         members = [s for s in row.systems[1:] if s.group == group]
         ps = {s.name: decisive_p(outcomes.get((row.dataset.key, s.name), {})) for s in members}
         ps = {k: v for k, v in ps.items() if v is not None}
         for name, adjusted in holm(ps).items():
-            scores = outcomes[(row.dataset.key, name)]["scores"]
-            n = len(outcomes[(row.dataset.key, name)]["p_values"])
-            if n > min(len(scores), len(base)):
-                raise ValueError(f"{row.dataset.key}, {name}: {n} p-values for {len(scores)} scores and {len(base)} "
-                                 "Transformer scores: expected one per seed pair")
-            higher = all(scores[k] > base[k] for k in range(n))
-            lower = all(scores[k] < base[k] for k in range(n))
+            got = outcomes[(row.dataset.key, name)]
+            pairs = seed_pairs(got, ref)  # (system, Transformer) per seed pair k, as the p-values pair them
+            n = len(got["p_values"])
+            if n != len(pairs):
+                raise ValueError(f"{row.dataset.key}, {name}: {n} p-values for {len(pairs)} seed pairs with the "
+                                 "Transformer: expected one per seed pair")
+            higher = all(a > b for a, b in pairs)
+            lower = all(a < b for a, b in pairs)
             mark = ("n.s." if adjusted >= level else "†" if higher else "‡" if lower else "mixed")
             out[name] = (ps[name], adjusted, mark)
     return out

@@ -87,6 +87,7 @@ HOU = "Hou et al. 2022 (distance-mask), App. A"
 GATED = "Hou et al. (gated self-attention), §5.1"
 PASCAL = "Bugliarello & Okazaki 2020, App. A"
 SYNC = "Deguchi et al. 2021, App. A"
+SYNC_EVAL_D = "Deguchi et al. 2021, App. D"
 NSD = "Ma et al. 2019, §4.1"
 
 CORPUS = "not stated: ours (the corpus' setting in syntrans.prep.corpora)"
@@ -319,7 +320,12 @@ _SYNC_ASPEC_JA_EN = _sync(
     bpe_ops=(None, "not applicable (separate BPE: merges per language)"),
     bpe_ops_by_lang=({"ja": 16000, "en": 16000}, f"{SYNC}: separate BPE of 16,000 merges per side"),
     joint=(False, f"{SYNC}: separate BPE"),
-    eval_tokenize=("13a", "not stated: ours (WAT scores English with the Moses tokenizer; sacreBLEU's 13a is close)"),
+    eval_tokenize=("13a", f'deviates from {SYNC_EVAL_D} ("As for the ASPEC Ja-En task, we followed the WAT Automatic '
+                          "Evaluation Systems\", footnote 5): WAT scores English after the Moses tokenizer; ours is "
+                          "sacreBLEU's 13a on the detokenized output, close to it but not the same, so BLEU differs "
+                          "from the paper's by the scorer as well"),
+    eval_lowercase=(False, f"deviates from {SYNC_EVAL_D} (WAT's automatic evaluation, footnote 5): ours is sacreBLEU, "
+                           "case-sensitive, not WAT's evaluation script"),
     notes=(f"{SYNC}: normalize-punctuation is not applied to the pre-segmented Japanese side (it would change the "
            "segmentation).",))
 
@@ -351,16 +357,19 @@ def _nsd(target: str, **values) -> dict:
 _NIST_TEST = (f'{NSD}: "The test set is a concatenation of NIST MT 2003, 2004, and 2005" (the LDC layout of '
               "syntrans.prep.corpora: test.zh, and test.en, test.en.2, test.en.3, test.en.4, its four English "
               "references)")
-_NIST_ZH_EN = (f'not stated: ours ({NSD}: "The test set is a concatenation of NIST MT 2003, 2004, and 2005"; the '
-               "number of references is not stated: all four English references of the NIST sets, sacreBLEU's "
-               "multi-reference BLEU; a single reference scores far lower)")
+_NIST_ZH_EN = (f'not stated: ours ({NSD}: "The test set is a concatenation of NIST MT 2003, 2004, and 2005"; how '
+               "many references its BLEU uses is not stated: ours scores against all four English references of the "
+               "NIST sets, sacreBLEU's multi-reference BLEU, the usual practice for these sets; a single reference "
+               "scores far lower)")
+_LDC_VALID = (None, f'not stated: ours ({NSD} selects "the model which performs the best on the development set" '
+                    "without naming the set: the LDC layout's valid.zh/valid.en, e.g. NIST MT02, syntrans.prep.corpora)")
 _NIST_EN_ZH = (f'not stated: ours ({NSD} names the test set, "NIST MT 2003, 2004, and 2005", not how the reverse '
                "direction uses it: the Chinese source is the one reference, the first English reference the source)")
 
 #: the cross-paper table (ours): one preparation for every system, the same authors' (Hou et al. 2022) per dataset
-_CROSS_PARSER = ("no single paper's: one parse of each side for every system (each paper's own parser: the tables "
-                 "of that paper)", "not applicable (the systems come from five papers with four parsers; "
-                 "docs/reproduce.md, Parsers)")
+_CROSS_PARSER = ("no single paper's: syntrans-prepare's --parser for every system, each prepared folder parsed into "
+                 "the views its systems read (each paper's own parser: the tables of that paper)",
+                 "not applicable (the systems come from five papers with four parsers; docs/reproduce.md, Parsers)")
 
 # ------------------------------------------------------------------------------------------------------------
 
@@ -400,9 +409,9 @@ PUBLISHED_DATA: Dict[Tuple[str, str], DataSettings] = {key: _settings(values) fo
     ("nsd_table1", "aspec_en_ja"): _nsd("ja", train_limit=(100_000, f'{NSD}: "top 100K sentence pairs" for en→ja')),
     ("nsd_table1", "aspec_ja_en"): _nsd("en", train_limit=(1_000_000, f'{NSD}: "top 1M" sentence pairs for ja→en')),
     ("nsd_table1", "ldc_en_zh"): _nsd("zh", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)"),
-                                      references=(1, _NIST_EN_ZH), notes=(_NIST_TEST,)),
+                                      references=(1, _NIST_EN_ZH), valid_split=_LDC_VALID, notes=(_NIST_TEST,)),
     ("nsd_table1", "ldc_zh_en"): _nsd("en", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)"),
-                                      references=(4, _NIST_ZH_EN), notes=(_NIST_TEST,)),
+                                      references=(4, _NIST_ZH_EN), valid_split=_LDC_VALID, notes=(_NIST_TEST,)),
 }.items()}
 
 

@@ -12,7 +12,7 @@ The largest p of the pairs is printed with the marker: it is the one that decide
 from __future__ import annotations
 
 import statistics
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 
 def mean_sd(values: Sequence[float]) -> str:
@@ -33,6 +33,17 @@ def _delta(value: Optional[float], base: Optional[float]) -> str:
 
 def _p(p: float) -> str:
     return f"{p:.2g}"
+
+
+def seed_pairs(got: dict, ref: dict) -> List[Tuple[float, float]]:
+    """[(the system's score, the reference's score)] per seed pair k, in the order of the system's p-values: its
+    seeds that the reference also ran (the runner's paired bootstrap tests seed k against seed k and skips the
+    seeds the reference lacks). Outcomes without seeds pair the scores by position."""
+    scores, base = got.get("scores") or [], ref.get("scores") or []
+    if got.get("seeds") and ref.get("seeds"):
+        by_seed = dict(zip(ref["seeds"], base))
+        return [(s, by_seed[k]) for k, s in zip(got["seeds"], scores) if k in by_seed]
+    return list(zip(scores, base))
 
 
 def significance_marker(p_values: Sequence[float], scores: Sequence[float], reference_scores: Sequence[float],
@@ -89,8 +100,10 @@ def results_markdown(table, outcomes: Dict[tuple, dict], header: List[str], foot
             if system is base:
                 cells.append("")
             else:
+                pairs = seed_pairs(got, outcomes.get((row.dataset.key, base.name), {}))  # seed k against seed k
                 try:
-                    cells.append(significance_marker(got.get("p_values") or [], scores, base_scores, level))
+                    cells.append(significance_marker(got.get("p_values") or [], [a for a, _ in pairs],
+                                                     [b for _, b in pairs], level))
                 except ValueError as e:
                     raise ValueError(f"{table.key}, {row.dataset.key}, {system.name}: {e}") from None
             if with_ribes:

@@ -28,6 +28,7 @@ from ..prep.errors import PrepError
 from ..prep.parse_step import PrepPending
 from .batching import world_size_of
 from .config_file import CONFIG_DIR, ArgsFile, ConfigError, config_batch, read_args_file
+from .deviations import deviation_lines
 from .published import protocol
 from .published_data import data_settings
 from .report import results_markdown
@@ -556,8 +557,9 @@ class Reproduction:
                     want, have = data_settings(self.runs.key, ds.key).references, \
                         1 + len(getattr(prepared, "ref_test_more", None) or [])
                     if want != have:
-                        raise RunError(f"{self.table.key} {ds.title}: the paper's test set has {want} references "
-                                       f"per segment, the prepared data {have} (the layout of corpus "
+                        where = data_settings(self.runs.key, ds.key).source("references")
+                        raise RunError(f"{self.table.key} {ds.title}: the recipe scores against {want} references "
+                                       f"per segment ({where}), the prepared data has {have} (the layout of corpus "
                                        f"{ds.corpus!r}: syntrans.prep.corpora)")
                 _, tokenize = self.evaluation(prepared, ds)
                 try:
@@ -691,6 +693,7 @@ class Reproduction:
         footer = [f"- data, {k}: {v}" for k, v in self.facts.items()] + [f"- {n}" for n in dict.fromkeys(self.notes)]
         footer.append(f"- wall time of this run: {minutes:.1f} min (finished steps of earlier runs are skipped, not counted)")
         footer.append(f"- command: `{o.command or 'syntrans-reproduce ' + o.table}`")
+        footer += deviation_lines(t, self.runs, o.datasets, o.smoke)  # every label of the data record the run read
         out_dir = o.results_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"{o.table}.md"

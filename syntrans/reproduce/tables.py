@@ -322,8 +322,10 @@ def _cross_row(ds: Dataset) -> Row:
 
 CROSS_NOTES = (
     "No paper reports this table: the papers compare at most five systems each, on other data and recipes. Here every "
-    "system trains on one preparation of each corpus (Hou et al. 2022's, with both sides' constituency and "
-    "dependency parses), with one model size and one training budget: Hou et al. 2022's IWSLT14 de→en Transformer "
+    "system trains on one preparation of each corpus (Hou et al. 2022's recipe; +MULTI-TASK on a copy with the "
+    "parsing pairs added), each prepared folder parsed into the views its systems read (per side, from their "
+    "configs: syntrans.reproduce.config_views), with one model size "
+    "and one training budget: Hou et al. 2022's IWSLT14 de→en Transformer "
     "(configs/distance_mask/iwslt14_de_en.baseline.args: 6+6 layers, 512, FFN 1024, 4 heads, Adam, lr 1e-3, 16,384 "
     "tokens per update, 100 epochs) for both datasets, as a syntax_transformer.",
     "Each system keeps its own method settings (heads, layers, weights) where its paper gives them for that data, "

@@ -12,5 +12,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "nsd_labels": ("NSD_KINDS", "gap_depths", "line_nsd", "nsd", "nsd_from_distances", "nsd_from_heads", "subword_nsd"),
     "parents": ("PARENT_MODES", "subword_parents", "subword_parents_array"),
     "parsed": ("ParsedSentence", "format_conllu", "group_by_line", "read_parsed", "write_conllu"),
+    "sla_window": ("WINDOWS", "tree_window", "window_log_mask"),
     "trees": ("as_tree", "binarize", "leaves", "tree_distances", "tree_height"),
 })
