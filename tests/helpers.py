@@ -26,6 +26,12 @@ UPDATES = 4  # updates of a short_runs training run
 
 NUM = r"([-+0-9.eE]+|nan|inf|-inf)"
 
+#: the tolerance for scores fairseq-generate prints with 4 decimals (positional scores, P- lines): the same score
+#: computed in another floating-point order can round to the neighbouring printed value, one step (1e-4) away, and
+#: float parsing puts that step a hair above 1e-4; half a step more is the computation's own noise. Never 1e-4 itself:
+#: a rounding boundary crossed would fail the test by chance.
+PRINTED_4DP = 1.5e-4
+
 
 def make_bpe_corpus(root: Path, sizes=None, merges: int = 200, seed: int = 1) -> Path:
     """synth corpus → joint subword-nmt BPE → syntrans-preprocess; returns the data-bin directory."""

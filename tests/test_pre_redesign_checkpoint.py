@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import USER_DIR, generate
+from helpers import PRINTED_4DP, USER_DIR, generate
 
 pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
 
@@ -80,7 +80,7 @@ def test_same_hypotheses_as_before_the_redesign(regenerated_old_spe):
     assert len(want) == 40 and sorted(got) == sorted(want)
     assert {i: r[1] for i, r in got.items()} == {i: (r[1] + " ").replace("@@ ", "").strip() for i, r in want.items()}
     for i in want:
-        assert float(got[i][0]) == pytest.approx(float(want[i][0]), abs=1e-4), i
+        assert float(got[i][0]) == pytest.approx(float(want[i][0]), abs=PRINTED_4DP), i
 
 
 def test_same_positional_scores_as_before_the_redesign(regenerated_old_spe):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import generate
+from helpers import PRINTED_4DP, generate
 from test_pre_redesign_checkpoint import lines_by_id
 
 pytestmark = pytest.mark.slow  # translates in other processes (conftest)
@@ -49,7 +49,7 @@ def test_same_hypotheses_and_scores_as_the_code_that_wrote_it(fixture_data):
         assert len(want) == 40 and sorted(got) == sorted(want)
         for i in want:
             a, b = [float(x) for x in got[i][0].split()], [float(x) for x in want[i][0].split()]
-            assert a == pytest.approx(b, abs=1e-4), (kind, i)
+            assert a == pytest.approx(b, abs=PRINTED_4DP), (kind, i)
             if kind == "H":
                 assert got[i][1] == (want[i][1] + " ").replace("@@ ", "").strip(), i  # generate() removes BPE
 
