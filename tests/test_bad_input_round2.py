@@ -204,6 +204,7 @@ def test_a_second_preprocess_into_a_busy_destdir_is_refused_and_a_dead_lock_take
     assert "dict.src.txt" in os.listdir(dest) and LOCK_NAME not in os.listdir(dest)
 
 
+@pytest.mark.slow  # two fairseq imports at once: 20 s on two cores
 def test_two_preprocess_processes_into_one_destdir(tmp_path):
     """Both at once, as the probe ran them: one writes the data-bin, the other is refused naming it (or, when the first
     ended before the second began, both succeed one after the other: never two writers at once)."""
@@ -212,11 +213,8 @@ def test_two_preprocess_processes_into_one_destdir(tmp_path):
     argv = [str(BIN / "syntrans-preprocess"), *preprocess_argv(tmp_path, dest)]
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
     runs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
-    results = [(p.wait(timeout=300), p.stderr.read()) for p in runs]
-    for p in runs:
-        p.stdout.close()
-        p.stderr.close()
-    refused = [err for code, err in results if code != 0]
+    results = [(p.communicate(timeout=300)[1], p.returncode) for p in runs]
+    refused = [err for err, code in results if code != 0]
     assert all("another syntrans-preprocess is writing into this data-bin" in err or "dict.src.txt exists" in err
                for err in refused), refused
     assert len(refused) <= 1
@@ -406,6 +404,13 @@ def test_every_command_error_is_one_line_and_exit_2_tracebacks_only_with_debug(c
     monkeypatch.delenv("SYNTRANS_DEBUG")
     assert denied([]) == 2
     assert capsys.readouterr().err == "syntrans-x: error: /nonexistent-dir/x: No such file or directory\n"
+
+    @clean_main("syntrans-x")
+    def refused(argv):  # what open() raises for a file the user may not write (the tests run as root: simulated)
+        raise PermissionError(13, "Permission denied", "/data/bin/dict.src.txt")
+
+    assert refused([]) == 2
+    assert capsys.readouterr().err == "syntrans-x: error: /data/bin/dict.src.txt: Permission denied\n"
 
 
 def test_a_corrupt_checkpoint_is_one_line_from_translate(tiny_data, tmp_path, capsys):

@@ -14,11 +14,13 @@ BPE-removed and Moses-detokenized (``--no-detokenize``: left tokenized).
 ``--parse FILE``: the parses of the input lines (CoNLL-U or PTB brackets, as syntrans-preprocess reads them,
 ``# line = N`` tying sentences to input lines); the input is then taken as tokenized and nothing is parsed.
 A summary (sentences, empty lines, parse fallbacks, time) goes to stderr. Exit status 0, or 2 for a usage,
-input or model error (a missing stanza model included: the message says how to install it).
+input or model error (a missing stanza model included: the message says how to install it), each one line
+(:mod:`.clean_exit`); a closed pipe ends it quietly (141). No output may be one of the inputs.
 
 A line longer than the model takes (``--max-source-positions`` tokens, BPE pieces and EOS) stops the command, naming
 the line, after the translations of every line before it are written; with ``--skip-invalid`` it is translated to an
-empty line, reported on stderr and counted in the summary, and the command goes on.
+empty line, reported on stderr and counted in the summary, and the command goes on. So does a line with words that
+has no sentence in ``--parse FILE``; the other lines of its batch are translated either way.
 
 ``--print-syntax FILE`` / ``--print-target-syntax FILE``: the parse the model itself predicts of each source line
 (encoder LISA or DBSA heads) / of its hypothesis (decoder DBSA heads, as computed while decoding), word-level CoNLL-U
@@ -219,7 +221,10 @@ def run(args) -> int:
     from ..hub.translator import Translator
     t0 = time.perf_counter()
     check_files(args)
-    overrides = ast.literal_eval(args.model_overrides)
+    try:
+        overrides = ast.literal_eval(args.model_overrides)
+    except (ValueError, SyntaxError) as e:
+        raise ValueError(f"--model-overrides must be a Python dict literal, found {args.model_overrides!r} ({e})") from None
     if not isinstance(overrides, dict):
         raise ValueError(f"--model-overrides must be a Python dict literal, found {args.model_overrides!r}")
     files = {"source": args.print_syntax, "target": args.print_target_syntax}
@@ -319,9 +324,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except MissingModelsError as e:
         print(f"{PROG}: {e}", file=sys.stderr, flush=True)
         return 2
-    except (FileNotFoundError, ValueError, NotImplementedError, SyntaxError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
-        return 2
+    # any other error: one line naming the file (clean_main)
 
 
 if __name__ == "__main__":
