@@ -68,6 +68,8 @@ def test_a_field_without_its_group_goes_into_the_one_group_that_has_it():
     owners = {g: [f for f in cls.__dataclass_fields__] for g, cls in GROUPS.items()}
     unique = next(f for g, fs in owners.items() for f in fs if sum(f in o for o in owners.values()) == 1 and g == "lisa")
     assert check_overrides({unique: 7}, GROUPS, {}, flat_name) == {"lisa": {unique: 7}}
+    assert check_overrides({unique: 7, "lisa": {"weight": 2.0}}, GROUPS, {}, flat_name) == {
+        "lisa": {"weight": 2.0, unique: 7}}  # beside the group's own dict, whichever comes first
     assert check_overrides({"dropout": 0.3, "lisa": {"weight": 2.0}}, GROUPS, {}, flat_name) == {
         "dropout": 0.3, "lisa": {"weight": 2.0}}  # a TransformerConfig field and a group pass as given
     assert model_config({}, {"lisa_layers": "0"}).lisa.layers == [0]  # a flat name, as before

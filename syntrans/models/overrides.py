@@ -63,6 +63,7 @@ def check_overrides(overrides: Mapping[str, Any], groups: Mapping[str, type], kn
     fields = {g: [f.name for f in dataclasses.fields(cls)] for g, cls in groups.items()}
     known = set(known) | fairseq_field_names()
     out: Dict[str, Any] = {}
+    ungrouped: Dict[str, Dict[str, Any]] = {}  # group → its fields given without it
     for name, value in overrides.items():
         where = f"--model-overrides {name!r}"
         if not isinstance(name, str):
@@ -82,14 +83,15 @@ def check_overrides(overrides: Mapping[str, Any], groups: Mapping[str, type], kn
         else:
             owners: List[str] = [g for g, names in fields.items() if name in names]
             if len(owners) == 1:
-                group = owners[0]
-                out[group] = {**dict(out.get(group) or overrides.get(group) or {}), name: value}
+                ungrouped.setdefault(owners[0], {})[name] = value
             elif owners:
                 spelt = ", ".join(f"{{'{g}': {{'{name}': …}}}}" for g in owners)
                 raise ValueError(f"{where}: a field of {len(owners)} groups ({', '.join(owners)}): name its group, one "
                                  f"of {spelt}")
             else:
                 raise ValueError(_unknown(name, value, groups, fields, known, where))
+    for group, values in ungrouped.items():  # beside the group's own dict, whichever came first
+        out[group] = {**dict(out.get(group) or {}), **values}
     return out
 
 
