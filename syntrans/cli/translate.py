@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import ast
 import itertools
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, TextIO
@@ -177,7 +178,6 @@ def translate_batch(translator, lines: List[str], first: int, name: str, by_line
 def check_files(args) -> None:
     """Refuse a run that would write over one of its inputs (or write two outputs into one file), and a closed stdin or
     stdout, before the model is loaded."""
-    import os
     inputs = {"--input": args.input, "--parse": args.parse, "--checkpoint": args.checkpoint, "--bpe-codes": args.bpe_codes}
     outputs = {"--output": args.output, "--print-syntax": args.print_syntax,
                "--print-target-syntax": args.print_target_syntax}
