@@ -206,10 +206,30 @@ def test_a_second_preprocess_into_a_busy_destdir_is_refused_and_a_dead_lock_take
     assert "dict.src.txt" in os.listdir(dest) and LOCK_NAME not in os.listdir(dest)
 
 
+def test_a_run_that_ended_while_this_one_waited_is_not_overwritten(tmp_path, capsys, monkeypatch):
+    """The dictionaries are checked again once the lock is held: another run may have written its data-bin between
+    this run's first check and its lock."""
+    from syntrans.data import destdir_lock
+
+    clean_corpus(tmp_path)
+    dest = tmp_path / "bin"
+    real_acquire = destdir_lock.DestdirLock.acquire
+
+    def acquire(self):
+        (dest / "dict.src.txt").write_text("the other run's 1\n", encoding="utf-8")  # it ended just now
+        real_acquire(self)
+
+    monkeypatch.setattr(destdir_lock.DestdirLock, "acquire", acquire)
+    assert preprocess_main(preprocess_argv(tmp_path, dest)) == 2
+    assert f"{dest / 'dict.src.txt'} exists" in capsys.readouterr().err
+    assert os.listdir(dest) == ["dict.src.txt"] and (dest / "dict.src.txt").read_text() == "the other run's 1\n"
+
+
 @pytest.mark.slow  # two fairseq imports at once: 20 s on two cores
 def test_two_preprocess_processes_into_one_destdir(tmp_path):
-    """Both at once, as the probe ran them: one writes the data-bin, the other is refused naming it (or, when the first
-    ended before the second began, both succeed one after the other: never two writers at once)."""
+    """Both at once, as the probe ran them (both exited 0, the later replacing the other's data-bin): one writes the
+    data-bin, the other is refused, naming the running process, or the dictionary the first wrote when that one has
+    ended by the time the second holds the lock."""
     clean_corpus(tmp_path)
     dest = tmp_path / "bin"
     argv = [str(BIN / "syntrans-preprocess"), *preprocess_argv(tmp_path, dest)]
@@ -219,7 +239,7 @@ def test_two_preprocess_processes_into_one_destdir(tmp_path):
     refused = [err for err, code in results if code != 0]
     assert all("another syntrans-preprocess is writing into this data-bin" in err or "dict.src.txt exists" in err
                for err in refused), refused
-    assert len(refused) <= 1
+    assert len(refused) == 1
     assert "train.src-tgt.src.head.bin" in os.listdir(dest)
     assert not [n for n in os.listdir(dest) if n.startswith(".")], os.listdir(dest)
 

@@ -333,6 +333,20 @@ def check_not_inputs(args: argparse.Namespace, jobs, targets: Sequence[str]) -> 
                                "it never writes over one of its inputs: choose another --destdir")
 
 
+def remove_empty_folders(folder: str, top: str) -> None:
+    """Remove ``folder`` and its parents up to ``top`` (the outermost folder this run created) while they are empty:
+    another run may have written into a folder this one created (it is then kept, with what it holds)."""
+    folder, top = os.path.abspath(folder), os.path.abspath(top)
+    while True:
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty (another run's files), or gone
+            return
+        if folder == top or not folder.startswith(top + os.sep):
+            return
+        folder = os.path.dirname(folder)
+
+
 def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) -> PreprocessReport:
     """fairseq's binarization (unless ``--sidecars-only``) and the sidecars of every split with parses.
 
@@ -341,9 +355,10 @@ def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) ->
     while this one builds the sidecars, each into a staging folder of its own inside ``--destdir``; both are moved
     into ``--destdir`` when the sidecars match the binarized text, line for line and subword for subword (with
     ``--sidecars-only``, the text binarized before, whose subwords the parses must spell). A folder this call created is
-    removed again when a phase fails. One run at a time writes into a data-bin (a lock file naming the running process,
-    :mod:`.destdir_lock`); the staging folders of a killed run are removed by the next, which says so, and the
-    binarization process dies with its parent. No output is written over an input.
+    removed again when a phase fails, unless another run wrote into it. One run at a time writes into a data-bin (a
+    lock file naming the running process, :mod:`.destdir_lock`; the dictionaries are checked again once it is held);
+    the staging folders of a killed run are removed by the next, which says so, and the binarization process dies
+    with its parent. No output is written over an input.
     ``log`` gets a summary line per side and the phases' times. Raises SidecarError for bad options or inputs
     (ValueError, FileNotFoundError and FileExistsError may also come from fairseq's binarization).
     """
@@ -364,12 +379,14 @@ def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) ->
     done = False
     try:
         with DestdirLock(args.destdir, log):  # one writer per data-bin
+            if not args.sidecars_only:
+                check_no_dictionaries(args)  # again: a run that held the lock may have ended since the first check
             remove_leftover_staging(args.destdir, log)  # a killed run's: no other run writes them
             _run_phases(args, jobs, log, report)
             done = True
     finally:
         if not done and created:
-            shutil.rmtree(created, ignore_errors=True)
+            remove_empty_folders(args.destdir, created)
     if report.fairseq_seconds is not None:
         log(f"[syntrans] fairseq binarization {report.fairseq_seconds:.2f}s (a process of its own), syntax sidecars "
             f"{report.sidecar_seconds:.2f}s beside it")
