@@ -328,6 +328,12 @@ def test_prepare_synthetic_warns_about_parser_and_views_it_does_not_use(tmp_path
     err = capsys.readouterr().err
     assert "warning: synthetic: --parser imported does not apply: the corpus comes with gold parses" in err, err
     assert "warning: synthetic: --views does not apply: the gold parses hold every view" in err, err
+    assert "--parse-shards" not in err  # not given: not warned about
+    from syntrans.prep.pipeline import warn_not_applying
+    said = []
+    warn_not_applying("synthetic", "auto", "deps,trees", said.append, parse_shards=4)  # every view: nothing lost
+    assert said == ["warning: synthetic: --parse-shards 4 does not apply: the corpus comes with gold parses, nothing is "
+                    "parsed"]
 
 
 # --------------------------------------------------------------------------- 9. fairseq's messages, corrected

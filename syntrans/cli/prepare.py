@@ -202,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     except PrepError:  # an unknown pair: prepare_corpus names it
         gold = False
     if gold:  # flags that do not apply to a corpus with gold parses: said, not silently ignored
-        warn_not_applying(args.corpus, args.parser, args.views, lambda m: print(f"syntrans-prepare: {m}", file=sys.stderr))
+        warn_not_applying(args.corpus, args.parser, args.views, lambda m: print(f"syntrans-prepare: {m}", file=sys.stderr),
+                          args.parse_shards)
     sizes = {"train": args.smoke_train, "valid": args.smoke_valid, "test": args.smoke_test}
     try:
         recipe = recipe_from_args(args)

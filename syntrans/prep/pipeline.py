@@ -463,9 +463,12 @@ def run_steps(r: _Run) -> dict[str, dict]:
 # the API
 
 
-def warn_not_applying(corpus: str, parser: str, views, log: Callable[[str], None]) -> None:
-    """Say which flags a corpus with gold parses does not use: ``--parser`` (its gold parses are used) and ``--views``
-    (the gold parses hold every view, all written)."""
+def warn_not_applying(corpus: str, parser: str, views, log: Callable[[str], None], parse_shards: int = 1) -> None:
+    """Say which flags a corpus with gold parses does not use: ``--parser`` (its gold parses are used), ``--views``
+    (the gold parses hold every view, all written) and ``--parse-shards`` (nothing is parsed)."""
+    if parse_shards != 1:
+        log(f"warning: {corpus}: --parse-shards {parse_shards} does not apply: the corpus comes with gold parses, "
+            "nothing is parsed")
     if parser != "auto":
         log(f"warning: {corpus}: --parser {parser} does not apply: the corpus comes with gold parses, which are used "
             "(leave out --parser)")
