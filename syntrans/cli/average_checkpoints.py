@@ -7,7 +7,8 @@
 The element-wise mean of the models' parameters (float32 accumulation, cast back); integer buffers must be
 equal, and so must the model configs (the first differing field is named; ``--allow-different-config`` averages
 them anyway). Everything else comes from the last checkpoint (the newest with ``--num-*-checkpoints``), so the output
-loads in fairseq-generate like any checkpoint. Exit status 0, or 2 with a message naming the file.
+loads in fairseq-generate like any checkpoint. ``--output`` must not be one of the inputs (it would be lost; refused).
+Exit status 0, or 2 with a message naming the file.
 See :mod:`syntrans.checkpoints.average`.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from typing import List, Optional
 
 from .argtypes import positive_int as _positive
+from .clean_exit import clean_main
 
 PROG = "syntrans-average-checkpoints"
 
@@ -60,6 +62,17 @@ def resolve_inputs(args, parser: argparse.ArgumentParser) -> List[str]:
                             upper_bound=args.checkpoint_upper_bound)
 
 
+def check_output(paths: List[str], output: str) -> None:
+    """Refuse an ``--output`` that is one of the checkpoints averaged (ValueError): writing over it would lose it, and
+    ``checkpoint_last.pt`` is where fairseq-train resumes."""
+    for path in paths:
+        if os.path.realpath(path) == os.path.realpath(output):
+            why = " (fairseq-train's resume point)" if os.path.basename(path) == "checkpoint_last.pt" else ""
+            raise ValueError(f"--output {output}: it is one of the --inputs ({path}{why}); {PROG} never writes over a "
+                             "checkpoint it averages: choose another output file")
+
+
+@clean_main(PROG)
 def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-average-checkpoints``; returns the exit status."""
     parser = build_parser()
@@ -68,6 +81,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     t0 = time.perf_counter()
     try:
         paths = resolve_inputs(args, parser)
+        check_output(paths, args.output)
         state = average_checkpoints(paths, allow_different_config=args.allow_different_config)
         save_checkpoint(state, args.output)
     except (FileNotFoundError, ValueError) as e:

@@ -18,6 +18,7 @@ import sys
 from typing import List, Optional
 
 from ..bench.options import DEFAULTS, BenchError, BenchOptions
+from .clean_exit import clean_main
 
 PROG = "syntrans-benchmark"
 __all__ = ["build_parser", "main", "options_from_args"]
@@ -112,6 +113,7 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
 
 # ------------------------------------------------------------------------------------------- main
 
+@clean_main(PROG)
 def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-benchmark``; returns 0, or exits with a message naming a refused setting."""
     args = build_parser().parse_args(argv)

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from .clean_exit import clean_main
+
 PROG = "python -m syntrans.cli.device_check"
 
 
@@ -30,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@clean_main(PROG)
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     import torch

@@ -20,6 +20,7 @@ from ..parsing.names import PARSERS
 from ..parsing.shards import shard_range
 from ..parsing.views import VIEWS, format_views
 from .argtypes import positive_int, sizes_per_name, views_arg
+from .clean_exit import clean_main
 from .cluster_args import add_cluster_args
 
 
@@ -95,6 +96,7 @@ def run(args) -> int:
     return 0
 
 
+@clean_main("syntrans-parse")
 def main(argv: list[str] | None = None) -> int:
     """Run ``syntrans-parse``; returns the exit status (see the module docs)."""
     ap = build_parser()

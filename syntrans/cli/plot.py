@@ -50,6 +50,7 @@ import numpy as np
 
 from ..parsing.names import KINDS
 from .argtypes import positive_int as _positive
+from .clean_exit import clean_main
 
 PROG = "syntrans-plot"
 
@@ -231,6 +232,7 @@ def run_attention(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             f"from {args.checkpoint}{parses}")
 
 
+@clean_main(PROG)
 def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-plot``; returns the exit status (2 on errors, with a message on stderr)."""
     parser = build_parser()

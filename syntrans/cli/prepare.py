@@ -14,11 +14,12 @@ from pathlib import Path
 
 from ..prep import CORPORA, PrepError, prepare_corpus
 from ..prep.parse_step import PrepPending
-from ..prep.pipeline import PARSERS, SMOKE_BPE_OPS, SMOKE_SIZES, again_call
+from ..prep.pipeline import PARSERS, SMOKE_BPE_OPS, SMOKE_SIZES, again_call, warn_not_applying
 from ..prep.recipe import Recipe
 from ..reproduce.config_file import ConfigError
 from ..reproduce.launcher import LaunchError
 from .argtypes import merges_per_lang, positive_int, positive_int_or_off, ratio_or_off, views_arg
+from .clean_exit import clean_main
 from .cluster_args import add_cluster_args, launch_options
 
 
@@ -180,6 +181,7 @@ def again(args, parser) -> int:
     return _run(call, args)
 
 
+@clean_main("syntrans-prepare")
 def main(argv: list[str] | None = None) -> int:
     """Run ``syntrans-prepare``; returns the exit status."""
     parser = build_parser()
@@ -195,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     src, tgt = pair.split("-")
+    try:
+        gold = corpus.find_pair(src, tgt).gold_parses
+    except PrepError:  # an unknown pair: prepare_corpus names it
+        gold = False
+    if gold:  # flags that do not apply to a corpus with gold parses: said, not silently ignored
+        warn_not_applying(args.corpus, args.parser, args.views, lambda m: print(f"syntrans-prepare: {m}", file=sys.stderr),
+                          args.parse_shards)
     sizes = {"train": args.smoke_train, "valid": args.smoke_valid, "test": args.smoke_test}
     try:
         recipe = recipe_from_args(args)

@@ -11,12 +11,14 @@ import sys
 from typing import List, Optional
 
 from ..data.preprocess_options import help_parser
+from .clean_exit import clean_main
 
 
 def _print(message: str) -> None:
     print(message, flush=True)
 
 
+@clean_main("syntrans-preprocess")
 def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-preprocess``; returns the exit status (2 with a message on bad options or inputs)."""
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -23,6 +23,7 @@ from ..reproduce.launcher import LaunchError, LaunchOptions
 from ..reproduce.runner import Options, RunError, TableIncomplete, reproduce
 from ..reproduce.tables import TABLES
 from .argtypes import positive_int
+from .clean_exit import clean_main
 from .cluster_args import add_cluster_args
 from .cluster_args import launch_options as cluster_launch_options
 
@@ -87,6 +88,7 @@ def launch_options(args: argparse.Namespace) -> LaunchOptions:
     return cluster_launch_options(args, args.work_dir / "jobs")
 
 
+@clean_main("syntrans-reproduce")
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from .clean_exit import clean_main
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line options."""
@@ -25,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@clean_main("syntrans-synth")
 def main(argv: list[str] | None = None) -> int:
     """Run ``syntrans-synth``; returns the exit status."""
     parser = build_parser()

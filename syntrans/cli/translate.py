@@ -14,11 +14,13 @@ BPE-removed and Moses-detokenized (``--no-detokenize``: left tokenized).
 ``--parse FILE``: the parses of the input lines (CoNLL-U or PTB brackets, as syntrans-preprocess reads them,
 ``# line = N`` tying sentences to input lines); the input is then taken as tokenized and nothing is parsed.
 A summary (sentences, empty lines, parse fallbacks, time) goes to stderr. Exit status 0, or 2 for a usage,
-input or model error (a missing stanza model included: the message says how to install it).
+input or model error (a missing stanza model included: the message says how to install it), each one line
+(:mod:`.clean_exit`); a closed pipe ends it quietly (141). No output may be one of the inputs.
 
 A line longer than the model takes (``--max-source-positions`` tokens, BPE pieces and EOS) stops the command, naming
 the line, after the translations of every line before it are written; with ``--skip-invalid`` it is translated to an
-empty line, reported on stderr and counted in the summary, and the command goes on.
+empty line, reported on stderr and counted in the summary, and the command goes on. So does a line with words that
+has no sentence in ``--parse FILE``; the other lines of its batch are translated either way.
 
 ``--print-syntax FILE`` / ``--print-target-syntax FILE``: the parse the model itself predicts of each source line
 (encoder LISA or DBSA heads) / of its hypothesis (decoder DBSA heads, as computed while decoding), word-level CoNLL-U
@@ -35,12 +37,14 @@ from __future__ import annotations
 import argparse
 import ast
 import itertools
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, TextIO
 
 from ..parsing.names import AUTO_PARSERS as PARSER_CHOICES
 from .argtypes import positive_int as _positive
+from .clean_exit import clean_main
 
 if TYPE_CHECKING:
     from ..hub.predicted_syntax import Translation
@@ -123,23 +127,104 @@ def read_parse_file(path: str) -> Dict[int, list]:
     return by_line
 
 
-def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str, name: str) -> list:
-    out = []
+def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str, name: str):
+    """(the parses of ``lines`` in order, {index in ``lines``: what is wrong} for the lines whose parse is missing or
+    stray: a line with words that has no sentence in ``path``, an empty line that has some)."""
+    out, faults = [], {}
     for k, line in enumerate(lines):
         n, sentences = first + k, by_line.get(first + k)
         if line.split() and not sentences:
-            raise ValueError(f"{path}: no sentence for line {n} of {name}, which is not empty")
-        if not line.split() and sentences:
-            raise ValueError(f"{path}: sentences for line {n} of {name}, which is empty")
+            faults[k] = f"{name}, line {n}: {path} has no sentence for this line, which is not empty"
+        elif not line.split() and sentences:
+            faults[k] = f"{name}, line {n}: {path} has sentences for this line, which is empty"
         out.append(sentences)
-    return out
+    return out, faults
+
+
+def translate_batch(translator, lines: List[str], first: int, name: str, by_line: Optional[Dict[int, list]],
+                    parse_file: Optional[str], skip_invalid: bool):
+    """(translations, the error that stopped the batch or None, lines whose parse was missing or stray) of one batch.
+
+    Without parses, the translator's own. With them, the lines between two faulty ones are translated together; a
+    faulty line stops the batch after the lines before it, or with ``skip_invalid`` is translated to an empty line,
+    reported, and the batch goes on: no line that can be translated is dropped with its batch."""
+    from ..hub.predicted_syntax import Translation  # lazy: as in run()
+    from ..hub.translator import LineTooLong
+    done: List[Translation] = []
+    if by_line is None:
+        try:
+            return translator.translate_syntax(lines, first_line=first, name=name), None, 0
+        except LineTooLong as e:  # the lines before it are translated
+            return e.done, e, 0
+    parses, faults = _parses_of(by_line, lines, first, parse_file, name)
+    start, skipped = 0, 0
+    for stop in sorted(faults) + [len(lines)]:
+        if stop > start:
+            try:
+                done += translator.translate_parsed_syntax([line.split() for line in lines[start:stop]], parses[start:stop],
+                                                           first_line=first + start, name=name)
+            except LineTooLong as e:
+                return done + e.done, e, skipped
+        if stop == len(lines):
+            break
+        if not skip_invalid:
+            return done, ValueError(faults[stop]), skipped
+        _info(f"{faults[stop]}: translated to an empty line (--skip-invalid)")
+        done.append(Translation(""))
+        skipped, start = skipped + 1, stop + 1
+    return done, None, skipped
+
+
+def check_files(args) -> None:
+    """Refuse a run that would write over one of its inputs (or write two outputs into one file), and a closed stdin or
+    stdout, before the model is loaded."""
+    inputs = {"--input": args.input, "--parse": args.parse, "--checkpoint": args.checkpoint, "--bpe-codes": args.bpe_codes}
+    outputs = {"--output": args.output, "--print-syntax": args.print_syntax,
+               "--print-target-syntax": args.print_target_syntax}
+    seen: Dict[str, str] = {}
+    for flag, path in [*inputs.items(), *outputs.items()]:
+        if not path or path == "-":
+            continue
+        real = os.path.realpath(path)
+        if real in seen and (flag in outputs or seen[real] in outputs):
+            raise ValueError(f"{flag} {path}: the same file as {seen[real]}; {PROG} never writes over one of its inputs "
+                             "nor writes two outputs into one file: choose another path")
+        seen.setdefault(real, flag)
+    if not args.input and sys.stdin is None:
+        raise ValueError("stdin is closed: give the input lines on stdin (a pipe or a file) or with --input FILE")
+    if not args.output and sys.stdout is None:
+        raise ValueError("stdout is closed: give the output file with --output FILE")
+
+
+def _write(stream: TextIO, text: str, path: str) -> None:
+    """Write and flush ``text``; a write that fails (a full disk, a file system gone) names ``path``. A closed pipe
+    stays a BrokenPipeError (the command then ends quietly, see :mod:`.clean_exit`)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write there ({e.strerror})", path) from None
+
+
+def _close(stream: TextIO) -> None:
+    """Close a file after an error: a second error (the same full disk) would hide the first."""
+    try:
+        stream.close()
+    except OSError:
+        pass
 
 
 def run(args) -> int:
     from ..hub.predicted_syntax import NoParseHeads  # lazy: fairseq and torch (seconds), not for --help
-    from ..hub.translator import LineTooLong, Translator
+    from ..hub.translator import Translator
     t0 = time.perf_counter()
-    overrides = ast.literal_eval(args.model_overrides)
+    check_files(args)
+    try:
+        overrides = ast.literal_eval(args.model_overrides)
+    except (ValueError, SyntaxError) as e:
+        raise ValueError(f"--model-overrides must be a Python dict literal, found {args.model_overrides!r} ({e})") from None
     if not isinstance(overrides, dict):
         raise ValueError(f"--model-overrides must be a Python dict literal, found {args.model_overrides!r}")
     files = {"source": args.print_syntax, "target": args.print_target_syntax}
@@ -163,47 +248,40 @@ def run(args) -> int:
                   "against the input")
     t_load = time.perf_counter() - t0
     name = args.input or "stdin"
+    out_name = args.output or "stdout"
     inp = open(args.input, encoding="utf-8") if args.input else sys.stdin
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     syntax_out = {side: open(path, "w", encoding="utf-8") for side, path in files.items()}
     uas = [0, 0]  # source word attachment: hits, words
-    n = 0
+    n = skipped = 0
     try:
         for lines in line_batches(inp, args.batch_size):
-            stopped = None
-            try:
-                if by_line is not None:
-                    parses = _parses_of(by_line, lines, n + 1, args.parse, name)
-                    done = translator.translate_parsed_syntax([line.split() for line in lines], parses,
-                                                              first_line=n + 1, name=name)
-                else:
-                    done = translator.translate_syntax(lines, first_line=n + 1, name=name)
-            except LineTooLong as e:  # the lines before it are translated: written before stopping
-                stopped, done = e, e.done
-            out.write("".join(t.text + "\n" for t in done))
-            out.flush()
-            write_parses(syntax_out, done, n + 1, uas)
-            n += len(done)
+            done, stopped, bad = translate_batch(translator, lines, n + 1, name, by_line, args.parse, args.skip_invalid)
+            _write(out, "".join(t.text + "\n" for t in done), out_name)
+            write_parses(syntax_out, done, n + 1, uas, files)
+            n, skipped = n + len(done), skipped + bad
             if stopped is not None:
                 before = "line 1" if n == 1 else f"lines 1-{n}"
-                written = f"the translations of {before} are written to {args.output or 'stdout'}" if n else \
+                written = f"the translations of {before} are written to {out_name}" if n else \
                     "no line was translated before it"
                 raise ValueError(f"{stopped}; stopped there ({written}; --skip-invalid translates such a line to an "
                                  "empty line and goes on)")
     finally:
         for f in syntax_out.values():
-            f.close()
+            _close(f)
         if args.input:
-            inp.close()
+            _close(inp)
         if args.output:
-            out.close()
+            _close(out)
     if by_line and max(by_line) > n:
         raise ValueError(f"{args.parse}: sentences for line {max(by_line)} but {name} has {n} lines")
     seconds = time.perf_counter() - t0
     source = "not needed" if not translator.needs_parse else (f"from {args.parse}" if args.parse else f"parser {args.parser}")
     too_long = f", {translator.too_long} too long for the model, written empty" if translator.too_long else ""
-    _info(f"summary: {n} sentences ({translator.empty_lines} empty, {translator.parse_failures} parse fallbacks{too_long}) in "
-          f"{seconds:.1f}s (loading {t_load:.1f}s, {n / max(seconds - t_load, 1e-9):.1f} sentences/s); source parse: {source}")
+    missing = f", {skipped} without their parse, written empty" if skipped else ""
+    _info(f"summary: {n} sentences ({translator.empty_lines} empty, {translator.parse_failures} parse fallbacks{too_long}"
+          f"{missing}) in {seconds:.1f}s (loading {t_load:.1f}s, {n / max(seconds - t_load, 1e-9):.1f} sentences/s); "
+          f"source parse: {source}")
     for side, path in files.items():
         what = "source" if side == "source" else "hypothesis"
         line = f"{what} parse {translator.parses[side].tag} written to {path}"
@@ -214,7 +292,8 @@ def run(args) -> int:
     return 0
 
 
-def write_parses(streams: Dict[str, TextIO], done: List[Translation], first: int, uas: List[int]) -> None:
+def write_parses(streams: Dict[str, TextIO], done: List[Translation], first: int, uas: List[int],
+                 paths: Optional[Dict[str, str]] = None) -> None:
     """Write one batch's predicted parses as CoNLL-U (``# line`` counted from ``first``; a line without words has no
     sentence) and add the source parse's attachment against the given parse to ``uas`` [hits, words]."""
     from ..syntax.heads import attachment  # lazy: as in read_parse_file
@@ -229,10 +308,10 @@ def write_parses(streams: Dict[str, TextIO], done: List[Translation], first: int
                 hits, words = attachment(parse.heads, t.gold)
                 uas[0] += hits
                 uas[1] += words
-        stream.write(format_conllu(sentences))
-        stream.flush()
+        _write(stream, format_conllu(sentences), (paths or {}).get(side, side))
 
 
+@clean_main(PROG)
 def main(argv: Optional[List[str]] = None) -> int:
     """Run ``syntrans-translate``; returns the exit status (see the module docs)."""
     args = build_parser().parse_args(argv)
@@ -245,9 +324,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except MissingModelsError as e:
         print(f"{PROG}: {e}", file=sys.stderr, flush=True)
         return 2
-    except (FileNotFoundError, ValueError, NotImplementedError, SyntaxError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
-        return 2
+    # any other error: one line naming the file (clean_main)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from fairseq import options
 
 from ..syntax.text_files import check_utf8
 from .build_sidecars import SidecarError, SidecarReport, build_side
+from .destdir_lock import DestdirLock, remove_leftover_staging
 from .preprocess_options import add_syntax_args
 from .sidecars import binarized_sizes, side_prefix
 
@@ -100,9 +101,25 @@ def _quiet(message: str) -> None:
     pass
 
 
-def _binarize_into(args: argparse.Namespace, folder: str, conn) -> None:
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when its parent dies (Linux's ``PR_SET_PDEATHSIG``; elsewhere nothing), and
+    exit now if the parent ``parent`` is already gone: a killed syntrans-preprocess leaves no binarization running."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError, TypeError):  # no prctl (not Linux)
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _binarize_into(args: argparse.Namespace, folder: str, conn, parent: Optional[int] = None) -> None:
     """The child process of :class:`_Binarizing`: fairseq's binarization into ``folder``; sends None, or the
-    exception that stopped it."""
+    exception that stopped it. It dies with ``parent`` (:func:`die_with_parent`)."""
+    if parent is not None:
+        die_with_parent(parent)
     try:
         _binarize_into_here(args, folder)
         conn.send(None)
@@ -127,7 +144,7 @@ class _Binarizing:
             context = multiprocessing.get_context("fork")
             self.conn, child_end = context.Pipe(duplex=False)
             # not a daemon: with --workers N > 1, fairseq's binarizer starts processes of its own
-            self.child = context.Process(target=_binarize_into, args=(args, folder, child_end))
+            self.child = context.Process(target=_binarize_into, args=(args, folder, child_end, os.getpid()))
             self.child.start()
             child_end.close()
 
@@ -236,6 +253,98 @@ def check_binarized(args: argparse.Namespace, sides: Sequence[Tuple[str, str, Si
             raise SidecarError(f"{rep.text_file}, line {i + 1}: {words[i]} subwords, but sentence {i} of the binarized "
                                f"{data}.bin has {tokens[i]} tokens before EOS ({len(differ)} of {len(words)} lines "
                                "differ): the sidecars must be built from the text that was binarized")
+        if args.sidecars_only:
+            check_spelling(rep.text_file, data, os.path.join(text or args.destdir, f"dict.{lang}.txt"))
+
+
+def check_spelling(text_file: str, data: str, dictionary: str) -> None:
+    """Each line of ``text_file`` is, subword for subword, the sentence the binarized ``data`` holds for it (through
+    the data-bin's ``dictionary``, as fairseq's binarizer encodes it: a subword the dictionary lacks is its unknown
+    word). SidecarError naming the file, the first line that differs, the first subword that differs and how many
+    lines differ: sidecars built from another text of the same lengths (its words reversed, another corpus) would
+    describe words the data-bin does not hold."""
+    from fairseq.data import Dictionary, indexed_dataset
+
+    if not os.path.exists(dictionary):
+        raise SidecarError(f"--sidecars-only: {dictionary} is missing: the binarized text cannot be read")
+    vocab = Dictionary.load(dictionary)
+    binarized = indexed_dataset.MMapIndexedDataset(data)
+    first, count = None, 0
+    with open(text_file, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            pieces = line.split()
+            ids = [vocab.index(p) for p in pieces]
+            held = binarized[i].tolist()[:-1]  # without EOS
+            if ids != held:
+                count += 1
+                if first is None:
+                    j = next((j for j, (a, b) in enumerate(zip(ids, held)) if a != b), min(len(ids), len(held)))
+                    here = pieces[j] if j < len(pieces) else "(the end of the line)"
+                    there = vocab[held[j]] if j < len(held) else "(the end of the sentence)"
+                    first = (i, j, here, there)
+    if first is not None:
+        i, j, here, there = first
+        raise SidecarError(f"{text_file}, line {i + 1}: subword {j + 1} is {here!r}, but sentence {i} of the binarized "
+                           f"{data}.bin has {there!r} there ({count} lines differ): the sidecars must be built from the "
+                           "text that was binarized (the same subwords, not only as many)")
+
+
+def _run_phases(args: argparse.Namespace, jobs, log: Callable[[str], None], report: PreprocessReport) -> None:
+    """Both phases into staging folders of ``--destdir``, moved into it when the sidecars match the binarized text;
+    the staging folders are removed whatever happens."""
+    staged = tempfile.mkdtemp(prefix=".sidecars-", dir=args.destdir)
+    text = args.destdir if args.sidecars_only else tempfile.mkdtemp(prefix=".binarized-", dir=args.destdir)
+    binarizing = None
+    try:
+        if not args.sidecars_only:
+            binarizing = _Binarizing(args, text)  # beside the sidecars, in a process of its own
+        t1 = time.perf_counter()
+        report.sides = build_sidecars(args, jobs, log, out_dir=staged)
+        report.sidecar_seconds = time.perf_counter() - t1
+        if binarizing is not None:
+            report.fairseq_seconds = binarizing.wait()
+        check_binarized(args, report.sides, staged, text)
+        moves = [(os.path.join(folder, name), os.path.join(args.destdir, name))  # fairseq's files, then the sidecars
+                 for folder in (text, staged) if folder != args.destdir for name in sorted(os.listdir(folder))]
+        check_not_inputs(args, jobs, [target for _, target in moves])
+        for source, target in moves:
+            os.replace(source, target)
+    finally:
+        if binarizing is not None:
+            binarizing.stop()
+        for folder in (text, staged):
+            if folder != args.destdir:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def check_not_inputs(args: argparse.Namespace, jobs, targets: Sequence[str]) -> None:
+    """Refuse (SidecarError) to write a file of the data-bin over one of the run's inputs (a text or a parse that lies
+    in ``--destdir`` under the name of an output)."""
+    inputs = {os.path.realpath(path): what for path, what in text_files(args)}
+    for split, _, parse in jobs:
+        for lang in (args.source_lang, args.target_lang):
+            found = find_parse(parse, lang)
+            if found:
+                inputs[os.path.realpath(found)] = f"the parsed corpus of {split}"
+    for target in targets:
+        what = inputs.get(os.path.realpath(target))
+        if what:
+            raise SidecarError(f"{target}: {what} is this file, and syntrans-preprocess would write its output there; "
+                               "it never writes over one of its inputs: choose another --destdir")
+
+
+def remove_empty_folders(folder: str, top: str) -> None:
+    """Remove ``folder`` and its parents up to ``top`` (the outermost folder this run created) while they are empty:
+    another run may have written into a folder this one created (it is then kept, with what it holds)."""
+    folder, top = os.path.abspath(folder), os.path.abspath(top)
+    while True:
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty (another run's files), or gone
+            return
+        if folder == top or not folder.startswith(top + os.sep):
+            return
+        folder = os.path.dirname(folder)
 
 
 def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) -> PreprocessReport:
@@ -245,7 +354,11 @@ def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) ->
     no dictionary would be overwritten. fairseq's binarization runs in a process of its own (where fork is available)
     while this one builds the sidecars, each into a staging folder of its own inside ``--destdir``; both are moved
     into ``--destdir`` when the sidecars match the binarized text, line for line and subword for subword (with
-    ``--sidecars-only``, the text binarized before). A folder this call created is removed again when a phase fails.
+    ``--sidecars-only``, the text binarized before, whose subwords the parses must spell). A folder this call created is
+    removed again when a phase fails, unless another run wrote into it. One run at a time writes into a data-bin (a
+    lock file naming the running process, :mod:`.destdir_lock`; the dictionaries are checked again once it is held);
+    the staging folders of a killed run are removed by the next, which says so, and the binarization process dies
+    with its parent. No output is written over an input.
     ``log`` gets a summary line per side and the phases' times. Raises SidecarError for bad options or inputs
     (ValueError, FileNotFoundError and FileExistsError may also come from fairseq's binarization).
     """
@@ -263,31 +376,17 @@ def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) ->
     while not os.path.exists(folder):
         created, folder = folder, os.path.dirname(folder)
     os.makedirs(args.destdir, exist_ok=True)
-    staged = tempfile.mkdtemp(prefix=".sidecars-", dir=args.destdir)
-    text = args.destdir if args.sidecars_only else tempfile.mkdtemp(prefix=".binarized-", dir=args.destdir)
-    binarizing = None
     done = False
     try:
-        if not args.sidecars_only:
-            binarizing = _Binarizing(args, text)  # beside the sidecars, in a process of its own
-        t1 = time.perf_counter()
-        report.sides = build_sidecars(args, jobs, log, out_dir=staged)
-        report.sidecar_seconds = time.perf_counter() - t1
-        if binarizing is not None:
-            report.fairseq_seconds = binarizing.wait()
-        check_binarized(args, report.sides, staged, text)
-        for folder in [f for f in (text, staged) if f != args.destdir]:  # fairseq's files, then the sidecars
-            for name in sorted(os.listdir(folder)):
-                os.replace(os.path.join(folder, name), os.path.join(args.destdir, name))
-        done = True
+        with DestdirLock(args.destdir, log):  # one writer per data-bin
+            if not args.sidecars_only:
+                check_no_dictionaries(args)  # again: a run that held the lock may have ended since the first check
+            remove_leftover_staging(args.destdir, log)  # a killed run's: no other run writes them
+            _run_phases(args, jobs, log, report)
+            done = True
     finally:
-        if binarizing is not None:
-            binarizing.stop()
-        for folder in (text, staged):
-            if folder != args.destdir:
-                shutil.rmtree(folder, ignore_errors=True)
         if not done and created:
-            shutil.rmtree(created, ignore_errors=True)
+            remove_empty_folders(args.destdir, created)
     if report.fairseq_seconds is not None:
         log(f"[syntrans] fairseq binarization {report.fairseq_seconds:.2f}s (a process of its own), syntax sidecars "
             f"{report.sidecar_seconds:.2f}s beside it")

@@ -7,7 +7,8 @@ Every other form goes through one adapter, :func:`model_config`, which is fairse
 writes into checkpoints (as for its own Transformer); the nested form of fairseq-hydra-train YAML,
 ``--model-overrides`` and earlier checkpoints, where a nested value wins over a flat one (an override, or the YAML's
 own value over a preset's); layer lists as strings (``"0,2"``, ``"all"``: every layer of the side). It is the one
-upgrade of a stored config of any version. A flat name whose group has no such field is an error naming the nearest.
+upgrade of a stored config of any version. A flat name whose group has no such field is an error naming the nearest;
+the overrides' names are checked first (:mod:`.overrides`).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ..mechanisms.base import ModelShape
 from ..mechanisms.layer_lists import ALL, parse_layer_spec
 from ..mechanisms.plan import SyntaxPlan
 from ..mechanisms.registry import MECHANISMS
+from .overrides import check_overrides
 
 #: every nested group, key → dataclass; Transformer's first (a layer list's 'all' reads their layer counts)
 GROUPS: Dict[str, type] = {"encoder": EncDecBaseConfig, "decoder": DecoderConfig, "quant_noise": QuantNoiseConfig,
@@ -144,6 +146,8 @@ def model_config(cfg, overrides: Optional[Mapping[str, Any]] = None) -> "SyntaxT
     if isinstance(cfg, SyntaxTransformerConfig) and not overrides:
         return cfg
     given = _items(cfg, "the model config")
+    if overrides:
+        overrides = check_overrides(overrides, GROUPS, given, flat_name, given.get("_name") or given.get("arch"))
     for name, value in (overrides or {}).items():  # an override wins over both forms
         group, field = (name, None) if name in GROUPS else flat_name(name) or (None, None)
         if group is None:

@@ -78,7 +78,13 @@ def read_ptb(path: str) -> List[ParsedSentence]:
     from stanza.models.constituency.parse_tree import Tree
     from stanza.models.constituency.tree_reader import read_trees
 
-    text = Path(path).read_text(encoding="utf-8")
+    from ..syntax.tree_checks import BracketError, tree_lines
+
+    text = Path(path).read_text(encoding="utf-8-sig")
+    try:
+        tree_lines(text, one_per_line=False)  # names the line of an unbalanced bracket (stanza names the tree's first)
+    except BracketError as e:
+        raise ValueError(f"{path}, line {e.line}: cannot read PTB brackets: {e.what}") from None
     try:
         trees = read_trees(text)
     except Exception as e:  # stanza raises ValueError subclasses with the position
@@ -111,7 +117,7 @@ def _prune_empty(node, Tree):
 
 def read_dependencies(path: str) -> List[ParsedSentence]:
     """The sentences of a CoNLL-U, CoNLL-X or CoreNLP conll file (module docs): words, heads and labels."""
-    lines = Path(path).read_text(encoding="utf-8").split("\n")
+    lines = Path(path).read_text(encoding="utf-8-sig").split("\n")
     out: List[ParsedSentence] = []
     rows: List[Tuple[int, List[str]]] = []
 

@@ -463,6 +463,25 @@ def run_steps(r: _Run) -> dict[str, dict]:
 # the API
 
 
+def warn_not_applying(corpus: str, parser: str, views, log: Callable[[str], None], parse_shards: int = 1) -> None:
+    """Say which flags a corpus with gold parses does not use: ``--parser`` (its gold parses are used), ``--views``
+    (the gold parses hold every view, all written) and ``--parse-shards`` (nothing is parsed)."""
+    if parse_shards != 1:
+        log(f"warning: {corpus}: --parse-shards {parse_shards} does not apply: the corpus comes with gold parses, "
+            "nothing is parsed")
+    if parser != "auto":
+        log(f"warning: {corpus}: --parser {parser} does not apply: the corpus comes with gold parses, which are used "
+            "(leave out --parser)")
+    if views is not None:
+        try:
+            asked = side_views(views)
+        except ValueError:
+            return
+        if any(tuple(v) != tuple(VIEWS) for v in asked.values()):
+            log(f"warning: {corpus}: --views does not apply: the gold parses hold every view ({', '.join(VIEWS)}), all "
+                "written on both sides (leave out --views)")
+
+
 def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | None, smoke: bool, parser: str,
              bpe_ops: int | None, workers: int, force: bool, log: Callable[[str], None], smoke_sizes: dict | None,
              checksums: Path | None, parse_shards: int, recipe: Recipe | None = None, views=None,

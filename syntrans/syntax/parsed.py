@@ -79,7 +79,7 @@ class ParsedSentence:
 
 def _sniff_ptb(path: str) -> bool:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             for raw in f:
                 s = raw.strip()
                 if s:
@@ -104,7 +104,7 @@ def _read_parsed(path: str) -> List[ParsedSentence]:
     if not os.path.exists(path):
         raise FileNotFoundError(f"parsed corpus {path} does not exist")
     if _sniff_ptb(path):
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             text = f.read()
         try:
             starts = tree_lines(text)  # errors name the line of the fault
@@ -134,7 +134,7 @@ def _sentence_chunks(path: str, chunk_chars: int = CHUNK_CHARS) -> Iterator[Tupl
     of the file), about ``chunk_chars`` characters each, so that no sentence is cut."""
     line = 1
     buf = ""
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:
         while True:
             more = f.read(chunk_chars)
             buf += more
@@ -219,6 +219,18 @@ def _sentence(rows: List[List[str]], notes: List[str], where: str) -> ParsedSent
     return s
 
 
+def head_fault(rows: List[List[str]]) -> Optional[Tuple[int, str]]:
+    """(index in ``rows``, what is wrong) of the first word row whose integer HEAD lies outside 0..n (n: the
+    sentence's words), or None."""
+    words = [i for i, r in enumerate(rows) if is_word_id(r[0])]
+    for i in words:
+        head = rows[i][6] if len(rows[i]) > 6 else "_"
+        if head.lstrip("-").isdigit() and not 0 <= int(head) <= len(words):
+            return i, (f"the head {head} of word {rows[i][0]} ({rows[i][1]!r}) lies outside 0..{len(words)} (the "
+                       f"sentence has {len(words)} words)")
+    return None
+
+
 def iter_conllu(path: str, chunk_chars: int = CHUNK_CHARS) -> Iterator[ParsedSentence]:
     """The sentences of a CoNLL-U file one by one, as :func:`read_conllu` reads them, in memory that does not grow
     with the file. Either every sentence carries ``# line =`` or none does (then sentence k is line k): the first
@@ -229,6 +241,9 @@ def iter_conllu(path: str, chunk_chars: int = CHUNK_CHARS) -> Iterator[ParsedSen
         bad_id = id_fault([r[0] for r in rows])
         if bad_id is not None:
             raise ValueError(f"{path}, sentence {k}, line {_row_line(path, k - 1, bad_id[0])}: {bad_id[1]}")
+        bad_head = head_fault(rows)
+        if bad_head is not None:
+            raise ValueError(f"{path}, sentence {k}, line {_row_line(path, k - 1, bad_head[0])}: {bad_head[1]}")
         s = _sentence(rows, notes, f"{path}, sentence {k}")
         if with_line is None:
             with_line = s.line is not None
@@ -286,7 +301,7 @@ def iter_by_line(sentences: Iterable[ParsedSentence], n_lines: int,
 def _row_line(path: str, block: int, row: int) -> int:
     """The 1-based line of the file holding word row ``row`` of sentence ``block`` (both 0-based, as
     :func:`conllu_blocks` counts them: blank-line separated chunks with word rows; comments are no rows)."""
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:
         lines = f.read().split("\n")
     k, r, in_chunk, has_rows = -1, 0, False, False
     for n, line in enumerate(lines, 1):

@@ -95,13 +95,14 @@ def chain_heads(n: int) -> List[int]:
     return [w + 1 for w in range(1, n)] + [0]
 
 
-def tree_lines(text: str) -> List[int]:
+def tree_lines(text: str, one_per_line: bool = True) -> List[int]:
     """The 1-based line on which each tree of a PTB bracket file starts, in order.
 
     Raises :class:`BracketError` naming the line of the fault (not the line of the tree it is in) for a ')' that closes
     nothing, a tree not closed by the end of the file (the line where it starts), text outside brackets, and a tree
     that starts on the line where the previous one ends (tree k belongs to line k of the text, so trees go one per
-    line, or on lines of their own separated by blank lines). Vectorised over the file's bytes.
+    line, or on lines of their own separated by blank lines; not checked when ``one_per_line`` is False, for files whose
+    trees are not tied to lines). Vectorised over the file's bytes.
     """
     import numpy as np  # lazy: this module's other checks need no numpy
 
@@ -131,7 +132,7 @@ def tree_lines(text: str) -> List[int]:
     ends = np.flatnonzero((step == -1) & (depth == 0))
     start_lines = np.searchsorted(newlines, starts) + 1
     end_lines = np.searchsorted(newlines, ends) + 1
-    same = np.flatnonzero(start_lines[1:] == end_lines[:-1])
+    same = np.flatnonzero(start_lines[1:] == end_lines[:-1]) if one_per_line else []
     if len(same):
         k = int(same[0]) + 1  # 0-based tree that starts where tree k - 1 ends
         return _fault(int(start_lines[k]), f"tree {k + 1} starts on the line where tree {k} ends: tree k belongs to "

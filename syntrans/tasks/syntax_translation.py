@@ -17,6 +17,7 @@ from ..data.features import FeatureNeeds
 from ..data.syntax_dataset import SyntaxPairDataset
 from ..generation.end_of_split import EndOfSplit
 from ..generation.printing import gen_subset_of, syntax_generator
+from .checkpoint_match import check_generation_arch, check_resume_dictionaries
 from .frozen_params import drop_frozen_grads, frozen_params, needs_zero_tie, with_zero_tie
 from .model_interface import SyntaxModel, SyntaxTask
 from .shard_checks import check_shares
@@ -114,8 +115,14 @@ class SyntaxTranslationTask(TranslationTask, SyntaxTask):
         return "" if not isinstance(text, str) or text.startswith("${") else text
 
     def build_model(self, cfg, from_checkpoint=False):
-        """fairseq's model building; then the features the model reads are requested of every split."""
+        """fairseq's model building; then the features the model reads are requested of every split. A checkpoint's
+        architecture is checked against the command's ``--arch``, a new model's dictionaries against those of the
+        checkpoint fairseq-train will resume from (:mod:`.checkpoint_match`)."""
+        if from_checkpoint:
+            check_generation_arch(self, cfg)  # fairseq-generate --arch: fairseq would ignore it
         model = super().build_model(cfg, from_checkpoint=from_checkpoint)
+        if not from_checkpoint:
+            check_resume_dictionaries(self, model)  # a checkpoint_last.pt of another data-bin
         if isinstance(model, SyntaxModel):
             self.syntax_needs = self.syntax_needs | model.syntax_needs()
             for ds in self.datasets.values():
