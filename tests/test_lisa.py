@@ -313,7 +313,7 @@ def test_lisa_loss_scale_does_not_depend_on_batch_size_and_is_logged(tiny_data):
     assert logged["lisa"] == pytest.approx(float(log1["aux:lisa"]) / n_src, rel=1e-3)
     hits, count = lisa_attachments(model, one)  # counted here from the head's recorded attention
     assert count == n_src
-    assert logged["lisa_uas"] == pytest.approx(100.0 * hits / n_src, abs=6e-5)  # logged to 4 decimals: half a step (5e-5) plus float noise
+    assert logged["lisa_uas"] == pytest.approx(100.0 * hits / n_src, abs=6e-5)  # 4 decimals: half a step + noise
 
 
 def test_lisa_needs_parents_to_train_but_not_to_translate(tiny_data, tmp_path):

@@ -1,7 +1,7 @@
-"""What a reproduction runs: --systems and --datasets as the docs spell the names (+MULTI-TASK, +S&H), an unknown name
-refused with the table's names listed, and the parse views each prepared folder gets from its systems, +MULTI-TASK's
-from its data option (the constituency skeleton reads the source's trees, the dependency bracketing its
-dependencies)."""
+"""What a reproduction runs: --systems and --datasets as the docs spell the names (+MULTI-TASK, +S&H), an unknown
+name refused with the table's names listed, a failed system that leaves the table to the others, and the parse views
+each prepared folder gets from its systems, +MULTI-TASK's from its data option (the constituency skeleton reads the
+source's trees, the dependency bracketing its dependencies)."""
 import json
 
 import pytest
@@ -83,3 +83,36 @@ def test_multitask_data_parses_the_view_its_target_is_written_from(tmp_path, tar
     assert (first.tree is not None) == (view == "trees")
     assert not (out / "parse" / "train.de.conllu").exists()
     assert (out / "multitask" / "train.en").read_text().count("<parse>") == 2 * p.sizes["train"] > 0
+
+
+@pytest.mark.slow
+def test_one_failed_system_leaves_the_table_to_the_others(tmp_path):
+    """distance_table1 with the distance mask's config broken (a flag fairseq-train does not know): the baseline is
+    trained, decoded and scored, the broken system's row says FAILED with its error's first line, the results file is
+    written, and the command exits 1 naming the failed system."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from syntrans.reproduce.config_file import CONFIG_DIR
+
+    configs = tmp_path / "configs"
+    shutil.copytree(CONFIG_DIR, configs)
+    broken = configs / "distance_mask" / "iwslt14_de_en.args"
+    broken.write_text(broken.read_text(encoding="utf-8") + "\n--no-such-flag 1\n", encoding="utf-8")
+    cmd = [str(Path(sys.executable).parent / "syntrans-reproduce"), "distance_table1", "--smoke", "--synthetic",
+           "--datasets", "iwslt14_de_en", "--seeds", "1", "--smoke-updates", "3", "--smoke-sizes", "100,10,10",
+           "--config-dir", str(configs), "--work-dir", str(tmp_path / "work"), "--results-dir", str(tmp_path / "results")]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "1 system(s) failed" in done.stderr and "iwslt14_de_en distance-mask" in done.stderr
+    assert "--no-such-flag" in done.stderr  # the full error: fairseq-train's own words at the end of its log
+    md = (tmp_path / "results" / "distance_table1.md").read_text(encoding="utf-8")
+    row = lambda name: next(ln for ln in md.splitlines() if ln.startswith(f"| IWSLT14 de→en | {name} |"))  # noqa: E731
+    assert "not run: FAILED: [iwslt14_de_en distance-mask seed 1] fairseq-train failed (exit" in row("distance-mask")
+    score = json.loads((tmp_path / "work" / "distance_table1" / "iwslt14_de_en" / "baseline" / "seed1" /
+                        "score.checkpoint_best.json").read_text())
+    assert f"{score['bleu']:.2f} (n=1)" in row("baseline")

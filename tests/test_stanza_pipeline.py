@@ -4,17 +4,17 @@
 back to the input tokens, syntrans-prepare --smoke, syntrans-translate / Translator with a model that needs the source parse,
 syntrans-plot sentence, and the errors for missing models. The tiny models parse badly; the tests check structure:
 one word per input token, heads that form a tree, tree leaves that are the tokens, sidecars that match the parse.
+Training on stanza-parsed Multi30k (SLA, +S&H, +MULTI-TASK and every other system) is tests/test_real_route.py's.
 
 Skipped when the shared data folder (../shared/data/gum) is absent."""
 import json
-import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from helpers import SHARED_DATA, generate, run, short_runs, tiny_train_argv
+from helpers import SHARED_DATA, run, short_runs
 
 from syntrans.cli.parse import main as parse_main
 from syntrans.cli.plot import main as plot_main
@@ -409,88 +409,3 @@ def test_missing_models_through_the_real_pipeline(stanza_res, tmp_path, monkeypa
 
 
 # ------------------------------------------------------------------ the papers' baselines on real text with parses
-
-M30_SIZES = ("--smoke-train", "80", "--smoke-valid", "12", "--smoke-test", "12")
-
-
-@pytest.fixture(scope="module")
-def m30_en_de(stanza_res, tmp_path_factory):
-    """Multi30k en→de (its first 80/12/12 pairs) parsed by stanza, prepared twice: as it is (sidecars with heads,
-    trees and dependency labels) and with --multitask (Bugliarello & Okazaki 2020's +MULTI-TASK data)."""
-    if not (MULTI30K / "train.en").exists():
-        pytest.skip(f"{MULTI30K} is absent (the shared real-data folder is optional)")
-    root = tmp_path_factory.mktemp("m30_baselines")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("STANZA_RESOURCES_DIR", str(stanza_res))
-        for name, extra in (("plain", ()), ("multitask", ("--multitask",))):
-            run("syntrans-prepare", "multi30k", "--pair", "en-de", "--raw-dir", MULTI30K, "--out", root / name,
-                "--smoke", *M30_SIZES, *extra)
-    for name in ("plain", "multitask"):
-        assert json.loads((root / name / "prepared.json").read_text())["parsers"] == {"de": "stanza", "en": "stanza"}
-    return root
-
-
-def _hypotheses(out: str) -> list:
-    return [line for line in out.splitlines() if line.startswith("H-")]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("arch", ["sla_transformer_iwslt_de_en", "sh_transformer_wmt_en_de"])
-def test_sla_and_sh_train_and_decode_on_multi30k_parsed_by_stanza(m30_en_de, arch, tmp_path):
-    """SLA (the gated paper's Table 3 baseline) and +S&H (Bugliarello & Okazaki 2020, Table 1) on real captions: the
-    sidecars they read hold stanza's parse (heads for SLA's tree distances, UD relation ids for +S&H's label
-    embedding), fairseq-train runs on them and fairseq-generate translates every test sentence."""
-    from syntrans.syntax.deprels import OTHER_LABEL, label_ids
-
-    prep = m30_en_de / "plain"
-    data = prep / "data-bin"
-    for split in ("train", "test"):
-        parsed = read_parsed(str(prep / "parse" / f"{split}.en.conllu"))
-        side = load_side(str(data), split, "en", "de", "en")
-        assert len(side["label"]) == len(side["head"]) == len(parsed)
-        for i, s in enumerate(parsed):  # one sentence per caption here
-            assert side["head"][i].tolist() == s.heads
-            assert side["label"][i].tolist() == label_ids(s.deprels)
-    labels = load_side(str(data), "train", "en", "de", "en")["label"]
-    train_labels = {x for i in range(len(labels)) for x in labels[i].tolist()}
-    # stanza's relations (the tiny models know few), not the right-branching fallback's root/dep only
-    assert train_labels - set(label_ids(["root", "dep"])) - {OTHER_LABEL}
-    save = tmp_path / "ckpt"
-    log = run("fairseq-train", *tiny_train_argv(data, save, "--arch", arch, "--lr", "1e-3", "--max-update", "4",
-                                                "--max-epoch", "1", "--validate-interval-updates", "4"))
-    if arch.startswith("sla_"):  # its unregularised gate is logged at validation
-        assert "gate_l0h0" in log, log[-2000:]
-    out = generate(data, save / "checkpoint_last.pt")
-    assert len(_hypotheses(out)) == 12
-
-
-@pytest.mark.slow
-def test_multitask_trains_and_decodes_on_multi30k_parsed_by_stanza(m30_en_de, tmp_path):
-    """+MULTI-TASK on real captions: every training caption appears once with its translation and once with its
-    linearised stanza parse (the constituency skeleton of the parse's tree, the default target), the plain
-    Transformer trains on both and fairseq-generate translates every test caption with the translation tag."""
-    from syntrans.prep.multitask import PARSE_TAG, TRANSLATE_TAG
-
-    prep = m30_en_de / "multitask"
-    bpe = (prep / "bpe" / "train.en").read_text(encoding="utf-8").splitlines()
-    src = (prep / "multitask" / "train.en").read_text(encoding="utf-8").splitlines()
-    tgt = (prep / "multitask" / "train.de").read_text(encoding="utf-8").splitlines()
-    assert len(src) == len(tgt) == 2 * len(bpe) > 0
-    parsed = {s.line: s for s in read_parsed(str(prep / "parse" / "train.en.conllu"))}
-    by_source = {s: t for s, t in zip(src, tgt) if s.startswith(PARSE_TAG)}
-    assert len(by_source) == len(set(bpe))
-    for k, line in enumerate(bpe, 1):
-        target = by_source[f"{PARSE_TAG} {line} {PARSE_TAG}"].split()
-        # the default target, the authors' unlexicalized skeleton: a bracket per phrase node of stanza's tree (a node
-        # whose first child is a node, not a word), in the tree's order, and no word of the caption
-        tree = str(parsed[k].tree)
-        assert [x[1:] for x in target if x.startswith("(")] == re.findall(r"\(([^\s()]+)\s+(?=\()", tree)
-        assert target.count(")") == sum(x.startswith("(") for x in target) and len(target) == 2 * target.count(")")
-        assert not set(target) & set(line.split())
-    save = tmp_path / "ckpt"
-    run("fairseq-train", *tiny_train_argv(prep / "data-bin", save, "--arch", "transformer_wmt_en_de", "--lr", "1e-3",
-                                          "--max-update", "4", "--max-epoch", "1"))
-    out = generate(prep / "data-bin", save / "checkpoint_last.pt")
-    sources = [line.split("\t", 1)[1].split() for line in out.splitlines() if line.startswith("S-")]
-    assert len(sources) == len(_hypotheses(out)) == 12
-    assert all(s[0] == s[-1] == TRANSLATE_TAG for s in sources)

@@ -598,7 +598,7 @@ class Reproduction:
         for (dataset, system, seed, prepared), result in zip(units, results):
             if "failed" in result or (dataset, system) in self.failures:
                 if "failed" in result:
-                    message = f"seed {seed}: {result['failed']}"
+                    message = result["failed"]  # its first words name the unit: dataset, system and seed
                     self.failures[(dataset, system)] = message
                     outcomes[(dataset, system)] = {"skipped": failure_summary(message), "failed": message}
                 continue
