@@ -19,33 +19,24 @@ from syntrans.tasks.shard_checks import mismatch_error, share_error, share_note
 
 pytestmark = pytest.mark.usefixtures("single_threaded_tools")  # conftest
 
-UPDATES = 3  # updates of a smoke run
 DBSA = ("dbsa_src", "dbsa_src_uas", "dbsa_tgt", "dbsa_tgt_uas", "dbsa_tgt_later")
 NSD = tuple(f"nsd_{side}_{name}" for side in ("src", "tgt") for name in ("ce", "dist", "clipped"))
 GATES = tuple(f"gate_l{layer}h{h}" for layer in range(2) for h in range(2))  # 2 encoder layers × 2 syntax heads
 
-# method: (its run, metrics of train_inner and valid lines, metrics of valid lines only). Methods that can share a
-# layer or a model share a run (each 2-process run costs ~10 s on 2 cores): the SyncAttn preset is DBSA (both
-# sides) plus SyncAttn; gated with warm-up is the run of test_gate_warmup_in_two_processes
+# method: (its run, metrics of train_inner and valid lines, metrics of valid lines only). Every method trains in the
+# run of COMBO below (one model holding all of them, in two processes; each 2-process run costs ~25 s on 2 cores), the
+# gated preset with warm-up in the run of test_gate_warmup_in_two_processes
+COMBO_GATES = ("gate_l0h0", "gate_l0h1")  # the gate of layer 0 over its distance-mask head and its PASCAL head
 METHODS = {
-    "distance": ("distance_pascal", (), ()),
-    "pascal": ("distance_pascal", (), ()),
-    "lisa": ("lisa_nsd", ("lisa", "lisa_uas"), ()),
-    "gated": ("gated", (), GATES),
+    "distance": ("combo", (), ()),
+    "pascal": ("combo", (), ()),
+    "lisa": ("combo", ("lisa", "lisa_uas"), ()),
+    "gated": ("combo", (), COMBO_GATES),
     "gated_warmup": ("warmup", (), GATES),
-    "dbsa": ("syncattn", DBSA, ()),
-    "syncattn": ("syncattn", DBSA + ("sync",), ()),
-    "nsd_both_sides": ("lisa_nsd", NSD, ()),
+    "dbsa": ("combo", DBSA, ()),
+    "syncattn": ("combo", DBSA + ("sync",), ()),
+    "nsd_both_sides": ("combo", NSD, ()),
 }
-RUNS = {  # run: flags after SMALL
-    "distance_pascal": ["--arch", "distance_transformer_iwslt_de_en", "--distance-heads", "2", "--pascal-layers", "0",
-                        "--pascal-heads", "2"],  # layer 0: 2 distance-mask heads, 2 PASCAL heads
-    "lisa_nsd": ["--arch", "nsd_transformer_base", "--lisa-layers", "0"],  # NSD on both sides, LISA in layer 0
-    "gated": ["--arch", "gated_distance_transformer_iwslt_de_en", "--distance-heads", "2", "--gate-hidden", "8",
-              "--gate-warmup-epochs", "0"],
-    "syncattn": ["--arch", "syncattn_transformer_wmt_en_de"],
-}
-SMOKE = ["--max-update", UPDATES, "--max-epoch", 1, "--validate-interval-updates", UPDATES]
 
 # one model with every auxiliary loss and statistic (LISA, DBSA both sides, SyncAttn, NSD both sides, a gate over a
 # distance-mask head and a PASCAL head);
@@ -150,10 +141,10 @@ def finite(line, key):
 @pytest.mark.parametrize("name", list(METHODS))
 def test_method_trains_in_two_processes(name, runs):
     key, both, valid_only = METHODS[name]
-    if key == "warmup":
-        (save, log), updates = runs("warmup", 2, WARMUP), None  # 2 epochs
-    else:
-        (save, log), updates = runs(key, 2, [*RUNS[key], *SMOKE]), UPDATES
+    if key == "warmup":  # 2 epochs of the training split
+        (save, log), updates, split = runs("warmup", 2, WARMUP), None, "train"
+    else:  # 2 epochs of the small valid split, 2 updates each
+        (save, log), updates, split = runs("combo", 2, COMBO), 4, "valid"
     assert "distributed init (rank 0)" in log and "done training" in log, log[-3000:]
     inner, valid = metric_lines(log, "train_inner"), metric_lines(log, "valid")
     assert inner and valid, log[-3000:]
@@ -166,7 +157,7 @@ def test_method_trains_in_two_processes(name, runs):
         for key in valid_only:
             assert finite(line, key), (key, line)
     # 13 train batches (3 valid ones) dealt to 2 processes: the short last step is named
-    assert re.search(r"split train: \d*[13579] batches over 2 processes: in the last step of each pass, process 1 "
+    assert re.search(rf"split {split}: \d*[13579] batches over 2 processes: in the last step of each pass, process 1 "
                      r"runs fairseq's dummy batch", log), log[:5000]
     ckpt = load(save / "checkpoint_last.pt")
     assert ckpt["cfg"]["distributed_training"]["distributed_world_size"] == 2
