@@ -132,10 +132,12 @@ def _import_rule(applies, forbidden, what):
 
 
 #: the packages of syntrans from the ground up: a module imports its own package and those of lower floors, none of
-#: its own floor or above. A name is on the floor of its longest entry (``syntrans.checkpoints.safety``, the allow-list
-#: the task also reads, stands below the rest of ``syntrans.checkpoints``, which averages and loads models).
+#: its own floor or above. A name is on the floor of its longest entry (``syntrans.checkpoints.safety`` and ``.load_errors``,
+#: the allow-list and the read errors the task also uses, stand below the rest of ``syntrans.checkpoints``, which
+#: averages and loads models).
 FLOORS = (
-    ("syntrans.lazy_exports", "syntrans.quiet_import", "syntrans.jobs", "syntrans.checkpoints.safety"),
+    ("syntrans.lazy_exports", "syntrans.quiet_import", "syntrans.jobs", "syntrans.checkpoints.safety",
+     "syntrans.checkpoints.load_errors"),
     ("syntrans.syntax", "syntrans.modules", "syntrans.criterions"),  # pure algorithms; the attention; the loss
     ("syntrans.synth", "syntrans.data", "syntrans.generation"),  # sidecars, views of a parse, features; decoding
     ("syntrans.mechanisms", "syntrans.parsing", "syntrans.tasks"),  # one module per method; the parsers; the task
