@@ -247,6 +247,34 @@ def failing_backend(gm, example_inputs):
 
 
 
+def _score_raises(score, b, h, q, kv):
+    raise ValueError("a bug in this score function (test)")
+
+
+_TABLE = torch.zeros(8)
+
+
+def _score_indexes_wrongly(score, b, h, q, kv):
+    return score + _TABLE[q, kv]  # two indices into a 1-D tensor: an IndexError in eager code
+
+
+@pytest.mark.parametrize("score_mod, error", [(_score_raises, "a bug in this score function"),
+                                              (_score_indexes_wrongly, "too many indices")])
+def test_a_bug_in_a_score_function_propagates_instead_of_falling_back(monkeypatch, score_mod, error):
+    """Only torch failing to compile or run a kernel is a fallback: an error of the score function's own code (an
+    exception it raises, a wrong index found while tracing) propagates with its message, with no warning, and the
+    kernel is not given up (the explicit path would hide the bug). (torch.compile's "eager" backend: dynamo traces
+    the score function as for inductor.)"""
+    monkeypatch.setattr(attention_kernels, "compiled", with_backend("eager"))
+    q = torch.randn(1, 2, 8, 4)
+    with torch.no_grad(), warnings.catch_warnings(), pytest.raises(Exception, match=error) as raised:
+        warnings.simplefilter("error", KernelFallbackWarning)
+        flex(q, q, q, score_mod, None, compiled=True, caller="buggy heads")
+    assert not isinstance(raised.value, compiled_kernels.KernelUnavailable)
+    assert not compiled_kernels.compile_failure(raised.value)
+    assert not failures()
+
+
 @pytest.mark.parametrize("train", [False, True])
 def test_a_failed_compile_warns_once_and_the_layer_goes_on_explicit(monkeypatch, train):
     """A kernel whose compile fails (a backend that raises, standing in for inductor's C++ or Triton compiler): one

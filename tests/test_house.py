@@ -7,6 +7,10 @@
 * the floors of the model: ``syntrans/modules/`` (attention and its blocks' interface) imports neither
   ``syntrans.mechanisms`` nor ``syntrans.models``; ``syntrans/mechanisms/`` (one module per method) imports no
   ``syntrans.models``;
+* no upward import: every package of syntrans stands on a floor of :data:`FLOORS` and imports (at the top of a module
+  or inside a function) only its own package and the packages of lower floors, so no import hidden in a function
+  closes a loop between packages (a function-level import that only defers a heavy library, fairseq, torch or stanza,
+  names no syntrans package and is not concerned);
 * nothing assigns ``__class__`` (no swapping the class of a live object);
 * a method is named in at most five core files (its own module, its presets, the registry, and where another
   method builds on it), and the files that loop over mechanisms name none.
@@ -127,6 +131,53 @@ def _import_rule(applies, forbidden, what):
     return check
 
 
+#: the packages of syntrans from the ground up: a module imports its own package and those of lower floors, none of
+#: its own floor or above. A name is on the floor of its longest entry (``syntrans.checkpoints.safety`` and ``.load_errors``,
+#: the allow-list and the read errors the task also uses, stand below the rest of ``syntrans.checkpoints``, which
+#: averages and loads models).
+FLOORS = (
+    ("syntrans.lazy_exports", "syntrans.quiet_import", "syntrans.jobs", "syntrans.checkpoints.safety",
+     "syntrans.checkpoints.load_errors"),
+    ("syntrans.syntax", "syntrans.modules", "syntrans.criterions"),  # pure algorithms; the attention; the loss
+    ("syntrans.synth", "syntrans.data", "syntrans.generation"),  # sidecars, views of a parse, features; decoding
+    ("syntrans.mechanisms", "syntrans.parsing", "syntrans.tasks"),  # one module per method; the parsers; the task
+    ("syntrans.models", "syntrans.prep"),  # the model; corpus preparation (parses through the parsers and jobs)
+    ("syntrans.checkpoints",),  # averaging (the model's config adapter) and loading trained models
+    ("syntrans.plots", "syntrans.hub"),  # figures and the translation API, on trained models
+    ("syntrans.reproduce",),  # the papers' tables: configs, data recipes, runs, figures
+    ("syntrans.plugin",),  # what fairseq registers
+    ("syntrans.bench",),
+    ("syntrans.cli",),  # the commands, on top
+)
+
+
+def floor_of(name: str):
+    """The floor of :data:`FLOORS` a module name stands on (its longest entry), or None outside them."""
+    best = max(((len(entry), i) for i, floor in enumerate(FLOORS) for entry in floor if within(name, entry)),
+               default=None)
+    return None if best is None else best[1]
+
+
+def _package_of(name: str):
+    """The entry of :data:`FLOORS` that holds ``name`` (its longest), or None."""
+    return max((entry for floor in FLOORS for entry in floor if within(name, entry)), key=len, default=None)
+
+
+def _upward_rule(tree, module, is_package):
+    here = floor_of(module)
+    if here is None:  # the package's root (``syntrans/__init__.py``) sits above all floors
+        return
+    for node, names in imports(tree, module, is_package):
+        for name in names:
+            there = floor_of(name)
+            if there is None or _package_of(name) == _package_of(module):
+                continue  # not syntrans (or its root, named only to reach a submodule), or its own package
+            if there >= here:
+                yield node, (f"imports {name} (floor {there}, {'the same floor as' if there == here else 'above'} "
+                             f"{module} on floor {here}: no upward import)")
+                break
+
+
 def _class_rule(tree, module, is_package):
     for node in class_assignments(tree):
         yield node, "assigns __class__"
@@ -146,6 +197,7 @@ RULES = {
     "mechanisms_below_models": _import_rule(lambda m: within(m, "syntrans.mechanisms"),
                                             lambda n: within(n, "syntrans.models"),
                                             "syntrans/mechanisms/ may not import syntrans.models"),
+    "no_upward_import": _upward_rule,
     "no_class_assignment": _class_rule,
 }
 
@@ -194,6 +246,12 @@ def test_rules_have_something_to_check():
         assert any(m != package and within(m, package) for m in modules), f"{package} has no modules"
 
 
+def test_every_package_stands_on_a_floor():
+    """A new package is given its floor in :data:`FLOORS` (else its imports would go unchecked)."""
+    lost = sorted({m for m in (module_of(p)[0] for p in package_sources()) if m != "syntrans" and floor_of(m) is None})
+    assert not lost, f"modules on no floor of FLOORS (add their package there): {lost}"
+
+
 # (rule, module, is package, source, number of violations expected)
 SYNTHETIC = [
     # only syntrans/cli/ imports syntrans.cli
@@ -226,6 +284,17 @@ SYNTHETIC = [
     ("syntax_without_fairseq", "syntrans.syntax", True, "try:\n    import fairseq_cli.train\nexcept ImportError:\n    pass\n", 1),
     ("syntax_without_fairseq", "syntrans.syntax.gaps", False, "import numpy\nfrom .trees import leaves\nimport fairseqx\n", 0),
     ("syntax_without_fairseq", "syntrans.modules.pascal", False, "from fairseq import utils\n", 0),  # not syntax/
+    # no upward import: hidden in a function or not
+    ("no_upward_import", "syntrans.prep.parse_step", False, "def f():\n    from ..reproduce.launcher import run_units\n", 1),
+    ("no_upward_import", "syntrans.data.sidecars", False, "def f():\n    from ..parsing.views import VIEWS\n", 1),
+    ("no_upward_import", "syntrans.parsing.cluster", False, "from ..prep import pipeline\n", 1),  # the same floor
+    ("no_upward_import", "syntrans.syntax", True, "def f():\n    import syntrans.cli.parse\n", 1),
+    ("no_upward_import", "syntrans.prep.parse_step", False, "def f():\n    from ..jobs.launcher import run_units\n", 0),
+    ("no_upward_import", "syntrans.parsing.cluster", False, "from .. import data\nfrom .shards import x\n", 0),
+    ("no_upward_import", "syntrans.tasks.checkpoint_match", False, "from ..checkpoints.safety import allow\n", 0),
+    ("no_upward_import", "syntrans.tasks.checkpoint_match", False, "from ..checkpoints.loading import load\n", 1),
+    ("no_upward_import", "syntrans.data.features", False, "def f():\n    import torch\n    import fairseq.data\n", 0),
+    ("no_upward_import", "syntrans", True, "def register():\n    from . import plugin\n", 0),  # the root: on top
     # no __class__ assignment
     ("no_class_assignment", "syntrans.models.x", False, "attn.__class__ = SyntaxBiasedMultiheadAttention\n", 1),
     ("no_class_assignment", "syntrans.models.x", False, "def f(m):\n    m.q_proj.__class__: type = B\n", 1),

@@ -1,4 +1,4 @@
-"""syntrans.reproduce.launcher: the units of a reproduction run here (``local``) or as submitit jobs. submitit's local
+"""syntrans.jobs.launcher: the units of a reproduction run here (``local``) or as submitit jobs. submitit's local
 executor really runs them (each unit a process of its own, killed by submitit after the one-minute limit set here);
 the slurm executor submits to stand-in sbatch/srun/sacct scripts that record the batch script submitit wrote."""
 import json
@@ -12,7 +12,7 @@ import pytest
 from launcher_units import blocked, record
 
 from syntrans.cli import reproduce as cli
-from syntrans.reproduce.launcher import LaunchError, LaunchOptions, _visible_gpus, parse_extra, run_units
+from syntrans.jobs.launcher import LaunchError, LaunchOptions, _visible_gpus, parse_extra, run_units
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

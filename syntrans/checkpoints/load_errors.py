@@ -1,16 +1,17 @@
 """Checkpoint files that do not load name themselves, and the checkpoints that could be used instead.
 
-fairseq reads every checkpoint through ``fairseq.checkpoint_utils.load_checkpoint_to_cpu`` (fairseq-train's resume
-from ``checkpoint_last.pt`` or ``--restore-file``, fairseq-generate's ``--path``, the model loading of syntrans'
-commands). A file torch cannot read (cut short by a run killed while writing it, a full disk) makes torch raise a
-message without the path. :func:`install`, run when the plugin registers, wraps that function so that such an error
-(:class:`CheckpointReadError`) names the file and the other checkpoints of its folder, newest first, with the
-``--restore-file`` flag that resumes from one of them. Errors of torch's safe loader (a checkpoint holding a class
-outside the allow-list) keep their own message, with the path in front.
+A file torch cannot read (cut short by a run killed while writing it, a full disk) makes torch raise a message without
+the path. syntrans's own readers of checkpoints turn such an error into one that names the file and the other
+checkpoints of its folder, newest first, with the ``--restore-file`` flag that resumes from one of them
+(:func:`read_error_message`): the scoped loader :func:`syntrans.checkpoints.loading.load_checkpoint` (syntrans-translate,
+the figures, the translation API) as a ValueError, and the ``syntax_translation`` task's look at the checkpoint
+fairseq-train is about to resume from (:mod:`syntrans.tasks.checkpoint_match`) as a :class:`CheckpointReadError`.
+fairseq's own functions are left as they are: ``fairseq.checkpoint_utils.load_checkpoint_to_cpu`` raises torch's
+errors, of their own types. Errors of torch's safe loader (a checkpoint holding a class outside the allow-list) keep
+their own message, with the path in front.
 """
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 from typing import List
@@ -57,32 +58,13 @@ def read_error_message(path: str, error: BaseException) -> str:
     return f"{path}: cannot load this checkpoint: {what} ({type(error).__name__}: {why}){instead}"
 
 
-def install() -> None:
-    """Wrap fairseq's ``load_checkpoint_to_cpu`` (once) so that a file torch cannot read raises
-    :class:`CheckpointReadError` naming it (see the module doc)."""
-    from fairseq import checkpoint_utils  # lazy: this module is imported when fairseq is
-
-    original = checkpoint_utils.load_checkpoint_to_cpu
-    if getattr(original, "names_the_file", False):
-        return
-
-    @functools.wraps(original)
-    def load_checkpoint_to_cpu(path, *args, **kwargs):
-        try:
-            return original(path, *args, **kwargs)
-        except (RuntimeError, EOFError, pickle.UnpicklingError) as e:
-            if isinstance(e, CheckpointReadError) or not _read_error(e):
-                raise
-            raise CheckpointReadError(read_error_message(str(path), e)) from e
-
-    load_checkpoint_to_cpu.names_the_file = True
-    checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
-
-
-def _read_error(error: BaseException) -> bool:
-    """Whether ``error`` is torch failing to read the file (not an error of fairseq's upgrade of what it read)."""
+def is_read_error(error: BaseException) -> bool:
+    """Whether ``error`` is torch failing to read the file (not an error of fairseq's upgrade of what it read): an
+    EOFError or UnpicklingError, or a RuntimeError of torch's reader or its safe loader."""
     if isinstance(error, (EOFError, pickle.UnpicklingError)):
         return True
+    if not isinstance(error, RuntimeError):
+        return False
     text = str(error)
     return any(s in text for s in ("PytorchStreamReader", "zip archive", "corrupted", "Weights only load failed",
                                    "unexpected EOF", "invalid load key"))

@@ -9,6 +9,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 from fairseq import checkpoint_utils
 
+from .load_errors import is_read_error, read_error_message
+
 # the task, models and checkpoint allow-list are registered by ``syntrans/__init__.py`` (it imports the plugin
 # whenever fairseq imports), which runs before any module of this package
 
@@ -25,7 +27,8 @@ def load_checkpoint(path: PathLike, data: PathLike, source_lang: Optional[str] =
     (``{'lisa': {'gold_parents': True}}``) or by their flat names (``lisa_gold_parents``); the model applies them
     through its config's one adapter. Building the model fills the
     ``syntax_translation`` task's requests (the features the model asks for). Errors name the file:
-    FileNotFoundError for a missing checkpoint, data folder or dictionary, ValueError for a file that does not load.
+    FileNotFoundError for a missing checkpoint, data folder or dictionary, ValueError for a file that does not load
+    (one torch cannot read also names the checkpoints beside it: :mod:`syntrans.checkpoints.load_errors`).
     """
     path, data = os.fspath(path), os.fspath(data)
     if not os.path.isfile(path):
@@ -45,6 +48,8 @@ def load_checkpoint(path: PathLike, data: PathLike, source_lang: Optional[str] =
     except FileNotFoundError as e:  # a dictionary missing in data
         raise FileNotFoundError(f"{path} with data {data}: {e}") from None
     except (RuntimeError, KeyError, EOFError, pickle.UnpicklingError) as e:
+        if is_read_error(e):  # a file torch cannot read: named, with the checkpoints beside it
+            raise ValueError(read_error_message(path, e)) from e
         why = " ".join(str(e).split())[:500]
         raise ValueError(f"{path}: cannot load this checkpoint ({type(e).__name__}: {why})") from e
     model = models[0]

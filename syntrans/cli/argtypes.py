@@ -40,8 +40,8 @@ def merges_per_lang(text: str) -> dict:
 
 def views_arg(text: str) -> tuple:
     """``deps``, ``trees``, ``deps,trees`` or ``all`` (argparse ``type=``): the views of a parse
-    (:mod:`syntrans.parsing.views`)."""
-    from ..parsing.views import ViewError, parse_views  # light: no stanza
+    (:mod:`syntrans.data.parse_views`)."""
+    from ..data.parse_views import ViewError, parse_views  # light: no stanza
 
     try:
         return parse_views(text)

@@ -1,11 +1,11 @@
 """The cluster flags that ``syntrans-reproduce``, ``syntrans-prepare`` and ``syntrans-parse`` share: which launcher runs
-the units (:mod:`syntrans.reproduce.launcher`) and what each job asks for. No submitit import (``--help``)."""
+the units (:mod:`syntrans.jobs.launcher`) and what each job asks for. No submitit import (``--help``)."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from ..reproduce.launcher import DEFAULT_TIME_MIN, LAUNCHERS, LaunchError, LaunchOptions, parse_extra, require_submitit
+from ..jobs.launcher import DEFAULT_TIME_MIN, LAUNCHERS, LaunchError, LaunchOptions, parse_extra, require_submitit
 from .argtypes import positive_int
 
 #: option attribute → its flag (refused with --launcher local)

@@ -16,9 +16,9 @@ import argparse
 import os
 import sys
 
+from ..data.parse_views import VIEWS, format_views
 from ..parsing.names import PARSERS
 from ..parsing.shards import shard_range
-from ..parsing.views import VIEWS, format_views
 from .argtypes import positive_int, sizes_per_name, views_arg
 from .clean_exit import clean_main
 from .cluster_args import add_cluster_args
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         shard_range(0, args.num_shards, args.shard_id or 0)
     except ValueError as e:
         ap.error(str(e))
-    from ..reproduce.launcher import LaunchError
+    from ..jobs.launcher import LaunchError
     from .cluster_args import launch_options
 
     try:
@@ -127,10 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             _err(f"syntrans-parse: {args.output}: expected an existing output directory {out_dir}, found nothing; "
                  f"create it first")
             return 2
+    from ..jobs.launcher import LaunchError
     from ..parsing.driver import StrictParseError  # lazy: as in run()
     from ..parsing.shards import InputError
     from ..parsing.stanza_parser import MissingModelsError
-    from ..reproduce.launcher import LaunchError
     try:
         return run(args)
     except MissingModelsError as e:

@@ -12,12 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..jobs.launcher import LaunchError
 from ..prep import CORPORA, PrepError, prepare_corpus
 from ..prep.parse_step import PrepPending
 from ..prep.pipeline import PARSERS, SMOKE_BPE_OPS, SMOKE_SIZES, again_call, warn_not_applying
 from ..prep.recipe import Recipe
 from ..reproduce.config_file import ConfigError
-from ..reproduce.launcher import LaunchError
 from .argtypes import merges_per_lang, positive_int, positive_int_or_off, ratio_or_off, views_arg
 from .clean_exit import clean_main
 from .cluster_args import add_cluster_args, launch_options
@@ -132,7 +132,7 @@ def _views(args):
     (both views, both sides)."""
     if not args.for_config:
         return args.views
-    from ..parsing.views import format_side_views
+    from ..data.parse_views import format_side_views
     from ..reproduce.config_views import side_views_of_config  # lazy: builds the models' configs (fairseq)
 
     read = [side_views_of_config(c) for c in args.for_config]

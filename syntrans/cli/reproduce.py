@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from ..jobs.launcher import LaunchError, LaunchOptions
 from ..prep.errors import PrepError
 from ..reproduce.config_file import CONFIG_DIR, ConfigError
-from ..reproduce.launcher import LaunchError, LaunchOptions
 from ..reproduce.runner import Options, RunError, TableIncomplete, reproduce
 from ..reproduce.tables import TABLES
 from .argtypes import positive_int

@@ -20,6 +20,8 @@ from typing import Dict, Iterable, Optional, Sequence
 import numpy as np
 from fairseq.data import indexed_dataset
 
+from .parse_views import VIEW_TITLES, format_views, views_of_kinds
+
 KINDS = ("word", "head", "dist", "label")
 
 #: how to get a sidecar that data binarized by an earlier version lacks (kinds added since the first release)
@@ -44,8 +46,6 @@ def how_to_write(kinds, prefix: Optional[str] = None) -> str:
     """How to get the sidecars ``kinds`` that a split lacks (for error messages): the view of the parse they are built
     from and the one command that adds it (:func:`add_view_command`); for the labels of data binarized before
     syntrans stored them, how to write them. ``prefix``: the side's files (default: ``kinds.prefix``)."""
-    from ..parsing.views import VIEW_TITLES, views_of_kinds  # light: no stanza
-
     prefix = prefix if prefix is not None else getattr(kinds, "prefix", None)
     views = views_of_kinds(kinds)
     binarized_before = list(kinds) == ["label"] and prefix is not None and exists(f"{prefix}.head")
@@ -61,8 +61,6 @@ def add_view_command(views, prefix: Optional[str]) -> str:
     for a folder syntrans-prepare made (``OUT/data-bin``, ``OUT/prepared.json``), else syntrans-parse on the split's
     parsed corpus followed by syntrans-preprocess --sidecars-only."""
     import json
-
-    from ..parsing.views import format_views
 
     if prefix is not None:
         out = os.path.dirname(os.path.dirname(os.path.abspath(prefix)))

@@ -96,6 +96,12 @@ class Mechanism:
     def __init__(self, cfg, shape: ModelShape):
         self.cfg, self.shape = cfg, shape
 
+    def check_heads(self, heads, available: int, used: bool, of: str = "") -> None:
+        """The one check of a mechanism's ``--<key>-heads``: a whole number in 1..``available`` (the layer's attention
+        heads; ``of`` names which, for messages) wherever the mechanism takes heads (``used``)."""
+        check_option(not used or (is_number(heads, True) and 1 <= heads <= available), f"--{self.key}-heads",
+                     f"must lie in 1..{available} (attention heads{of})", heads)
+
     # ---------------------------------------------------------------------------------------- where it acts
     @property
     def active(self) -> bool:

@@ -60,8 +60,7 @@ class DistanceMask(Mechanism):
         super().__init__(cfg, shape)
         self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--distance-layers")
         H = shape.encoder_heads
-        check_option(not self.layers or (is_number(cfg.heads, True) and 1 <= cfg.heads <= H), "--distance-heads",
-                     f"must lie in 1..{H} (attention heads)", cfg.heads)
+        self.check_heads(cfg.heads, H, bool(self.layers))
         check_option(is_number(cfg.tau) and cfg.tau > 0, "--distance-tau",
                      "(the soft mask's temperature τ, Eq. 6-7) must be > 0", cfg.tau)
         self.tau = None if cfg.hard else float(cfg.tau)

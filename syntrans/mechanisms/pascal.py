@@ -146,8 +146,7 @@ class Pascal(Mechanism):
         super().__init__(cfg, shape)
         self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--pascal-layers")
         H = shape.encoder_heads
-        check_option(not self.layers or (is_number(cfg.heads, True) and 1 <= cfg.heads <= H), "--pascal-heads",
-                     f"must lie in 1..{H} (attention heads)", cfg.heads)
+        self.check_heads(cfg.heads, H, bool(self.layers))
         check_option(is_number(cfg.ignore) and 0 <= cfg.ignore <= 1, "--pascal-ignore", "is a probability in [0, 1]",
                      cfg.ignore)
         check_option(is_number(cfg.sigma) and cfg.sigma > 0, "--pascal-sigma", "must be > 0", cfg.sigma)

@@ -137,8 +137,7 @@ class Sla(Mechanism):
         super().__init__(cfg, shape)
         self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--sla-layers")
         H = shape.encoder_heads
-        check_option(not self.layers or (is_number(cfg.heads, True) and 1 <= cfg.heads <= H), "--sla-heads",
-                     f"must lie in 1..{H} (attention heads)", cfg.heads)
+        self.check_heads(cfg.heads, H, bool(self.layers))
         check_option(is_number(cfg.threshold, True) and cfg.threshold >= 0, "--sla-threshold",
                      "is a number of dependency arcs, an integer >= 0", cfg.threshold)
         check_choice("--sla-window", cfg.window, WINDOWS)

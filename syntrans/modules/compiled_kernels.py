@@ -3,14 +3,21 @@
 A compiled kernel (flex attention, the block mask's creation) is built once per kernel, caller, device type and grad
 mode (:func:`compiled`): each is its own function to torch's compiler, so each has its own cache of compiled variants and
 its own recompile limit; one mechanism's shapes never push another's kernel past that limit. Every call goes through
-:func:`call`, which turns every way a compiled kernel can fail into :class:`KernelUnavailable`:
+:func:`call`, which turns the ways compiling can fail (:func:`compile_failure`) into :class:`KernelUnavailable`:
 
-* a compile error (inductor's C++ or Triton compiler, a lowering torch does not implement on this device), the
-  backward included: it is compiled with the forward, not at the first ``backward()``;
-* an error raised by the generated kernel when it runs (an index check of inductor's code);
+* a compile error (inductor's C++ or Triton compiler, a lowering torch does not implement on this device: dynamo's
+  ``BackendCompilerFailed``), the backward included: it is compiled with the forward, not at the first ``backward()``;
+* what dynamo cannot trace (``Unsupported``), torch's own refusals (a ``NotImplementedError``, raised or met while
+  tracing: flex attention has no backward on CPU) and dynamo's own errors (``InternalTorchDynamoError``);
+* an error raised by the generated kernel when it runs (an index check of inductor's code: raised from a module of
+  inductor's cache);
 * dynamo's recompile limit, where torch would otherwise run the function uncompiled (for flex attention its eager
   reference, which forms every score); compiling in one graph makes torch raise there instead;
 * dynamo's ``suppress_errors``, which would also fall back to eager silently, is off for these calls.
+
+Any other error is the kernel's own, a bug of the method's score function that the explicit path would hide: an
+exception its code raises (dynamo reports it as ``Unsupported`` caused by an observed exception), or an error of its
+tensor operations found while tracing (``TorchRuntimeError``: a wrong index or shape). It propagates, unchanged.
 
 The first failure of a (kernel, caller, device) gives one :class:`KernelFallbackWarning` naming the caller (a
 mechanism's heads), the kernel, the torch version and the error, and that kernel is not tried again for that caller
@@ -91,8 +98,9 @@ def compile_options(**options) -> Iterator[None]:
 
 
 def call(kernel: str, caller: str, device: torch.device, fn: Callable, *args, **kwargs):
-    """``fn(*args, **kwargs)``, ``fn`` a compiled kernel; any failure (module docstring) → one warning for this
-    (kernel, caller, device), the kernel given up for that caller, and :class:`KernelUnavailable`."""
+    """``fn(*args, **kwargs)``, ``fn`` a compiled kernel; a failure to compile or run it (:func:`compile_failure`) →
+    one warning for this (kernel, caller, device), the kernel given up for that caller, and :class:`KernelUnavailable`;
+    any other error propagates."""
     device_type = torch.device(device).type
     if not usable(kernel, caller, device):
         raise KernelUnavailable(_FAILED.get((kernel, caller, device_type), f"{ENV}=0: nothing is compiled"))
@@ -107,9 +115,43 @@ def call(kernel: str, caller: str, device: torch.device, fn: Callable, *args, **
             return fn(*args, **kwargs)
     except torch.OutOfMemoryError:
         raise
-    except Exception as error:  # every failure of a compiled kernel has the same remedy
+    except Exception as error:
+        if not compile_failure(error):
+            raise  # the kernel's own bug: the explicit path would hide it
         message = give_up(kernel, caller, device_type, error)
         raise KernelUnavailable(message) from error
+
+
+def compile_failure(error: BaseException) -> bool:
+    """Whether ``error``, raised by a call of a compiled kernel, is torch failing to compile or run it (the module
+    docstring's list: the explicit path is the remedy) rather than an error of the kernel's own code."""
+    from torch._dynamo import exc  # lazy: dynamo is imported when a kernel is compiled
+
+    recompile_limit = getattr(exc, "FailOnRecompileLimitHit", ())  # with fullgraph; an older torch: Unsupported
+    if isinstance(error, torch.OutOfMemoryError):
+        return False
+    if isinstance(error, exc.Unsupported):  # an exception the traced code raised, or what dynamo cannot trace
+        observed = error.__cause__ or error.__context__
+        return not isinstance(observed, exc.ObservedException) or isinstance(observed, exc.ObservedNotImplementedError)
+    if isinstance(error, (exc.BackendCompilerFailed, exc.InternalTorchDynamoError, recompile_limit, NotImplementedError)):
+        return True
+    return isinstance(error, RuntimeError) and not isinstance(error, exc.TorchRuntimeError) and _raised_in_generated_code(error)
+
+
+def _raised_in_generated_code(error: BaseException) -> bool:
+    """Whether ``error`` was raised from a module inductor generated (its cache folder)."""
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        root = os.path.realpath(cache_dir())
+    except (ImportError, OSError):
+        return False
+    tb = error.__traceback__
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename).startswith(root + os.sep):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def give_up(kernel: str, caller: str, device_type: str, error: BaseException) -> str:

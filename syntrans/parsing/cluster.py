@@ -1,4 +1,4 @@
-"""Every shard of one or more parses as units of the reproduction's launcher (:mod:`syntrans.reproduce.launcher`):
+"""Every shard of one or more parses as units of the job launcher (:mod:`syntrans.jobs.launcher`):
 ``syntrans-parse --num-shards N`` without ``--shard-id``, ``syntrans-prepare`` and ``syntrans-reproduce``.
 
 A unit is one shard, ``(ParseJob,)``, run by :func:`parse_unit` (:func:`~syntrans.parsing.driver.parse_job`) here
@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from ..data.parse_views import format_views, parse_views
 from .driver import ParseJob, content_settings, merge_finished, parse_job, shard_is_finished
 from .shards import read_marker, scan_input
-from .views import format_views, parse_views
 
 
 def parse_unit(job: ParseJob) -> dict:
@@ -31,9 +31,9 @@ def shard_jobs(job: ParseJob) -> list[ParseJob]:
 
 def parse_sharded(jobs: Sequence[ParseJob], launch, log: Callable[[str], None] = print) -> bool:
     """Parse every shard of every job (its ``num_shards``; ``shard_id`` is ignored) with the launcher options
-    ``launch`` (:class:`~syntrans.reproduce.launcher.LaunchOptions`), then merge each output. Returns False when jobs
+    ``launch`` (:class:`~syntrans.jobs.launcher.LaunchOptions`), then merge each output. Returns False when jobs
     are still running (``launch.wait`` off): run again to collect and merge; True when every output is merged."""
-    from ..reproduce.launcher import run_units  # lazy: submitit only where a launcher needs it
+    from ..jobs.launcher import run_units  # lazy: submitit only where a launcher needs it
 
     scans, units, labels = {}, [], {}
     for job in jobs:

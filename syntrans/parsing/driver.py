@@ -25,7 +25,7 @@ batch, its lines are parsed one by one, and a line that still fails gets the fal
 ``# parse_failed = REASON``; it is counted and listed with its line number in the summary and in the
 ``.done`` marker. Under ``strict`` such a failure is a :class:`StrictParseError` naming the line.
 
-Views (``views``, :mod:`syntrans.parsing.views`): a parse holds dependencies (``deps``), constituency trees
+Views (``views``, :mod:`syntrans.data.parse_views`): a parse holds dependencies (``deps``), constituency trees
 (``trees``) or both; the stanza pipeline runs only the processors of the views asked for, and a model-free parser's
 output is cut to them. The ``.done`` marker records the views an output holds; asking an output for a view it lacks
 parses that view alone and merges it into the output (:func:`~syntrans.syntax.parsed.combine_views`), sentence by
@@ -57,6 +57,7 @@ from dataclasses import asdict, dataclass, field
 
 from tqdm import tqdm
 
+from ..data.parse_views import VIEWS, format_views, parse_views
 from ..syntax.parsed import ParsedSentence, combine_views, format_conllu, iter_conllu, only_views
 from . import stanza_parser
 from .shards import (
@@ -78,7 +79,6 @@ from .shards import (
     write_progress,
 )
 from .trivial import TrivialParser, fallback_parse, split_sentences
-from .views import VIEWS, format_views, parse_views
 
 MAX_LISTED_FAILURES = 20
 CHECKPOINT_S = 60.0  # seconds between checkpoints of an unfinished output
@@ -222,7 +222,7 @@ def line_tokenizer(raw: bool, lang: str) -> Callable[[str], list[str]]:
 class ParseJob:
     """One ``syntrans-parse`` run: parse ``input`` (shard ``shard_id`` of ``num_shards``) into ``output``.
 
-    ``views``: what the output must hold (:mod:`syntrans.parsing.views`); ``device``: ``cpu``, ``cuda`` or None
+    ``views``: what the output must hold (:mod:`syntrans.data.parse_views`); ``device``: ``cpu``, ``cuda`` or None
     (cuda when torch sees a GPU); ``batch_size``: input lines per parser call (None: the device's default,
     :data:`~syntrans.parsing.stanza_parser.DEFAULT_LINES_PER_CALL`); ``stanza_batch_sizes``: stanza's own batch sizes
     over the device's defaults; ``workers``: parser processes on CPU; ``checkpoint_s``: seconds between checkpoints of

@@ -64,13 +64,13 @@ from stanza.models.common.doc import ID, MISC, TEXT
 from stanza.models.constituency.parse_tree import Tree
 from stanza.resources import common as stanza_resources
 
+from ..data.parse_views import VIEWS, parse_views
 from ..syntax.parsed import ParsedSentence
 from ..syntax.trees import TreeLike, as_tree
-from .views import VIEWS, parse_views
-from .views import processors as view_processors
+from .stanza_processors import processors as view_processors
 
 #: the processors syntrans-parse runs for both views (``mwt`` is added for languages whose stanza models have one;
-#: fewer run for one view: :func:`syntrans.parsing.views.processors`)
+#: fewer run for one view: :func:`syntrans.parsing.stanza_processors.processors`)
 PROCESSORS = ("tokenize", "pos", "lemma", "depparse", "constituency")
 DEVICES = ("cpu", "cuda")
 #: stanza's batch sizes per device, the ``<processor>_batch_size`` options of its Pipeline, in stanza's own units:
@@ -306,7 +306,7 @@ def batch_sizes_for(device: str, given: dict | None = None) -> dict:
 def pipeline_options(lang: str, views=VIEWS, device: str = "cpu", batch_sizes: dict | None = None,
                      model_dir: str | None = None) -> dict:
     """The keyword arguments of ``stanza.Pipeline(lang, **options)`` for ``views`` on ``device``: the processors of
-    the views (:func:`syntrans.parsing.views.processors`; mwt where the language has a model), pretokenized input,
+    the views (:func:`syntrans.parsing.stanza_processors.processors`; mwt where the language has a model), pretokenized input,
     no download, and the batch sizes of the processors that run."""
     model_dir = model_dir or resources_dir()
     procs = view_processors(parse_views(list(views)), mwt=has_mwt(lang, model_dir))

@@ -43,7 +43,7 @@ PARSE_TAG = "<parse>"
 TAGS = (TRANSLATE_TAG, PARSE_TAG)
 #: the shuffle's seed (ours: the paper gives none)
 MULTITASK_SEED = 1
-#: the view of the source parse (:mod:`syntrans.parsing.views`) each parse target is written from: the skeleton from the
+#: the view of the source parse (:mod:`syntrans.data.parse_views`) each parse target is written from: the skeleton from the
 #: constituency tree, the bracketing from the dependency heads and labels
 TARGET_VIEW = {"constituency": "trees", "dependency": "deps"}
 

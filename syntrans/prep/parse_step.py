@@ -3,7 +3,7 @@
 The parsing code is :mod:`syntrans.parsing.driver`'s (:func:`~syntrans.parsing.driver.parse_job` per file, its
 ``.done`` markers, content hashes, views and resumption), each file in ``shards`` shards run by the launcher
 (:mod:`syntrans.parsing.cluster`): here one after another (``local``, with ``workers`` parser processes on CPU), or
-as SLURM or local jobs. Only the ``views`` asked for are parsed (:mod:`syntrans.parsing.views`): a file parsed before
+as SLURM or local jobs. Only the ``views`` asked for are parsed (:mod:`syntrans.data.parse_views`): a file parsed before
 from the same text keeps what it holds and gets the views it lacks; with no view at all (a baseline) nothing is
 parsed. :mod:`syntrans.parsing` is imported only when this step runs (it imports stanza and torch), so that
 ``syntrans.prep`` stays light.
@@ -157,11 +157,11 @@ def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: d
     """Parse every split of both sides into ``views`` (None: both; a list: those on both sides; {lang: views}: each
     side's; a side with none is not parsed, parser ``none``) with the launcher options ``launch`` (None: here);
     returns the parser actually used per language. PrepPending when jobs are left running (``launch.wait`` off)."""
+    from ..data.parse_views import VIEWS, format_views, parse_views
+    from ..jobs.launcher import LaunchError, LaunchOptions
     from ..parsing.cluster import parse_sharded  # lazy: syntrans.parsing imports stanza and torch
     from ..parsing.driver import ParseJob
     from ..parsing.shards import InputError, count_lines, file_sha256, read_marker
-    from ..parsing.views import VIEWS, format_views, parse_views
-    from ..reproduce.launcher import LaunchError, LaunchOptions
 
     if not isinstance(views, dict):
         views = dict.fromkeys(langs, VIEWS if views is None else (parse_views(list(views)) if views else ()))

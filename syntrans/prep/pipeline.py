@@ -40,8 +40,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..data.parse_views import KIND_VIEW, VIEWS, parse_views, side_views
 from ..parsing.names import PREPARE_PARSERS
-from ..parsing.views import KIND_VIEW, VIEWS, parse_views, side_views
 from . import markers
 from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
@@ -80,7 +80,7 @@ class Prepared:
     pair, lowercased if the corpus lowercases. ``parsers``: {lang: parser used} ("gold" for synthetic).
     ``sizes``: pairs per split after cleaning; ``dropped``: training pairs dropped per filter (``language``
     too where the language filter is on). ``recipe``: the set fields of the recipe, or None. ``views``: {lang: the
-    views of its parse asked for} (:mod:`syntrans.parsing.views`; the sidecars built from them are in data-bin).
+    views of its parse asked for} (:mod:`syntrans.data.parse_views`; the sidecars built from them are in data-bin).
     """
 
     corpus: str
@@ -151,8 +151,8 @@ class _Run:
     known: list  # [(sums, label)] from --checksums
     parse_shards: int
     recipe: dict | None = None  # recipe_settings(recipe)
-    views: dict = field(default_factory=dict)  # {lang: the views of its parse} (syntrans.parsing.views)
-    launch: object = None  # a syntrans.reproduce.launcher.LaunchOptions for the parse shards; None: here
+    views: dict = field(default_factory=dict)  # {lang: the views of its parse} (syntrans.data.parse_views)
+    launch: object = None  # a syntrans.jobs.launcher.LaunchOptions for the parse shards; None: here
 
     @property
     def direction(self) -> str:
@@ -618,9 +618,9 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
 
     ``recipe``: a paper's settings on top of the corpus' (:mod:`syntrans.prep.recipe`); an ``out_dir``
     prepared under another recipe is refused unless ``force``. ``views``: the views to parse
-    (:func:`syntrans.parsing.views.side_views`: None both; a list, those on both sides; ``{"source": …, "target":
+    (:func:`syntrans.data.parse_views.side_views`: None both; a list, those on both sides; ``{"source": …, "target":
     …}`` each side's; a side with none is not parsed and gets no sidecars); ``launch``: the launcher options of the parse shards
-    (:class:`~syntrans.reproduce.launcher.LaunchOptions`; None: here), :class:`~syntrans.prep.parse_step.PrepPending`
+    (:class:`~syntrans.jobs.launcher.LaunchOptions`; None: here), :class:`~syntrans.prep.parse_step.PrepPending`
     when they are left running. Raises :class:`~syntrans.prep.errors.PrepError`
     for anything the user can fix (missing files, network errors, checksum mismatches, a pair the corpus
     lacks, missing stanza models, a recipe that does not fit the pair or the folder).

@@ -1,4 +1,4 @@
-"""Which views of the parse (:mod:`syntrans.parsing.views`) a model reads, from its fairseq-train flags.
+"""Which views of the parse (:mod:`syntrans.data.parse_views`) a model reads, from its fairseq-train flags.
 
 Nothing here lists methods: the model is configured from the flags as fairseq-train would (the ``--arch`` preset's
 defaults under the flags given), its mechanisms are built (the typed config's plan), and the batch
@@ -57,14 +57,14 @@ def features_of_flags(flags: Sequence[str]) -> set:
 def views_of_flags(flags: Sequence[str], side: Optional[str] = None) -> Tuple[str, ...]:
     """The views of the parse a model trained with ``flags`` reads (empty: none), of one ``side`` (``source`` or
     ``target``) or of both (None)."""
-    from ..parsing.views import views_of_features
+    from ..data.parse_views import views_of_features
 
     return views_of_features(features_of_flags(flags), side)
 
 
 def side_views_of_flags(flags: Sequence[str]) -> Dict[str, Tuple[str, ...]]:
     """{"source": views, "target": views} a model trained with ``flags`` reads."""
-    from ..parsing.views import SIDES, views_of_features
+    from ..data.parse_views import SIDES, views_of_features
 
     names = features_of_flags(flags)
     return {side: views_of_features(names, side) for side in SIDES}

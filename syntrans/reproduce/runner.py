@@ -6,7 +6,7 @@ bootstrap, and write results/<table>.md (and the figure's PNG beside it). Every 
 
 The work is a list of units, one (dataset, system, seed) each: train, average, decode, score (:func:`run_unit`, a
 module-level function a cluster job can run). The data of every unit is prepared first, by this process; the units then
-run here one after another (``--launcher local``) or as jobs (:mod:`syntrans.reproduce.launcher`); the table is written
+run here one after another (``--launcher local``) or as jobs (:mod:`syntrans.jobs.launcher`); the table is written
 from what the units left on disk."""
 from __future__ import annotations
 
@@ -305,7 +305,7 @@ class Reproduction:
         self.log(f"== data {ds.title}: {corpus} {src}→{tgt} in {out}" + (f" ({note})" if note else ""))
         launch = self.opts.launch if getattr(self.opts.launch, "launcher", "local") != "local" else None
         if views is not None:
-            from ..parsing.views import format_side_views
+            from ..data.parse_views import format_side_views
 
             self.log(f"   parse views {format_side_views(views)}: what the systems to train on it read")
         prepared = prepare_corpus(corpus=corpus, src=src, tgt=tgt, out_dir=out, raw_dir=raw, smoke=self.opts.smoke,
@@ -624,7 +624,7 @@ class Reproduction:
         launch = self.opts.launch
         if launch is None or getattr(launch, "launcher", "local") == "local":
             return [self.guarded_unit(*u) for u in units]
-        from .launcher import run_units
+        from ..jobs.launcher import run_units
 
         return run_units(run_unit, [(self.opts, *u) for u in units], launch,
                          done=lambda args: self.unit_done(*args[1:4]), log=self.log, label=unit_label, load=run_unit)

@@ -2,7 +2,8 @@
 own message is wrong for our case: resuming (a ``checkpoint_last.pt`` in ``--save-dir``, or ``--restore-file``) from a
 checkpoint trained on another data-bin. Its embeddings have as many rows as that data-bin's dictionary, and fairseq
 says only "please ensure that the architectures match". :func:`check_resume_dictionaries` compares the rows with the
-model just built on this data-bin and names the file, the side and both sizes.
+model just built on this data-bin and names the file, the side and both sizes; a checkpoint torch cannot read (cut
+short by a run killed while writing it) is named with the checkpoints beside it, before fairseq reads it.
 
 Both read the command's own config from the root of the task's config (fairseq's ``cfg.checkpoint``, ``cfg.model``),
 and do nothing where there is none (a task built outside a fairseq command).
@@ -54,9 +55,11 @@ def resume_path(task_cfg) -> Optional[str]:
 
 def _stored_embedding_rows(path: str) -> Dict[str, int]:
     """side → rows of the checkpoint's token embeddings (memory-mapped: the tensors are not read); {} when the file
-    cannot be read this way (fairseq's loader then says why)."""
+    cannot be read this way (an old format: fairseq's loader reads it). A file torch cannot read at all raises
+    :class:`~syntrans.checkpoints.load_errors.CheckpointReadError`, which names it and the checkpoints beside it."""
     import torch
 
+    from ..checkpoints.load_errors import CheckpointReadError, is_read_error, read_error_message
     from ..checkpoints.safety import allow_fairseq_checkpoint_globals
 
     kwargs: Dict[str, Any] = {"map_location": "cpu"}
@@ -65,7 +68,14 @@ def _stored_embedding_rows(path: str) -> Dict[str, int]:
         kwargs["weights_only"] = True
     try:
         state = torch.load(path, mmap=True, **kwargs)
-    except Exception:  # noqa: BLE001 (an old format, a corrupt file: left to fairseq's loader)
+    except Exception as error:  # noqa: BLE001 (an old format: left to fairseq's loader; a file torch cannot read)
+        if not is_read_error(error):
+            return {}
+        try:
+            torch.load(path, **kwargs)  # without mmap: whether torch can read the file at all
+        except Exception as again:  # noqa: BLE001 (as above)
+            if is_read_error(again):
+                raise CheckpointReadError(read_error_message(path, again)) from again
         return {}
     model = state.get("model") if isinstance(state, dict) else None
     if not isinstance(model, dict):

@@ -1,4 +1,4 @@
-"""The views of a parse: what a parsed corpus holds, and which stanza processors produce each (no stanza import).
+"""The views of a parse: what a parsed corpus holds, and which sidecar kinds and batch features each is read by.
 
 A parsed corpus holds one or both **views** of every sentence:
 
@@ -6,6 +6,10 @@ A parsed corpus holds one or both **views** of every sentence:
   ``pos``, ``lemma`` and ``depparse`` processors; they make the ``head`` and ``label`` sidecars;
 * ``trees``: constituency trees (the ``# constituency`` comment), from stanza's ``pos`` and ``constituency``
   processors; they make the ``dist`` sidecar.
+
+(Which stanza processors produce each view is the parser's business: :mod:`syntrans.parsing.stanza_processors`.)
+It sits with the sidecars, below the parsers, so that the sidecars' messages and the parsers share one vocabulary; it
+imports neither stanza nor, until :func:`views_of_features` is called, torch.
 
 The ``word`` sidecar (each subword's word) needs no parse. Which views a model reads follows from the batch features
 its mechanisms declare (:func:`views_of_features`: each feature's sidecar kinds, :data:`KIND_VIEW`).
@@ -17,10 +21,6 @@ from collections.abc import Iterable
 VIEWS = ("deps", "trees")
 #: what each view is, for messages
 VIEW_TITLES = {"deps": "dependencies (heads and relations)", "trees": "constituency trees"}
-#: the stanza processors each view needs, besides ``tokenize`` (and ``mwt`` for languages that have it)
-VIEW_PROCESSORS = {"deps": ("pos", "lemma", "depparse"), "trees": ("pos", "constituency")}
-#: stanza's processors in pipeline order
-PROCESSOR_ORDER = ("tokenize", "mwt", "pos", "lemma", "depparse", "constituency")
 #: the view each sidecar kind is built from (``word`` needs none)
 KIND_VIEW = {"head": "deps", "label": "deps", "dist": "trees"}
 
@@ -48,15 +48,6 @@ def format_views(views: Iterable[str]) -> str:
     return ",".join(views) if views else "none"
 
 
-def processors(views: Iterable[str], mwt: bool = False) -> list[str]:
-    """The stanza processors that produce ``views``, in pipeline order: tokenize, mwt (when ``mwt``), then those of
-    each view (:data:`VIEW_PROCESSORS`)."""
-    wanted = {"tokenize"} | ({"mwt"} if mwt else set())
-    for v in parse_views(list(views)):
-        wanted |= set(VIEW_PROCESSORS[v])
-    return [p for p in PROCESSOR_ORDER if p in wanted]
-
-
 def views_of_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
     """The views the sidecar ``kinds`` are built from, in canonical order."""
     got = {KIND_VIEW[k] for k in kinds if k in KIND_VIEW}
@@ -69,7 +60,7 @@ SIDES = ("source", "target")
 def views_of_features(names: Iterable[str], side: str | None = None) -> tuple[str, ...]:
     """The views the batch features ``names`` (:data:`syntrans.data.features.FEATURES`) are built from: those of one
     ``side`` (``source`` or ``target``), or of both (None)."""
-    from ..data.features import FEATURES  # lazy: imports torch
+    from .features import FEATURES  # lazy: imports torch
 
     unknown = sorted(set(names) - set(FEATURES))
     if unknown:

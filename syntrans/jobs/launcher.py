@@ -1,4 +1,4 @@
-"""Run a reproduction's units here or as jobs (``syntrans-reproduce --launcher``), through submitit.
+"""Run units of work here or as jobs (``--launcher`` of syntrans-reproduce, syntrans-prepare, syntrans-parse), through submitit.
 
 A unit is a tuple of picklable arguments of a module-level function (``fn(*unit)`` returns a picklable result, a dict).
 :func:`run_units` runs a list of them with one of three launchers:
