@@ -23,18 +23,20 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
-#: the files that take 10 s or more, longest first (`pytest --durations=0` on two cores), run first: pytest-xdist's
+#: the files that take 10 s or more, longest first (per-file time measured on two cores), run first: pytest-xdist's
 #: --dist loadfile hands files to the workers in collection order, so a long file collected last would leave one
-#: worker idle while the other finishes it
-LONGEST_FIRST = ("test_reproduce_smoke.py", "test_stanza_pipeline.py", "test_distributed.py",
-                 "test_end_to_end_parents.py", "test_end_to_end_nsd.py", "test_end_to_end_dbsa.py",
-                 "test_half_precision.py", "test_translate.py", "test_configs.py", "test_invariance.py",
-                 "test_print_syntax.py", "test_light_start.py", "test_demo.py", "test_resume.py",
+#: worker idle while the other finishes it. test_real_route.py builds the stanza models (conftest ``stanza_res``) that
+#: test_stanza_pipeline.py also reads: the latter comes a few long files later, so that its worker finds them built
+#: instead of waiting on the build's lock
+LONGEST_FIRST = ("test_real_route.py", "test_reproduce_smoke.py", "test_distributed.py", "test_end_to_end_parents.py",
+                 "test_half_precision.py", "test_stanza_pipeline.py", "test_translate.py", "test_end_to_end_dbsa.py",
+                 "test_configs.py", "test_light_start.py", "test_print_syntax.py", "test_end_to_end_nsd.py",
+                 "test_invariance.py", "test_bad_input_round2.py", "test_demo.py", "test_resume.py",
                  "test_reproduce_tables.py", "test_benchmark.py", "test_install.py", "test_end_to_end_gate.py",
-                 "test_end_to_end.py", "test_end_to_end_baselines.py", "test_compiled_kernels.py",
-                 "test_typed_config_checkpoint.py", "test_parse_views.py", "test_average_checkpoints.py",
-                 "test_multitask.py", "test_bad_input.py", "test_bad_input_round2.py", "test_launcher.py", "test_synth.py",
-                 "test_nsd.py")
+                 "test_end_to_end.py", "test_end_to_end_baselines.py", "test_reproduce_selection.py",
+                 "test_bad_input.py", "test_multitask.py", "test_parse_views.py", "test_compiled_kernels.py",
+                 "test_typed_config_checkpoint.py", "test_average_checkpoints.py", "test_synth.py", "test_nsd.py",
+                 "test_launcher.py")
 
 
 def pytest_collection_modifyitems(config, items):
