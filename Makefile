@@ -41,9 +41,11 @@ $(STAMP): $(VPY) setup.py
 	  $(VPY) -m pip install --quiet --no-build-isolation -e ".[test,plot,reproduce]"
 	@touch $(STAMP)
 
-# one pytest worker per core (pytest-xdist), each test file on one worker (its module fixtures built once)
+# one pytest worker per core (pytest-xdist), each test file on one worker (its module fixtures built once), the files
+# handed out in collection order (tests/conftest.py puts the longest first; xdist's own reordering, by the number of
+# tests in a file, would start the longest file last and leave one worker alone with it at the end)
 test: install
-	$(VPY) -m pytest -q -n auto --dist loadfile tests
+	$(VPY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder tests
 
 # the quick tier (about a minute): the tests marked `fast` (pure functions, single-module model tests)
 test-fast: install

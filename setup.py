@@ -38,7 +38,7 @@ setup(
         "tqdm",
     ],
     extras_require={
-        "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "build", "twine", "submitit>=1.5,<2"],
+        "test": ["pytest", "pytest-xdist>=3.6", "hypothesis", "ruff", "build", "twine", "submitit>=1.5,<2"],
         "plot": ["matplotlib"],
         "cluster": ["submitit>=1.5,<2"],  # syntrans-reproduce --launcher slurm / submitit-local
         # syntrans-reproduce: its figures (matplotlib) and Japanese BLEU with sacreBLEU's ja-mecab tokenizer (MeCab's

@@ -109,6 +109,8 @@ def make_dry(target, tmp_path):
 def test_make_test_runs_a_worker_per_core_and_test_fast_the_fast_tier(tmp_path):
     (full,) = make_dry("test", tmp_path)
     assert " -n auto " in full and " -m fast" not in full and full.endswith(" tests"), full
+    # files in collection order (conftest: longest first), not xdist's reordering by the number of tests per file
+    assert " --dist loadfile --no-loadscope-reorder " in full, full
     (fast,) = make_dry("test-fast", tmp_path)
     assert " -m fast " in fast and fast.endswith(" tests"), fast
 
