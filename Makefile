@@ -1,8 +1,8 @@
 # The two commands of the README: `make demo` and `make test`.
 # Both create .venv when absent and install syntrans editable with its test, plot and reproduce extras.
 #
-# torch is never left for pip to choose: a constraints file pins it, through
-# PIP_CONSTRAINT on every pip call, and fairseq is built against that torch (below). The pin is the torch already in .venv when there is one (a GPU
+# torch is never left for pip to choose: a constraints file pins it, through PIP_CONSTRAINT on every pip call, and
+# fairseq is built against that torch (below). The pin is the torch already in .venv when there is one (a GPU
 # user's build is kept), else the base interpreter's torch (the venv then sees it
 # through --system-site-packages), else TORCH_VERSION (the CPU wheel these
 # machines carry); letting pip choose torch would pull several GB of CUDA packages.

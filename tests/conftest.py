@@ -26,9 +26,9 @@ def pytest_configure(config):
 #: the files that take 10 s or more, longest first (per-file time measured on two cores), run first: pytest-xdist's
 #: --dist loadfile hands files to the workers in collection order, so a long file collected last would leave one
 #: worker idle while the other finishes it (`make test` passes --no-loadscope-reorder: by default pytest-xdist 3.6+
-#: reorders the files by their number of tests, and the longest file, which has few, then starts last). test_real_route.py builds the stanza models (conftest ``stanza_res``) that
-#: test_stanza_pipeline.py also reads: the latter comes a few long files later, so that its worker finds them built
-#: instead of waiting on the build's lock
+#: reorders the files by their number of tests, and the longest file, which has few, then starts last).
+#: test_real_route.py builds the stanza models (conftest ``stanza_res``) that test_stanza_pipeline.py also reads: the
+#: latter comes a few long files later, so that its worker finds them built instead of waiting on the build's lock
 LONGEST_FIRST = ("test_real_route.py", "test_reproduce_smoke.py", "test_distributed.py", "test_end_to_end_parents.py",
                  "test_half_precision.py", "test_stanza_pipeline.py", "test_translate.py", "test_end_to_end_dbsa.py",
                  "test_configs.py", "test_light_start.py", "test_print_syntax.py", "test_end_to_end_nsd.py",

@@ -573,9 +573,13 @@ class Reproduction:
     def fail(self, ds: Dataset, system: System, error, outcomes: Dict[tuple, dict]) -> None:
         """Record that ``system`` failed on ``ds`` (its row says why; the table goes on without it)."""
         message = str(error)
-        self.failures[(ds.key, system.name)] = message
-        outcomes[(ds.key, system.name)] = {"skipped": failure_summary(message), "failed": message}
+        self.record_failure(ds.key, system.name, message, outcomes)
         self.log(f"== {ds.title} {system.name}: FAILED, the table goes on without it:\n{message}")
+
+    def record_failure(self, dataset: str, system: str, message: str, outcomes: Dict[tuple, dict]) -> None:
+        """The failure of (dataset, system): named at the end of the run, its row saying why."""
+        self.failures[(dataset, system)] = message
+        outcomes[(dataset, system)] = {"skipped": failure_summary(message), "failed": message}
 
     def run(self) -> Optional[Path]:
         """Run every unit and write the results file (its path); None when jobs were left running (--no-wait)."""
@@ -597,10 +601,8 @@ class Reproduction:
             return None
         for (dataset, system, seed, prepared), result in zip(units, results):
             if "failed" in result or (dataset, system) in self.failures:
-                if "failed" in result:
-                    message = result["failed"]  # its first words name the unit: dataset, system and seed
-                    self.failures[(dataset, system)] = message
-                    outcomes[(dataset, system)] = {"skipped": failure_summary(message), "failed": message}
+                if "failed" in result:  # its message's first words name the unit: dataset, system and seed
+                    self.record_failure(dataset, system, result["failed"], outcomes)
                 continue
             got = outcomes.setdefault((dataset, system), {"results": [], "seeds": [], "prepared": prepared})
             got["results"].append(result)
