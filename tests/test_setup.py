@@ -25,12 +25,13 @@ case "$*" in
   "-c import torch; print(torch.__version__)") [ -n "$VENV_TORCH" ] && echo "$VENV_TORCH" && exit 0 || exit 1 ;;
   "-m venv"*) dest="${@: -1}"; mkdir -p "$dest/bin"; cp "$0" "$dest/bin/python"; exit 0 ;;
   "-m pip"*) exit 0 ;;
+  "scripts/install_fairseq.py"*) exit 0 ;;
 esac
 echo "unexpected call: $*" >&2; exit 2
 """
 
 
-def make_install(tmp_path, base_torch="", venv_torch="", existing_venv=False):
+def make_install(tmp_path, base_torch="", venv_torch="", existing_venv=False, *make_args):
     """`make install` with a stand-in base python and venv under tmp_path; returns (calls logged, the pin written)."""
     tool = tmp_path / "base-python"
     tool.write_text(STAND_IN)
@@ -41,7 +42,7 @@ def make_install(tmp_path, base_torch="", venv_torch="", existing_venv=False):
         shutil.copy(tool, venv / "bin" / "python")
     env = dict(os.environ, CALLS=str(tmp_path / "calls.log"), BASE_TORCH=base_torch, VENV_TORCH=venv_torch)
     env.pop("MAKEFLAGS", None)
-    p = subprocess.run(["make", "-C", str(ROOT), "install", f"VENV={venv}", f"PYTHON={tool}", "TORCH_VERSION=1.2.3"],
+    p = subprocess.run(["make", "-C", str(ROOT), "install", f"VENV={venv}", f"PYTHON={tool}", "TORCH_VERSION=1.2.3", *make_args],
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
     calls = (tmp_path / "calls.log").read_text().splitlines()
@@ -76,6 +77,22 @@ def test_fairseq_is_built_against_the_pinned_torch_without_build_isolation(tmp_p
     env = next(c for c in (tmp_path / "calls.log.env").read_text().splitlines() if "-e .[test,plot,reproduce]" in c)
     _, jobs, path0 = env.split("|")
     assert int(jobs.split("=")[1]) >= 1 and path0 == f"PATH0={venv / 'bin'}", env
+
+
+def test_fairseq_gets_the_three_extensions_syntrans_runs_before_the_package_install(tmp_path):
+    """scripts/install_fairseq.py runs after the build requirements (it compiles with them) and before the package
+    install (which then finds fairseq installed), under the pin; FAIRSEQ_FULL=1 leaves fairseq to pip."""
+    calls, _, venv = make_install(tmp_path)
+    steps = [c.split("|")[0] for c in calls]
+    script = next(k for k, c in enumerate(steps) if "scripts/install_fairseq.py" in c)
+    build = next(k for k, c in enumerate(steps) if " install --quiet torch numpy cython ninja packaging" in c)
+    package = next(k for k, c in enumerate(steps) if "-e .[test,plot,reproduce]" in c)
+    assert build < script < package, steps
+    assert calls[script].endswith(f"|PIP_CONSTRAINT={venv / 'constraints.txt'}"), calls[script]
+    (tmp_path / "full").mkdir()
+    full, _, _ = make_install(tmp_path / "full", "", "", False, "FAIRSEQ_FULL=1")
+    assert not any("install_fairseq.py" in c for c in full), full
+    assert any("-e .[test,plot,reproduce]" in c for c in full), full
 
 
 def test_pin_is_torch_version_without_any_torch(tmp_path):
@@ -134,3 +151,33 @@ def test_requirements_pick_fairseq_by_python_and_bound_each_range_by_the_next_ma
         v = Version(version(name))
         assert lower <= v < upper, (name, v, req.specifier)
         assert upper == (Version(f"{v.major + 1}") if v.major else Version(f"0.{v.minor + 1}")), (name, upper, v)
+
+
+def _install_fairseq():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("install_fairseq", ROOT / "scripts" / "install_fairseq.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_install_script_takes_the_fairseq_pin_setup_py_states_for_this_python(tmp_path):
+    """The script reads its fairseq requirement from setup.py (one place), by the environment marker; the installed
+    fairseq is that one, and the three extensions the script builds are in it (fairseq-generate's BLEU scorer,
+    batching by size, token blocks)."""
+    from importlib import metadata
+
+    script = _install_fairseq()
+    fake = tmp_path / "setup.py"
+    fake.write_text('install_requires=["fairseq==0.1.0; python_version < \'3.0\'", '
+                    '"fairseq-new==9.9; python_version >= \'3.0\'", "torch"]')
+    assert script.fairseq_requirement(fake) == "fairseq-new==9.9"
+    fake.write_text('install_requires=["fairseq==0.1.0; python_version < \'3.0\'"]')
+    with pytest.raises(SystemExit, match="none of the fairseq requirements"):
+        script.fairseq_requirement(fake)
+    name, version = script.fairseq_requirement().split("==")
+    assert metadata.version(name) == version
+    found = script.installed_with_extensions(f"{name}=={version}")
+    assert [p.name.split(".")[0] for p in found] == ["libbleu", "data_utils_fast", "token_block_utils_fast"], found
+    assert script.installed_with_extensions(f"{name}==0.0.0") == []
