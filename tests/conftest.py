@@ -6,8 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 import pytest
-from helpers import SHARED_DATA, make_bpe_corpus, slow_command
+from helpers import BIN, SHARED_DATA, make_bpe_corpus, slow_command
 
 # the real Popen, kept on the subprocess module itself: the same object however often this file is imported (pytest
 # loads it as a plugin; tests/test_test_rules.py imports it again, possibly while a guard is installed)
@@ -16,11 +17,22 @@ _POPEN = subprocess.__dict__.setdefault("_syntrans_unguarded_popen", subprocess.
 
 def pytest_configure(config):
     """Under pytest-xdist (`make test` runs one worker per core), each worker and the tools it starts compute with one
-    thread: two workers of two threads each on two cores spin against each other."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    thread: two workers of two threads each on two cores spin against each other. Each process that runs tests (not
+    xdist's controller) starts the fork server of the console scripts in ``helpers.BIN`` (forkserver.py): it imports
+    torch and fairseq while the tests are collected."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
         os.environ["OMP_NUM_THREADS"] = "1"
         import torch
         torch.set_num_threads(1)
+    if worker or not getattr(config.option, "numprocesses", None):
+        config._syntrans_fork_server = forkserver.start(BIN)
+        if config._syntrans_fork_server is not None:  # syntrans-reproduce starts fairseq's commands through it too
+            os.environ["SYNTRANS_BIN"] = str(BIN)
+
+
+def pytest_unconfigure(config):
+    forkserver.stop(getattr(config, "_syntrans_fork_server", None))
 
 
 #: the files that take 10 s or more, longest first (per-file time measured on two cores), run first: pytest-xdist's

@@ -8,12 +8,15 @@ import io
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
+
+from forkserver import shim_dir
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
-BIN = Path(sys.executable).parent  # the venv's console scripts: fairseq-train, syntrans-translate, …
+#: the console scripts: fairseq-train, syntrans-translate, … (clients of the tests' fork server, forkserver.py, which
+#: run the venv's scripts with torch and fairseq imported once; ``SYNTRANS_TEST_FORKSERVER=0``: the venv's own folder)
+BIN = shim_dir()
 # --user-dir for the fairseq tools: the package's folder, found without importing it
 USER_DIR = os.path.dirname(importlib.util.find_spec("syntrans").origin)
 

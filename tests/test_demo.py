@@ -3,10 +3,10 @@
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import BIN
 
 pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_demo_shows_progress_and_ends_with_the_table(tmp_path):
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
            "DEMO_DIR": str(tmp_path / "demo"), "DEMO_TRAIN": "200", "DEMO_UPDATES": "6", "DEMO_EVAL": "20"}
     done = subprocess.run(["bash", str(ROOT / "scripts" / "demo.sh")], capture_output=True, text=True, env=env,
                           timeout=900, cwd=ROOT)

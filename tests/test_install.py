@@ -70,7 +70,7 @@ def fresh(dists, tmp_path_factory):
         script = venv / "bin" / name
         script.write_text(f'#!/bin/sh\nexec "{py}" -m {module} "$@"\n', encoding="utf-8")
         script.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "SYNTRANS_BIN")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin"
     return venv, py, env
 

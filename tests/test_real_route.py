@@ -10,17 +10,15 @@ import math
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import SHARED_DATA
+from helpers import BIN, SHARED_DATA
 
 from syntrans.reproduce.tables import TABLES
 
 pytestmark = pytest.mark.slow  # trains and translates in other processes (conftest)
 
-BIN = Path(sys.executable).parent
 MULTI30K = SHARED_DATA / "multi30k"
 SIZES = (40, 8, 8)  # train, valid, test captions
 

@@ -3,12 +3,14 @@ name refused with the table's names listed, a failed system that leaves the tabl
 each prepared folder gets from its systems, +MULTI-TASK's from its data option (the constituency skeleton reads the
 source's trees, the dependency bracketing its dependencies)."""
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from helpers import SHARED_DATA
 
 from syntrans.cli.reproduce import main as reproduce_main
-from syntrans.reproduce.runner import Options, Reproduction, RunError, failure_summary, resolve_names
+from syntrans.reproduce.runner import Options, Reproduction, RunError, _tool, failure_summary, resolve_names
 from syntrans.reproduce.tables import TABLES
 
 MULTI30K = SHARED_DATA / "multi30k"
@@ -116,3 +118,19 @@ def test_one_failed_system_leaves_the_table_to_the_others(tmp_path):
     score = json.loads((tmp_path / "work" / "distance_table1" / "iwslt14_de_en" / "baseline" / "seed1" /
                         "score.checkpoint_best.json").read_text())
     assert f"{score['bleu']:.2f} (n=1)" in row("baseline")
+
+
+def test_syntrans_bin_names_the_folder_of_the_commands_the_runner_starts(tmp_path, monkeypatch):
+    """``SYNTRANS_BIN``: the runner starts that folder's fairseq-train, fairseq-generate, … and ``python`` (the
+    cross-paper table's measuring wrapper); a command missing there is an error naming the variable; unset, the
+    commands are this environment's and ``python`` the running one."""
+    monkeypatch.delenv("SYNTRANS_BIN", raising=False)
+    assert _tool("python") == sys.executable
+    assert Path(_tool("fairseq-train")).parent == Path(sys.executable).parent
+    stub = tmp_path / "fairseq-train"
+    stub.write_text("#!/bin/sh\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("SYNTRANS_BIN", str(tmp_path))
+    assert _tool("fairseq-train") == str(stub)
+    with pytest.raises(RunError, match=rf"SYNTRANS_BIN={tmp_path}: it has no command python"):
+        _tool("python")

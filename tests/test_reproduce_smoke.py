@@ -6,16 +6,15 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import BIN
 
 from syntrans.reproduce.scoring import bleu
 
 pytestmark = pytest.mark.slow  # trains, translates or installs in other processes (conftest)
 
-BIN = Path(sys.executable).parent
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce" / "distance_table1.sh"
 ARGV = ["--smoke", "--synthetic", "--datasets", "iwslt14_de_en", "--seeds", "1,2", "--smoke-updates", "24",
         "--smoke-sizes", "300,40,40", "--average-last", "2"]

@@ -112,8 +112,23 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "_", name).strip("_").lower()
 
 
+#: a folder whose commands (fairseq-train, fairseq-generate, syntrans-average-checkpoints, and ``python`` for the
+#: cross-paper table's measuring wrapper) the runner starts instead of this environment's: another installation, or
+#: wrappers of the same commands (a profiler, a job shim)
+BIN_ENV = "SYNTRANS_BIN"
+
+
 def _tool(name: str) -> str:
-    """A console script of this environment (next to the running Python), else from PATH."""
+    """A command from ``$SYNTRANS_BIN`` when set, else this environment's (next to the running Python; ``python`` is
+    the running Python itself), else from PATH."""
+    folder = os.environ.get(BIN_ENV)
+    if folder:
+        found = Path(folder) / name
+        if not os.access(found, os.X_OK):
+            raise RunError(f"{BIN_ENV}={folder}: it has no command {name}")
+        return str(found)
+    if name == "python":
+        return sys.executable
     here = Path(sys.executable).parent / name
     found = str(here) if here.exists() else shutil.which(name)
     if not found:
@@ -348,7 +363,7 @@ class Reproduction:
         run_dir.mkdir(parents=True, exist_ok=True)
         gpu_file = run_dir / "peak_memory.json"
         # the cross-paper table reports peak GPU memory: fairseq-train runs in a wrapper that records it
-        train = ([sys.executable, "-m", "syntrans.reproduce.peak_memory", str(gpu_file)] if self.runs.kind == "cross"
+        train = ([_tool("python"), "-m", "syntrans.reproduce.peak_memory", str(gpu_file)] if self.runs.kind == "cross"
                  else [_tool("fairseq-train")])
         cmd = [*train, str(prepared.data_bin), "--user-dir", self.user_dir, *cfg.flags, *system.extra]
         cmd += self.batch(cfg, label)

@@ -1,0 +1,309 @@
+"""The console scripts of fairseq and syntrans, started for the tests from one process that has imported torch and
+fairseq once (a fork server), instead of each command importing them again (measured: 12 s of a tiny fairseq-train's
+24 s were imports, 5.5 s more torch's compiler, which the first optimizer imports).
+
+``shim_dir()`` is a folder holding, for every console script of the fairseq and syntrans distributions and for
+``python -m MODULE`` (any other use of its ``python`` runs the real one), a small client under the same name
+(``helpers.BIN``; the tests hand it to syntrans-reproduce as ``SYNTRANS_BIN``). The client hands its argv,
+environment, working folder and standard streams (the file descriptors themselves) to the server, forwards
+SIGTERM/SIGINT/SIGHUP to the command, and exits with the command's status. Each command runs in a child forked from
+the server: its streams are the client's, its environment and folder the client's, ``sys.argv`` and ``__main__`` the
+script's, warnings filters as ``PYTHONWARNINGS`` sets them in a new interpreter, and it calls the console script's
+entry point as the script would (``sys.exit(main())``);
+its atexit functions run at the end. The server imports nothing of syntrans and none of fairseq_cli (which configures
+logging when imported), so each command imports those itself, as in its own process. What differs from a new process:
+modules torch and fairseq import are already imported (their import-time messages are not printed again), and the
+hash seed is the server's.
+
+Until the server has imported everything (about 15 s after the session starts), and wherever it is not running, a
+client replaces itself with the real script (``exec``): the command then runs exactly as without this module.
+``SYNTRANS_TEST_FORKSERVER=0`` makes ``helpers.BIN`` the venv's own folder. Run as a script, this file is the server:
+``python forkserver.py SOCKET``."""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ENV = "SYNTRANS_TEST_FORKSERVER"
+REAL_BIN = Path(sys.executable).parent
+DISTRIBUTIONS = ("fairseq-fixed", "fairseq", "syntrans")
+#: imported by the server before it listens: what every fairseq command imports, and torch's compiler (the first
+#: optimizer imports it)
+PRELOAD = ("numpy", "torch", "torch._dynamo", "torch.optim", "fairseq", "fairseq.checkpoint_utils", "fairseq.trainer",
+           "fairseq.sequence_generator", "fairseq.options", "sacrebleu")
+
+CLIENT = r'''#!{python} -IS
+# a client of the tests' fork server ({server}): runs {name} there, or this script itself where no server listens
+import array, os, signal, socket, struct, sys
+REAL, SOCK = {real!r}, {sock!r}
+def fallback():
+    os.execv(REAL, [REAL] + sys.argv[1:])
+if {name!r} == "python" and sys.argv[1:2] != ["-m"]:  # the server runs `python -m MODULE …` only
+    fallback()
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    conn.connect(SOCK)
+except OSError:
+    fallback()
+fds = []
+for fd in (0, 1, 2):
+    try:
+        os.fstat(fd)
+        fds.append(fd)
+    except OSError:
+        fds.append(os.open(os.devnull, os.O_RDWR))
+head = repr(({name!r}, [REAL] + sys.argv[1:], dict(os.environ), os.getcwd())).encode()
+socket.send_fds(conn, [struct.pack("!I", len(head)) + head], fds)
+pid = struct.unpack("!i", conn.recv(4, socket.MSG_WAITALL) or b"\0\0\0\0")[0]
+if pid <= 0:  # the server could not fork
+    fallback()
+forwarded = []
+def forward(sig, frame):
+    forwarded.append(sig)
+    os.kill(pid, sig)
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, forward)
+tail = b""
+while len(tail) < 4:
+    try:
+        got = conn.recv(4 - len(tail))
+    except InterruptedError:
+        continue
+    if not got:
+        break
+    tail += got
+if len(tail) < 4:
+    if forwarded:  # the command ended by the signal sent to this client: so does the client
+        signal.signal(forwarded[-1], signal.SIG_DFL)
+        os.kill(os.getpid(), forwarded[-1])
+    os.write(2, b"forkserver: the command died without a status\n")
+    sys.exit(1)
+sys.exit(struct.unpack("!i", tail)[0])
+'''
+
+
+def entry_points() -> dict:
+    """Console script name → ``module:function`` of :data:`DISTRIBUTIONS` installed here."""
+    from importlib import metadata
+
+    found = {}
+    for dist in metadata.distributions():
+        if dist.metadata["Name"] in DISTRIBUTIONS:
+            for ep in dist.entry_points:
+                if ep.group == "console_scripts":
+                    found[ep.name] = ep.value
+    return found
+
+
+def shim_dir() -> Path:
+    """A new folder of clients (one per console script of fairseq and syntrans; every other file of the venv's bin
+    folder linked), removed when this process exits; the venv's own folder with ``SYNTRANS_TEST_FORKSERVER=0``."""
+    if os.environ.get(ENV, "1") == "0":
+        return REAL_BIN
+    folder = Path(tempfile.mkdtemp(prefix="syntrans-bin-"))
+    atexit.register(shutil.rmtree, folder, True)
+    sock = str(folder / "server.sock")
+    scripts = entry_points()
+    for name in [*scripts, "python"]:
+        client = folder / name
+        client.write_text(CLIENT.format(python=sys.executable, server=__file__, name=name, real=str(REAL_BIN / name),
+                                        sock=sock))
+        client.chmod(0o755)
+    for path in REAL_BIN.iterdir():
+        if path.name not in scripts and path.name != "python":
+            (folder / path.name).symlink_to(path)
+    return folder
+
+
+def start(folder: Path):
+    """Start the server for the clients of ``folder`` (returns the process, or None when ``folder`` has none)."""
+    if folder == REAL_BIN:
+        return None
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    proc = subprocess.Popen([sys.executable, __file__, str(folder / "server.sock")], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    atexit.register(stop, proc)
+    return proc
+
+
+def stop(proc) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# ---- the server -------------------------------------------------------------------------------------------------
+
+def _recv_request(conn):
+    msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+    size = struct.unpack("!I", msg[:4])[0]
+    while len(msg) < 4 + size:
+        more = conn.recv(4 + size - len(msg))
+        if not more:
+            raise EOFError("the client went away")
+        msg += more
+    import ast
+
+    name, argv, env, cwd = ast.literal_eval(msg[4:4 + size].decode())
+    return name, argv, env, cwd, fds
+
+
+def _watch_client(conn) -> None:
+    """In the command's process: a client gone (killed) ends the command, as a killed process would."""
+    import threading
+
+    def watch():
+        try:
+            while conn.recv(1):
+                pass
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+_KEPT: list = []
+
+
+def _std_streams(env) -> None:
+    """sys.stdin/stdout/stderr made anew on descriptors 0–2, as the interpreter makes them at start (the server's
+    own were made on other files: their buffers know nothing of a pipe's being unseekable)."""
+    encoding, _, errors = (env.get("PYTHONIOENCODING") or "utf-8").partition(":")
+    made = []
+    for fd, mode in ((0, "r"), (1, "w"), (2, "w")):
+        err = errors or ("backslashreplace" if fd == 2 else "strict")
+        line = fd == 2 or (fd == 1 and os.isatty(1))
+        made.append(open(fd, mode, buffering=1 if line else -1, encoding=encoding, errors=err, closefd=False))
+    _KEPT.extend((sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__))  # collected, the
+    sys.stdin, sys.stdout, sys.stderr = made                        # server's objects would close descriptors 0–2
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
+
+
+def _run_command(conn, name, argv, env, cwd, fds, scripts, base_filters) -> int:
+    """In the forked child: become the command ``name`` and return its exit status."""
+    import importlib
+    import traceback
+    import types
+    import warnings
+
+    conn.sendall(struct.pack("!i", os.getpid()))  # first: the client then waits for a status, whatever happens
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in zip((0, 1, 2), fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    _std_streams(env)
+    atexit._clear()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.argv = list(argv)
+    sys.path[0] = os.path.dirname(argv[0])
+    main = types.ModuleType("__main__")
+    main.__file__ = argv[0]
+    sys.modules["__main__"] = main
+    warnings.filters[:] = base_filters
+    for option in reversed([o for o in env.get("PYTHONWARNINGS", "").split(",") if o]):
+        warnings._setoption(option)
+    _watch_client(conn)
+    code = 0
+    try:
+        if name == "python":  # python -m MODULE ARGS…: the module run as __main__, the working folder first on the path
+            import runpy
+
+            sys.argv = ["-m", *argv[3:]]
+            sys.path[0] = os.getcwd()
+            runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
+        else:
+            module, _, func = scripts[name].partition(":")
+            target = importlib.import_module(module)
+            for part in func.split("."):
+                target = getattr(target, part)
+            code = target()
+    except SystemExit as exit_:
+        code = exit_.code
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+    return code
+
+
+def serve(path: str) -> None:
+    import importlib
+    import logging
+    import warnings
+
+    base_filters = list(warnings.filters)
+    for module in PRELOAD:
+        importlib.import_module(module)
+    root = logging.getLogger()  # as a new process has it: fairseq_cli configures logging when a command imports it
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
+    warnings.filters[:] = base_filters
+    scripts = entry_points()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel; clients get their status
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    tmp = path + ".tmp"
+    listener.bind(tmp)
+    listener.listen(16)
+    os.rename(tmp, path)  # clients connect only once everything is imported
+    while True:
+        conn, _ = listener.accept()
+        try:
+            request = _recv_request(conn)
+        except (OSError, EOFError, ValueError, SyntaxError):
+            conn.close()
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            status = 1
+            try:
+                status = _run_command(conn, *request, scripts, base_filters)
+            except BaseException:  # the server's own failure in making the command's process: on its stderr
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                try:
+                    conn.sendall(struct.pack("!i", int(status) & 0xFF))
+                except OSError:
+                    pass
+                os._exit(int(status) & 0xFF)
+        for fd in request[-1]:
+            os.close(fd)
+        conn.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

@@ -1,0 +1,79 @@
+"""The tests' fork server (forkserver.py): a command run through its client behaves as the venv's own script —
+the same output, status, standard input, working folder and signal — and a client with no server runs the script
+itself. Each comparison runs the same command both ways."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import forkserver
+import pytest
+from helpers import BIN
+
+pytestmark = [pytest.mark.slow,  # starts syntrans-reproduce (conftest's slow-tier guard)
+              pytest.mark.skipif(BIN == forkserver.REAL_BIN, reason="SYNTRANS_TEST_FORKSERVER=0: no fork server")]
+
+
+def both(name, *args, **kw):
+    """(real, served) CompletedProcess of the command ``name ARGS`` run from the venv and through BIN."""
+    kw = dict(capture_output=True, text=True, timeout=120, **kw)
+    return (subprocess.run([str(forkserver.REAL_BIN / name), *args], **kw),
+            subprocess.run([str(BIN / name), *args], **kw))
+
+
+def wait_for_server(timeout=180):
+    sock = BIN / "server.sock"
+    t0 = time.time()
+    while not sock.exists():
+        assert time.time() - t0 < timeout, f"the fork server did not listen on {sock} within {timeout} s"
+        time.sleep(0.2)
+
+
+def test_same_output_and_status_as_the_script():
+    wait_for_server()
+    real, served = both("syntrans-reproduce", "no_such_table")
+    assert real.returncode == served.returncode == 2
+    assert (served.stdout, served.stderr) == (real.stdout, real.stderr)
+    real, served = both("syntrans-synth", "--help")
+    assert real.returncode == served.returncode == 0 and served.stdout == real.stdout and "usage" in real.stdout
+
+
+def test_python_dash_m_gets_stdin_and_the_working_folder(tmp_path):
+    wait_for_server()
+    (tmp_path / "in.json").write_text('{"b": 1, "a": [2]}')
+    real, served = both("python", "-m", "json.tool", "--sort-keys", "in.json", cwd=tmp_path)
+    assert real.returncode == served.returncode == 0 and served.stdout == real.stdout and '"a"' in real.stdout
+    real, served = both("python", "-m", "json.tool", input='{"x": 3}')
+    assert real.returncode == served.returncode == 0 and served.stdout == real.stdout and '"x": 3' in real.stdout
+    real, served = both("python", "-c", "import sys; print(sys.argv)")  # not -m: the real python runs it
+    assert served.stdout == real.stdout and served.returncode == 0
+
+
+def test_a_signal_to_the_client_ends_the_command_as_it_ends_the_script():
+    """SIGTERM to a client waiting on a command that reads a pipe never closed: the command ends, and the client's
+    status is the signal's, as the real process's would be."""
+    wait_for_server()
+    statuses = []
+    for folder in (forkserver.REAL_BIN, BIN):
+        p = subprocess.Popen([str(folder / "python"), "-m", "json.tool"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(3)
+        assert p.poll() is None
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)
+        p.stdin.close()
+        statuses.append(p.returncode)
+    assert statuses == [-signal.SIGTERM, -signal.SIGTERM]
+
+
+def test_a_client_without_a_server_runs_the_script_itself(tmp_path):
+    folder = forkserver.shim_dir()  # a new folder whose server never started
+    assert not (folder / "server.sock").exists()
+    real = subprocess.run([str(forkserver.REAL_BIN / "syntrans-reproduce"), "no_such_table"], capture_output=True,
+                          text=True, timeout=120)
+    alone = subprocess.run([str(folder / "syntrans-reproduce"), "no_such_table"], capture_output=True, text=True,
+                           timeout=120)
+    assert (alone.returncode, alone.stdout, alone.stderr) == (real.returncode, real.stdout, real.stderr)
+    assert os.access(folder / "python", os.X_OK) and (folder / "fairseq-train").read_text().startswith(
+        f"#!{sys.executable}")
