@@ -199,7 +199,9 @@ def check_warm_start(task, model, cfg) -> None:
     weights = state.get("model") if isinstance(state.get("model"), dict) else {}
     new = [k for k in model.state_dict() if k not in weights]
     logger.info(f"warm start from {path}, a checkpoint of a {held} model: its Transformer flags are this run's; "
-                + (f"{len(new)} tensors of this model are not in it and start as their method initialises them "
+                + (f"{len(new)} tensor of this model is not in it and starts as its method initialises it (listed as "
+                   "it is loaded)" if len(new) == 1 else
+                   f"{len(new)} tensors of this model are not in it and start as their method initialises them "
                    "(listed as it is loaded)" if new else
                    f"all {len(weights)} of its tensors are this model's, and it has no other (its method adds no "
                    "parameters)"))
