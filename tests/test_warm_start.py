@@ -195,6 +195,17 @@ def test_a_stock_tensor_of_another_shape_is_named(stock, tiny_data, tmp_path):
         load_as_trainer(model, stock("post_norm"))
 
 
+def test_a_model_built_from_a_checkpoint_does_not_warm_start(stock, tiny_data, tmp_path):
+    """A model built from a checkpoint (fairseq-generate, syntrans-translate) loads only a checkpoint that has all its
+    tensors: one without its syntax tensors is fairseq's strict error there, never a model with random syntax."""
+    task, model, _ = warm_model(tiny_data, stock("post_norm"), tmp_path, "lisa_transformer_wmt_en_de")
+    assert model.warm_start_allowed
+    loaded = task.build_model(model.cfg, from_checkpoint=True)
+    assert not loaded.warm_start_allowed
+    with pytest.raises(RuntimeError, match=r"Missing key\(s\) in state_dict: \"encoder\.layers\.0\.self_attn\.lisa\.U\""):
+        load_as_trainer(loaded, stock("post_norm"))
+
+
 # ------------------------------------------------------------------------------------------------ the stock loss
 
 @pytest.mark.parametrize("arch, shape", [("distance_transformer_iwslt_de_en", "post_norm"),

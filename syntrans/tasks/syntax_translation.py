@@ -126,6 +126,8 @@ class SyntaxTranslationTask(TranslationTask, SyntaxTask):
             check_resume_dictionaries(self, model)  # a checkpoint_last.pt of another data-bin
             check_warm_start(self, model, cfg)  # a checkpoint of another model, e.g. a stock Transformer's
         if isinstance(model, SyntaxModel):
+            if not from_checkpoint:
+                model.allow_warm_start()  # fairseq-train's model: it may start from a stock Transformer's checkpoint
             self.syntax_needs = self.syntax_needs | model.syntax_needs()
             for ds in self.datasets.values():
                 if isinstance(ds, SyntaxPairDataset):
