@@ -80,6 +80,11 @@ class BiaffineQueryProjection(nn.Module):
         n = heads.stop - heads.start
         self.U = nn.Parameter(torch.eye(self.head_dim).repeat(n, 1, 1))  # (n, d, d)
 
+    def initialisation(self) -> Dict[str, str]:
+        """Only U is an addition: ``weight`` and ``bias`` are the stock query projection's."""
+        return {"U": "the identity per head (ours: Deguchi et al. 2019 state none): the DBSA heads start as the stock "
+                     "heads they take over"}
+
     def folded(self):
         """The projection with U folded in: Q_h U_h = (x W_hᵀ + b_h) U_h = x (U_hᵀ W_h)ᵀ + b_h U_h, so the DBSA heads'
         rows of the weight become U_hᵀ W_h and their bias b_h U_h → (weight (C, C_in), bias (C,) or None). A (C, C_in)

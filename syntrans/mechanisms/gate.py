@@ -12,7 +12,7 @@ At evaluation the gate values G of every gated layer × syntax head are logged a
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
 import logging
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import torch
 import torch.nn as nn
@@ -21,7 +21,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.attention_kernels import dropped
 from ..modules.aux_losses import report_aux_metric
-from ..modules.blocks import LayerMixer, SideInputs
+from ..modules.blocks import LINEAR_DEFAULT, LayerMixer, SideInputs
 from ..modules.precision import full_precision, named_precision
 from ..modules.recompute import recomputing
 from .base import Mechanism, check_choice, check_option, is_number, reports_of
@@ -98,6 +98,19 @@ class SyntaxGate(LayerMixer):
     @property
     def frozen(self) -> bool:
         return self._frozen
+
+    def initialisation(self) -> Dict[str, str]:
+        """The gate network starts random and frozen, G near 0.5 (Hou et al., gated self-attention, §3 "Pre-warmup
+        Training": "the gating network is frozen, yielding random weights around 0.5")."""
+        if self.mode != "gated":
+            return {}
+        random = f"{LINEAR_DEFAULT}: the paper's random gate network (Hou et al., §3 pre-warm-up; no law stated)"
+        out = {"fc1.": f"W₁, b₁: {random}", "norm.": "LayerNorm γ = 1, β = 0 (torch's default; ours, not stated)",
+               "fc2.": f"W₂, b₂: {random}"}
+        if self.bn is not None:
+            out["bn."] = ("BatchNorm γ = 1, β = 0, running mean 0 and variance 1 (torch's default): σ(BN(·)) starts "
+                          "around 0.5, as the paper's pre-warm-up (Hou et al., §3)")
+        return out
 
     def set_epoch(self, epoch: int) -> None:
         """Pre-warm-up from fairseq's epoch counter (1-based): frozen in epochs 1..K, trained from K + 1 on.

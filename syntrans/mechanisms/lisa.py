@@ -81,6 +81,11 @@ class LisaHead(HeadBlock):
             self.U = nn.Parameter(torch.empty(head_dim + 1, head_dim))
             nn.init.xavier_uniform_(self.U)
 
+    def initialisation(self) -> Dict[str, str]:
+        if self.loss != "ce":
+            return {}
+        return {"U": "Xavier-uniform (ours: Bugliarello & Okazaki 2020 and Strubell et al. 2018 state none)"}
+
     def needs_probs(self, inputs: SideInputs) -> bool:
         return (self.key in inputs.keep or (self.gold_parents and not self.training)
                 or (self.loss == "l2" and inputs.get(self.key) is not None))  # the l2 loss reads every probability

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from fairseq.dataclass import FairseqDataclass
 
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
-from ..modules.blocks import SyntaxPart
+from ..modules.blocks import LINEAR_DEFAULT, SyntaxPart
 from ..modules.precision import named_precision
 from ..syntax.nsd_labels import BOS_NSD, NO_NSD, NSD_KINDS
 from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, required_feature
@@ -309,6 +309,12 @@ class NsdSide(SyntaxPart):
             self.input = NsdInput(s.input, embed_dim, nsd_dim, s.v_min, s.v_max, s.spe, spe_lambda)
         if s.output:
             self.classifier = NsdClassifier(embed_dim, s.v_min, s.v_max)
+
+    def initialisation(self) -> Dict[str, str]:
+        """Ma et al. 2019 state no initialisation of the NSD embedding, W of Eq. 10 or the classifier of Eq. 11."""
+        return {"input.embed.": "E_d: normal, std k^-1/2, as fairseq's token embeddings, the no-value row 0 (ours)",
+                "input.proj.": f"W, b of W(x‖e) + b (Eq. 10): {LINEAR_DEFAULT} (ours)",
+                "classifier.out.": f"the NSD classifier (Eq. 11): {LINEAR_DEFAULT} (ours)"}
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         """A checkpoint whose NSD embedding size k differs from the model's was trained with another --nsd-embed-dim:

@@ -34,14 +34,14 @@ subword; ``src_parent_first``: its head word's first subword) and shared by ever
 """
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
 from dataclasses import dataclass, field
-from typing import List
+from typing import Dict, List
 
 import torch
 import torch.nn as nn
 from fairseq.dataclass import FairseqDataclass
 
 from ..modules.aux_losses import report_aux_metric
-from ..modules.blocks import HeadBlock, LayerMixer, LogMaskHeads, SideInputs
+from ..modules.blocks import LINEAR_DEFAULT, HeadBlock, LayerMixer, LogMaskHeads, SideInputs
 from ..modules.precision import full_precision, named_precision
 from ..syntax.sla_window import WINDOWS, tree_window, window_log_mask
 from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, reports_of, required_feature
@@ -105,6 +105,9 @@ class TokenGate(LayerMixer):
     def __init__(self, embed_dim: int):
         super().__init__()
         self.proj = nn.Linear(embed_dim, 1)
+
+    def initialisation(self) -> Dict[str, str]:
+        return {"proj.": f"w, b: {LINEAR_DEFAULT} (ours: neither Li et al. nor Hou et al. state one)"}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (T, B, C) the layer input → g (B, T) ∈ (0, 1), in the projection's dtype."""

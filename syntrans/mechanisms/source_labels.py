@@ -13,6 +13,7 @@ has a zero row. Nothing else changes: no head, no loss, no decoder part.
 """
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
 from dataclasses import dataclass, field
+from typing import Dict
 
 import torch
 import torch.nn as nn
@@ -53,6 +54,10 @@ class SourceLabelEmbedding(SyntaxPart):
         self.embed = nn.Embedding(N_LABELS + 2, label_dim, padding_idx=0)  # 0: padding, 1: EOS, 2 + l: label l
         nn.init.normal_(self.embed.weight, mean=0.0, std=label_dim ** -0.5)  # as fairseq's token embeddings
         nn.init.constant_(self.embed.weight[0], 0.0)
+
+    def initialisation(self) -> Dict[str, str]:
+        return {"embed.": "E_l: normal, std k^-1/2, as fairseq's token embeddings, the padding row 0 (ours: Sennrich & "
+                          "Haddow 2016 and Bugliarello & Okazaki 2020 state none)"}
 
     def forward(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """x (B, T, C) scaled token embeddings, labels (B, T) ids (PAD_LABEL, NO_LABEL or 0..N_LABELS−1)

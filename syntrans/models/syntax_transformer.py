@@ -31,6 +31,7 @@ from ..tasks.model_interface import SyntaxModel, model_overrides, value_ranges
 from .config import layer_side, model_config, model_shape, store
 from .decoder import SyntaxTransformerDecoder
 from .encoder import SyntaxTransformerEncoder
+from .warm_start import complete_state_dict
 
 MODEL = "syntax_transformer"
 
@@ -91,12 +92,18 @@ class SyntaxTransformerModel(TransformerModelBase, SyntaxModel):
                 module.set_epoch(epoch)
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """Checkpoints of earlier versions: their keys renamed to today's modules (the plan's legacy prefixes)."""
+        """Checkpoints of earlier versions: their keys renamed to today's modules (the plan's legacy prefixes). A
+        checkpoint without this model's syntax parameters (a stock Transformer's: a warm start) gets them as the model
+        was just built, each as its mechanism initialises it, and the lists of what is new and what was loaded are
+        logged (:mod:`.warm_start`), where the task allows it (a model built to train, not one built from a
+        checkpoint: :meth:`~syntrans.tasks.model_interface.SyntaxModel.allow_warm_start`)."""
         prefix = f"{name}." if name else ""
         for old, new in self.plan.legacy_keys().items():
             for key in [k for k in state_dict if k.startswith(prefix + old)]:
                 state_dict[prefix + new + key[len(prefix + old):]] = state_dict.pop(key)
         super().upgrade_state_dict_named(state_dict, name)
+        if self.warm_start_allowed:
+            complete_state_dict(self, state_dict, name)
 
     # ------------------------------------------------------------------------------------------------ forward
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,

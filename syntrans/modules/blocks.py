@@ -5,7 +5,8 @@
 * :class:`HeadBlock`: what one mechanism does to a block of consecutive heads of one self-attention layer.
 * :class:`LayerMixer`: what one mechanism does to all syntax heads of a layer after their softmax (mixes them with
   the stock attention).
-* :class:`SyntaxPart`: what they share with the modules of a whole side (warm-up, freezing).
+* :class:`SyntaxPart`: what they share with the modules of a whole side (warm-up, freezing, how their parameters
+  start).
 
 :class:`~syntrans.modules.syntax_attention.SyntaxMultiheadAttention` runs an ordered list of blocks; the mechanisms
 (:mod:`syntrans.mechanisms`) build them.
@@ -21,6 +22,8 @@ import torch.nn as nn
 #: what a forward can ask its layers to keep in their reports (besides a mechanism's key: its blocks' attention)
 KEEP_PROBS = "probs"  # every head's probabilities of every layer with syntax heads, (B, H, T, S) float32
 KEEP_PARSE = "parse"  # the predicted parent of every query row of every parse-predicting block, (B, T) long
+#: how torch's nn.Linear starts, for :meth:`SyntaxPart.initialisation`
+LINEAR_DEFAULT = "torch's nn.Linear default (weight and bias uniform in ±1/√fan_in)"
 
 
 @dataclass
@@ -66,6 +69,12 @@ class SyntaxPart(nn.Module):
     @property
     def frozen(self) -> bool:
         return False
+
+    def initialisation(self) -> Dict[str, str]:
+        """How this module's parameters and buffers start, {name relative to it, or the prefix of a submodule: how,
+        with the paper that says so or "ours"}: what a warm start from a checkpoint without them prints
+        (:mod:`syntrans.models.warm_start`). Every parameter of a syntax part is an addition to the Transformer."""
+        return {}
 
     def set_epoch(self, epoch: int) -> None:
         pass

@@ -5,7 +5,15 @@ says only "please ensure that the architectures match". :func:`check_resume_dict
 model just built on this data-bin and names the file, the side and both sizes; a checkpoint torch cannot read (cut
 short by a run killed while writing it) is named with the checkpoints beside it, before fairseq reads it.
 
-Both read the command's own config from the root of the task's config (fairseq's ``cfg.checkpoint``, ``cfg.model``),
+Starting a model from a checkpoint of another model class (a syntax model warm-started from a stock Transformer's,
+``--finetune-from-model`` or ``--restore-file`` with the ``--reset-*`` flags): its Transformer must be this run's. The
+state dict shows sizes, not everything: a checkpoint of another number of heads, of post-norm layers into pre-norm ones
+or with separate embeddings into shared ones loads without complaint and computes something else.
+:func:`check_warm_start` compares the Transformer flags the checkpoint was trained with to this run's and names each
+that differs; it logs the warm start (the tensors the checkpoint lacks are listed when fairseq loads it:
+:mod:`syntrans.models.warm_start`).
+
+All read the command's own config from the root of the task's config (fairseq's ``cfg.checkpoint``, ``cfg.model``),
 and do nothing where there is none (a task built outside a fairseq command).
 
 ``fairseq-generate --arch X`` with a checkpoint of another architecture: fairseq builds the checkpoint's model and
@@ -15,8 +23,11 @@ ignores ``--arch`` (its generation parser takes the flag, default ``wav2vec2``, 
 """
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Dict, Optional
+
+logger = logging.getLogger("syntrans.task")
 
 EMBEDDINGS = {"source": "encoder.embed_tokens.weight", "target": "decoder.embed_tokens.weight"}
 
@@ -53,9 +64,19 @@ def resume_path(task_cfg) -> Optional[str]:
     return path if os.path.isfile(path) else None
 
 
-def _stored_embedding_rows(path: str) -> Dict[str, int]:
-    """side → rows of the checkpoint's token embeddings (memory-mapped: the tensors are not read); {} when the file
-    cannot be read this way (an old format: fairseq's loader reads it). A file torch cannot read at all raises
+def loaded_path(task_cfg) -> Optional[str]:
+    """The checkpoint fairseq-train will load, as fairseq chooses it: :func:`resume_path`, else on a first launch
+    (no ``checkpoint_last.pt`` yet) ``--finetune-from-model`` when it exists; None otherwise."""
+    path = resume_path(task_cfg)
+    if path is not None or command_value(task_cfg, "checkpoint.restore_file") != "checkpoint_last.pt":
+        return path
+    finetune = command_value(task_cfg, "checkpoint.finetune_from_model")
+    return finetune if finetune and os.path.isfile(finetune) else None
+
+
+def _stored_state(path: str) -> Optional[Dict[str, Any]]:
+    """The checkpoint's state, memory-mapped (the tensors are not read); None when the file cannot be read this way
+    (an old format: fairseq's loader reads it). A file torch cannot read at all raises
     :class:`~syntrans.checkpoints.load_errors.CheckpointReadError`, which names it and the checkpoints beside it."""
     import torch
 
@@ -70,14 +91,20 @@ def _stored_embedding_rows(path: str) -> Dict[str, int]:
         state = torch.load(path, mmap=True, **kwargs)
     except Exception as error:  # noqa: BLE001 (an old format: left to fairseq's loader; a file torch cannot read)
         if not is_read_error(error):
-            return {}
+            return None
         try:
             torch.load(path, **kwargs)  # without mmap: whether torch can read the file at all
         except Exception as again:  # noqa: BLE001 (as above)
             if is_read_error(again):
                 raise CheckpointReadError(read_error_message(path, again)) from again
-        return {}
-    model = state.get("model") if isinstance(state, dict) else None
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def _stored_embedding_rows(path: str) -> Dict[str, int]:
+    """side → rows of the checkpoint's token embeddings; {} when the file cannot be read memory-mapped."""
+    state = _stored_state(path) or {}
+    model = state.get("model")
     if not isinstance(model, dict):
         return {}
     return {side: int(model[key].shape[0]) for side, key in EMBEDDINGS.items() if key in model}
@@ -86,9 +113,10 @@ def _stored_embedding_rows(path: str) -> Dict[str, int]:
 def check_resume_dictionaries(task, model) -> None:
     """ValueError when fairseq-train is about to resume ``model`` (just built on the task's data-bin) from a checkpoint
     whose token embeddings have another number of rows (module docs)."""
-    path = resume_path(task.cfg)
+    path = loaded_path(task.cfg)
     if path is None:
         return
+    resuming = path == resume_path(task.cfg)
     stored = _stored_embedding_rows(path)
     langs = {"source": task.cfg.source_lang, "target": task.cfg.target_lang}
     params = dict(model.named_parameters())
@@ -99,11 +127,84 @@ def check_resume_dictionaries(task, model) -> None:
         if stored[side] != here:
             data = command_value(task.cfg, "task.data") or task.cfg.data
             raise ValueError(
-                f"{path}: fairseq-train would resume from this checkpoint, but its {side} embeddings have {stored[side]} "
-                f"rows (the dictionary of the data-bin it was trained on) and this data-bin's dict.{langs[side]}.txt "
-                f"({data}) gives {here}: the checkpoint was trained on another data-bin (fairseq would say only "
-                "'please ensure that the architectures match'). Resume with the data-bin it was trained on, or train "
-                "into another --save-dir")
+                f"{path}: fairseq-train would {'resume' if resuming else 'start (--finetune-from-model)'} from this "
+                f"checkpoint, but its {side} embeddings have {stored[side]} rows (the dictionary of the data-bin it was "
+                f"trained on) and this data-bin's dict.{langs[side]}.txt ({data}) gives {here}: the checkpoint was "
+                "trained on another data-bin (fairseq would say only 'please ensure that the architectures match'). "
+                + ("Resume with the data-bin it was trained on, or train into another --save-dir" if resuming else
+                   "Train on the data-bin it was trained on (its dictionaries)"))
+
+
+#: the Transformer flags (fairseq's flat names) a model started from a checkpoint of another model class must share
+#: with it: its sizes, and what changes the computation without changing a shape (norm placement, embeddings shared,
+#: scaled or positioned otherwise, heads, activation)
+TRANSFORMER_FLAGS = (
+    "encoder_embed_dim", "encoder_ffn_embed_dim", "encoder_layers", "encoder_attention_heads", "encoder_normalize_before",
+    "encoder_learned_pos", "encoder_layers_to_keep", "decoder_embed_dim", "decoder_ffn_embed_dim", "decoder_layers",
+    "decoder_attention_heads", "decoder_normalize_before", "decoder_learned_pos", "decoder_layers_to_keep",
+    "decoder_input_dim", "decoder_output_dim", "share_all_embeddings", "share_decoder_input_output_embed",
+    "layernorm_embedding", "no_scale_embedding", "no_token_positional_embeddings", "activation_fn",
+    "cross_self_attention", "no_cross_attention", "adaptive_input", "adaptive_softmax_cutoff", "tie_adaptive_weights",
+)
+
+
+def model_value(model_cfg, name: str):
+    """The value of the flat model option ``name`` in a model config as fairseq keeps it: the command line's
+    Namespace (flat) or a config with the groups nested (``encoder.embed_dim``); None when it holds none. An option
+    of choices gives its value."""
+    if model_cfg is None:
+        return None
+    value = _get(model_cfg, name)
+    group, _, field = name.partition("_")
+    if value is None and group in ("encoder", "decoder"):
+        node = _get(model_cfg, group)
+        value = _get(node, field) if node is not None else None
+    value = getattr(value, "value", value)  # an enum of choices
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def check_warm_start(task, model, cfg) -> None:
+    """When fairseq-train is about to start ``model`` (just built from the model config ``cfg``) from a checkpoint of
+    another model class (:func:`loaded_path`; a syntax model from a stock Transformer's): ValueError naming each of
+    :data:`TRANSFORMER_FLAGS` the checkpoint was trained with another value of; else a log line saying how many of
+    the model's tensors the checkpoint lacks (module docs)."""
+    path = loaded_path(task.cfg)
+    state = _stored_state(path) if path is not None else None
+    if state is None:
+        return
+    stored = _get(state.get("cfg"), "model") if state.get("cfg") is not None else None
+    stored = stored if stored is not None else state.get("args")
+    from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
+
+    arch, name = model_value(stored, "arch"), model_value(stored, "_name")
+    stored_class = ARCH_MODEL_REGISTRY.get(arch) or MODEL_REGISTRY.get(name)
+    if stored_class is None or type(model) is stored_class:
+        return
+    differ = []
+    for option in TRANSFORMER_FLAGS:
+        theirs, ours = model_value(stored, option), model_value(cfg, option)
+        if option == "share_decoder_input_output_embed" and model_value(stored, "share_all_embeddings"):
+            continue  # implied by --share-all-embeddings (fairseq sets it when it builds the model)
+        if theirs is not None and ours is not None and theirs != ours:
+            differ.append(f"{_flag(option)}: checkpoint {theirs!r}, this run {ours!r}")
+    held = arch or name
+    if differ:
+        raise ValueError(f"{path}: fairseq-train would start this model from a checkpoint of a {held} model whose "
+                         f"Transformer differs from this run's (the tensors' shapes do not show all of it): "
+                         f"{'; '.join(differ)}. Give this run the Transformer flags the checkpoint was trained with")
+    weights = state.get("model") if isinstance(state.get("model"), dict) else {}
+    new = [k for k in model.state_dict() if k not in weights]
+    logger.info(f"warm start from {path}, a checkpoint of a {held} model: its Transformer flags are this run's; "
+                + (f"{len(new)} tensor of this model is not in it and starts as its method initialises it (listed as "
+                   "it is loaded)" if len(new) == 1 else
+                   f"{len(new)} tensors of this model are not in it and start as their method initialises them "
+                   "(listed as it is loaded)" if new else
+                   f"all {len(weights)} of its tensors are this model's, and it has no other (its method adds no "
+                   "parameters)"))
 
 
 #: the default of fairseq-generate's ``--arch`` (fairseq_cli.generate): not a choice the user made
@@ -127,4 +228,5 @@ def check_generation_arch(task, cfg) -> None:
                      f"of a {asked} model")
 
 
-__all__ = ["check_generation_arch", "check_resume_dictionaries", "command_value", "resume_path"]
+__all__ = ["check_generation_arch", "check_resume_dictionaries", "check_warm_start", "command_value", "loaded_path",
+           "model_value", "resume_path"]

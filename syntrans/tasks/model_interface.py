@@ -1,8 +1,9 @@
 """What the ``syntax_translation`` task and a syntax model ask of each other, declared once.
 
-* The task asks a model for the batch features it reads (:meth:`SyntaxModel.syntax_needs`) and tells it fairseq's
-  epoch (:meth:`SyntaxModel.set_epoch`); a model that is not a :class:`SyntaxModel` (e.g. fairseq's own Transformer)
-  reads no syntax.
+* The task asks a model for the batch features it reads (:meth:`SyntaxModel.syntax_needs`), tells it fairseq's
+  epoch (:meth:`SyntaxModel.set_epoch`) and whether a checkpoint it loads may lack its syntax parameters
+  (:meth:`SyntaxModel.allow_warm_start`: a model built to train); a model that is not a :class:`SyntaxModel` (e.g.
+  fairseq's own Transformer) reads no syntax.
 * A model, when it is built, asks a :class:`SyntaxTask` for the range of a feature's values over the training split
   (:func:`value_ranges`) and for the ``--model-overrides`` of the command that loads it (:func:`model_overrides`); a
   task that is not one (e.g. fairseq's own translation task) has neither.
@@ -24,6 +25,15 @@ class SyntaxModel:
 
     def set_epoch(self, epoch: int) -> None:
         """fairseq's epoch (1-based), at every epoch start, a resumed one included (warm-ups)."""
+
+    #: whether a checkpoint it loads may lack its syntax parameters (a warm start): :meth:`allow_warm_start`
+    warm_start_allowed: bool = False
+
+    def allow_warm_start(self) -> None:
+        """Said by the task of a model built to train (not from a checkpoint): a checkpoint it loads may lack the
+        syntax parameters, which then start as their method initialises them. A model built from a checkpoint
+        (generation) loads only a checkpoint that has them all."""
+        self.warm_start_allowed = True
 
 
 class SyntaxTask:

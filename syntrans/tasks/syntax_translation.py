@@ -17,7 +17,7 @@ from ..data.features import FeatureNeeds
 from ..data.syntax_dataset import SyntaxPairDataset
 from ..generation.end_of_split import EndOfSplit
 from ..generation.printing import gen_subset_of, syntax_generator
-from .checkpoint_match import check_generation_arch, check_resume_dictionaries
+from .checkpoint_match import check_generation_arch, check_resume_dictionaries, check_warm_start
 from .frozen_params import drop_frozen_grads, frozen_params, needs_zero_tie, with_zero_tie
 from .model_interface import SyntaxModel, SyntaxTask
 from .shard_checks import check_shares
@@ -117,13 +117,17 @@ class SyntaxTranslationTask(TranslationTask, SyntaxTask):
     def build_model(self, cfg, from_checkpoint=False):
         """fairseq's model building; then the features the model reads are requested of every split. A checkpoint's
         architecture is checked against the command's ``--arch``, a new model's dictionaries against those of the
-        checkpoint fairseq-train will resume from (:mod:`.checkpoint_match`)."""
+        checkpoint fairseq-train will load, and its Transformer against that of a checkpoint of another model it
+        starts from, a stock Transformer's (:mod:`.checkpoint_match`)."""
         if from_checkpoint:
             check_generation_arch(self, cfg)  # fairseq-generate --arch: fairseq would ignore it
         model = super().build_model(cfg, from_checkpoint=from_checkpoint)
         if not from_checkpoint:
             check_resume_dictionaries(self, model)  # a checkpoint_last.pt of another data-bin
+            check_warm_start(self, model, cfg)  # a checkpoint of another model, e.g. a stock Transformer's
         if isinstance(model, SyntaxModel):
+            if not from_checkpoint:
+                model.allow_warm_start()  # fairseq-train's model: it may start from a stock Transformer's checkpoint
             self.syntax_needs = self.syntax_needs | model.syntax_needs()
             for ds in self.datasets.values():
                 if isinstance(ds, SyntaxPairDataset):
