@@ -235,9 +235,9 @@ def test_byte_bpe_ids_are_fairseqs(tmp_path):
     """Our byte-level encoder gives fairseq's own ids (fairseq's gpt2 encoder on the same files)."""
     from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
 
-    lines = (MULTI30K / "train.de").read_text(encoding="utf-8").splitlines()[:400] if MULTI30K.is_dir() else \
+    lines = (MULTI30K / "train.de").read_text(encoding="utf-8").splitlines()[:200] if MULTI30K.is_dir() else \
         ["Ein Mädchen läuft über grünes Gras.", "A man's hat, isn't it?  Yes: 1999 —“quoted”."]
-    vocab, merges = learn_byte_merges(lines, 120)
+    vocab, merges = learn_byte_merges(lines, 80)
     enc, bpe = write_gpt2_files(tmp_path, vocab, merges)
     ours, theirs = ByteLevelBPE.load(str(enc), str(bpe)), get_encoder(str(enc), str(bpe))
     for line in lines + ["  spaces  and\ttabs ", "I'll we've 'd 汉字 ½"]:
@@ -313,7 +313,7 @@ def multi30k_sentences(n):
 @pytest.fixture(scope="module")
 def real_models(tmp_path_factory):
     """The three segmenters, trained on Multi30k train (en+de): subword-nmt codes (500 merges), SentencePiece
-    (vocabulary 500), a byte-level BPE vocabulary (150 merges)."""
+    (vocabulary 500), a byte-level BPE vocabulary (120 merges)."""
     if not MULTI30K.is_dir():
         pytest.skip(f"{MULTI30K} is absent (the shared real-data folder is optional)")
     import sentencepiece
@@ -332,7 +332,7 @@ def real_models(tmp_path_factory):
         learn_bpe(fin, fout, 500)
     sentencepiece.SentencePieceTrainer.train(input=str(folder / "train.txt"), model_prefix=str(folder / "sp"),
                                              vocab_size=500, minloglevel=2, num_threads=1)
-    enc, bpe = write_gpt2_files(folder, *learn_byte_merges(lines[:600] + lines[1500:2100], 150))
+    enc, bpe = write_gpt2_files(folder, *learn_byte_merges(lines[:300] + lines[1500:1800], 120))
     parser = argparse.ArgumentParser()
     add_segmenter_args(parser)
     return {
