@@ -30,6 +30,7 @@ setup(
         "stanza>=1.15,<2",
         "sacrebleu>=2.6,<3",
         "subword-nmt>=0.3.8,<0.4",
+        "sentencepiece>=0.2.3,<0.3",  # --bpe sentencepiece (syntrans.prep.segmenters)
         "sacremoses>=0.2,<0.3",
         # RIBES (syntrans.reproduce.scoring.ribes); 3.10.4: Kendall's tau over every increasing pair, as the RIBES script
         "nltk>=3.10.4,<4",

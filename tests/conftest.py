@@ -48,9 +48,9 @@ LONGEST_FIRST = ("test_real_route.py", "test_reproduce_smoke.py", "test_distribu
                  "test_invariance.py", "test_bad_input_round2.py", "test_demo.py", "test_resume.py",
                  "test_reproduce_tables.py", "test_benchmark.py", "test_install.py", "test_end_to_end_gate.py",
                  "test_end_to_end.py", "test_end_to_end_baselines.py", "test_reproduce_selection.py",
-                 "test_bad_input.py", "test_multitask.py", "test_parse_views.py", "test_compiled_kernels.py",
-                 "test_typed_config_checkpoint.py", "test_average_checkpoints.py", "test_synth.py", "test_nsd.py",
-                 "test_launcher.py")
+                 "test_bad_input.py", "test_char_align.py", "test_multitask.py", "test_parse_views.py",
+                 "test_compiled_kernels.py", "test_typed_config_checkpoint.py", "test_average_checkpoints.py",
+                 "test_synth.py", "test_nsd.py", "test_launcher.py")
 
 
 def pytest_collection_modifyitems(config, items):
