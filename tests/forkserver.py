@@ -1,6 +1,7 @@
 """The console scripts of fairseq and syntrans, started for the tests from one process that has imported torch and
-fairseq once (a fork server), instead of each command importing them again (measured: 12 s of a tiny fairseq-train's
-24 s were imports, 5.5 s more torch's compiler, which the first optimizer imports).
+the libraries fairseq uses once (a fork server), instead of each command importing them again (measured: 12 s of a tiny fairseq-train's
+24 s were imports, 5.5 s more torch's compiler, which the first optimizer imports; fairseq's own modules are
+about a fifth of the imports).
 
 ``shim_dir()`` is a folder holding, for every console script of the fairseq and syntrans distributions and for
 ``python -m MODULE`` (any other use of its ``python`` runs the real one), a small client under the same name
@@ -10,10 +11,11 @@ SIGTERM/SIGINT/SIGHUP to the command, and exits with the command's status. Each 
 the server: its streams are the client's, its environment and folder the client's, ``sys.argv`` and ``__main__`` the
 script's, warnings filters as ``PYTHONWARNINGS`` sets them in a new interpreter, and it calls the console script's
 entry point as the script would (``sys.exit(main())``);
-its atexit functions run at the end. The server imports nothing of syntrans and none of fairseq_cli (which configures
-logging when imported), so each command imports those itself, as in its own process. What differs from a new process:
-modules torch and fairseq import are already imported (their import-time messages are not printed again), and the
-hash seed is the server's.
+its atexit functions run at the end. The server imports torch, its compiler and the other
+third-party modules fairseq needs, but nothing of fairseq, fairseq_cli or syntrans (importing fairseq configures
+logging), so each command imports those itself, in its own order, as in its own process. What differs from a new
+process: the preloaded modules are already imported (their import-time messages are not printed again), and the hash
+seed is the server's.
 
 Until the server has imported everything (about 15 s after the session starts), and wherever it is not running, a
 client replaces itself with the real script (``exec``): the command then runs exactly as without this module.
@@ -35,10 +37,12 @@ from pathlib import Path
 ENV = "SYNTRANS_TEST_FORKSERVER"
 REAL_BIN = Path(sys.executable).parent
 DISTRIBUTIONS = ("fairseq-fixed", "fairseq", "syntrans")
-#: imported by the server before it listens: what every fairseq command imports, and torch's compiler (the first
-#: optimizer imports it)
-PRELOAD = ("numpy", "torch", "torch._dynamo", "torch.optim", "fairseq", "fairseq.checkpoint_utils", "fairseq.trainer",
-           "fairseq.sequence_generator", "fairseq.options", "sacrebleu")
+#: imported by the server before it listens: the third-party modules every fairseq command imports, and torch's
+#: compiler (the first optimizer imports it). Not fairseq itself: importing it configures logging (a handler on stderr,
+#: from its text-to-speech task), which a command such as fairseq-train configures before it imports fairseq; the
+#: child imports fairseq in the command's own order.
+PRELOAD = ("numpy", "torch", "torch._dynamo", "torch.optim", "sklearn.metrics", "scipy.stats", "omegaconf", "hydra",
+           "sacrebleu", "sacremoses")
 
 CLIENT = r'''#!{python} -IS
 # a client of the tests' fork server ({server}): runs {name} there, or this script itself where no server listens
@@ -257,16 +261,11 @@ def _run_command(conn, name, argv, env, cwd, fds, scripts, base_filters) -> int:
 
 def serve(path: str) -> None:
     import importlib
-    import logging
     import warnings
 
     base_filters = list(warnings.filters)
     for module in PRELOAD:
         importlib.import_module(module)
-    root = logging.getLogger()  # as a new process has it: fairseq_cli configures logging when a command imports it
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    root.setLevel(logging.WARNING)
     warnings.filters[:] = base_filters
     scripts = entry_points()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel; clients get their status

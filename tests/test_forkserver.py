@@ -39,6 +39,19 @@ def test_same_output_and_status_as_the_script():
     assert real.returncode == served.returncode == 0 and served.stdout == real.stdout and "usage" in real.stdout
 
 
+def test_fairseq_logs_where_and_how_it_logs_in_its_own_process(tmp_path):
+    """fairseq-generate configures no logging before it imports fairseq, whose import puts a handler on stderr; its
+    own messages then go there in that handler's format. Served, the same lines in the same place (the server has not
+    imported fairseq: the command imports it in its own order)."""
+    wait_for_server()
+    real, served = both("fairseq-generate", str(tmp_path), "--path", str(tmp_path / "none.pt"), cwd=tmp_path)
+    assert real.returncode == served.returncode != 0
+    assert served.stdout == real.stdout
+    logged = [ln for ln in real.stderr.splitlines() if ln.startswith("INFO:fairseq_cli.generate:")]
+    assert logged and [ln for ln in served.stderr.splitlines() if ln.startswith("INFO:")] == [
+        ln for ln in real.stderr.splitlines() if ln.startswith("INFO:")]
+
+
 def test_python_dash_m_gets_stdin_and_the_working_folder(tmp_path):
     wait_for_server()
     (tmp_path / "in.json").write_text('{"b": 1, "a": [2]}')
