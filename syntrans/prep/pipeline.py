@@ -40,10 +40,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..data.parse_views import KIND_VIEW, VIEWS, parse_views, side_views
+from ..data.parse_views import VIEWS, parse_views, side_views
+from ..data.sidecar_format import kinds_of_views
 from ..parsing.names import PREPARE_PARSERS
 from . import markers
-from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
+from .binarize import binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
 from .checksums import Digest, file_digest, read_sums
 from .clean import LANGUAGE, REASONS
@@ -338,7 +339,7 @@ def _parse(r: _Run) -> tuple[list[str], dict]:
 def _sidecar_kinds(r: _Run) -> dict:
     """{lang: the sidecars the binarize step writes}: the word index, and those of the side's views (none without a
     view; all four for gold parses)."""
-    return {lang: tuple(k for k in SIDECAR_KINDS if k == "word" or KIND_VIEW[k] in views) if views else ()
+    return {lang: kinds_of_views(views) if views else ()
             for lang, views in _lang_views(r).items()}
 
 
