@@ -133,6 +133,9 @@ class Pascal(Mechanism):
     key = "pascal"
     Config = PascalConfig
     title = "PASCAL (Bugliarello & Okazaki 2020)"
+    name = "PASCAL"
+    marked_parents = {"encoder": "src_parent_middle"}  # the Gaussian's centre p_i
+    marks_centre = True
 
     def __init__(self, cfg: PascalConfig, shape):
         super().__init__(cfg, shape)
