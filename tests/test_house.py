@@ -134,6 +134,7 @@ def _import_rule(applies, forbidden, what):
 #: the packages of syntrans from the ground up: a module imports its own package and those of lower floors, none of
 #: its own floor or above. A name is on the floor of its longest entry.
 FLOORS = (
+    ("syntrans.atomic_write",),  # writing a file whole or not at all (standard library only)
     # checkpoint files (loading, averaging; what reads a model's config is passed in from above)
     ("syntrans.lazy_exports", "syntrans.quiet_import", "syntrans.jobs", "syntrans.checkpoints"),
     ("syntrans.syntax", "syntrans.modules", "syntrans.criterions"),  # pure algorithms; the attention; the loss
