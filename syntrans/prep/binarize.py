@@ -14,12 +14,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from ..data.sidecar_format import KINDS
 from .corpora import SPLITS
 from .errors import PrepError
-
-#: the sidecars the step writes for every split and side when the parse holds both views (heads, labels and trees;
-#: fewer for one view: ``word`` plus ``head`` and ``label`` of dependencies, ``dist`` of trees)
-SIDECAR_KINDS = ("word", "head", "dist", "label")
 
 
 def preprocess_argv(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str, tgt: str, joint: bool,
@@ -37,9 +34,10 @@ def preprocess_argv(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: 
     return argv
 
 
-def binary_outputs(src: str, tgt: str, sidecars: bool = True, kinds=SIDECAR_KINDS) -> list[str]:
+def binary_outputs(src: str, tgt: str, sidecars: bool = True, kinds=KINDS) -> list[str]:
     """Files (relative to data-bin) the step must leave: dictionaries, binaries and (``sidecars``) the sidecars
-    ``kinds`` of every split (a tuple for both sides, or {lang: kinds})."""
+    ``kinds`` of every split (a tuple for both sides, or {lang: kinds}; default: all, as a parse holding both views
+    gives them)."""
     out = [f"dict.{src}.txt", f"dict.{tgt}.txt"]
     for split in SPLITS:
         for lang in (src, tgt):
@@ -52,7 +50,7 @@ def binary_outputs(src: str, tgt: str, sidecars: bool = True, kinds=SIDECAR_KIND
 
 
 def run_binarize(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str, tgt: str, joint: bool, workers: int = 1,
-                 log: Callable[[str], None] = print, nwords: int | None = None, kinds=SIDECAR_KINDS) -> None:
+                 log: Callable[[str], None] = print, nwords: int | None = None, kinds=KINDS) -> None:
     from ..data.preprocess import check_usage, fairseq_binarize, parse_preprocess_args, preprocess  # lazy: fairseq
 
     if data_bin.exists():

@@ -40,10 +40,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..data.parse_views import KIND_VIEW, VIEWS, parse_views, side_views
+from ..atomic_write import atomic_file, write_text
+from ..data.parse_views import VIEWS, parse_views, side_views
+from ..data.sidecar_format import kinds_of_views
 from ..parsing.names import PREPARE_PARSERS
 from . import markers
-from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
+from .binarize import binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
 from .checksums import Digest, file_digest, read_sums
 from .clean import LANGUAGE, REASONS
@@ -338,7 +340,7 @@ def _parse(r: _Run) -> tuple[list[str], dict]:
 def _sidecar_kinds(r: _Run) -> dict:
     """{lang: the sidecars the binarize step writes}: the word index, and those of the side's views (none without a
     view; all four for gold parses)."""
-    return {lang: tuple(k for k in SIDECAR_KINDS if k == "word" or KIND_VIEW[k] in views) if views else ()
+    return {lang: kinds_of_views(views) if views else ()
             for lang, views in _lang_views(r).items()}
 
 
@@ -389,16 +391,14 @@ def _reference(r: _Run) -> tuple[list[str], dict]:
     for split in REF_SPLITS:
         for lang in (r.src, r.tgt):
             out = ref / f"{split}.{lang}"
-            tmp = out.with_name(out.name + ".tmp")
             n = 0
-            with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            with atomic_file(out) as f:
                 for line in read_lines(r.out / "text" / f"{split}.{lang}"):
                     if r.limits[split] is not None and n >= r.limits[split]:
                         break
                     line = line.rstrip("\r\n")
                     f.write((line.lower() if r.pair.lowercase else line) + "\n")
                     n += 1
-            tmp.replace(out)
             counts[f"{split}.{lang}"] = n
     r.log(f"reference: {ref}/{{valid,test}}.{{{r.src},{r.tgt}}}: {counts['valid.' + r.tgt]} and "
           f"{counts['test.' + r.tgt]} lines" + (" (lowercased)" if r.pair.lowercase else ""))
@@ -412,10 +412,8 @@ def _reference(r: _Run) -> tuple[list[str], dict]:
                             f"segments; expected reference {k} of every test segment, line by line (the "
                             f"layout of corpus {r.corpus.name!r} in syntrans.prep.corpora)")
         out = ref / f"test.{r.tgt}.{k}"
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text("".join((x.rstrip("\r\n").lower() if r.pair.lowercase else x.rstrip("\r\n")) + "\n"
-                               for x in lines), encoding="utf-8")
-        tmp.replace(out)
+        write_text(out, "".join((x.rstrip("\r\n").lower() if r.pair.lowercase else x.rstrip("\r\n")) + "\n"
+                                for x in lines))
         more.append(f"ref/test.{r.tgt}.{k}")
     if more:
         r.log(f"reference: {len(more) + 1} references of the test set: {ref}/test.{r.tgt} and {', '.join(more)}")
@@ -590,9 +588,7 @@ def _check_recipe(r: _Run) -> None:
                         f"same recipe: use another --out, or pass --force to prepare {r.out} again under the new one")
     path = r.out / markers.DONE_DIR / RECIPE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"recipe": now}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, json.dumps({"recipe": now}, indent=1, sort_keys=True) + "\n")
 
 
 def _warn_missing_models(r: _Run) -> None:
@@ -654,8 +650,6 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
                         "smoke": smoke, "parser": parser, "bpe_ops": bpe_ops, "smoke_sizes": smoke_sizes,
                         "parse_shards": parse_shards, "recipe": r.recipe,
                         "views": {"source": list(r.views[r.src]), "target": list(r.views[r.tgt])}}
-    tmp = r.out / "prepared.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(r.out / "prepared.json")
+    write_text(r.out / "prepared.json", json.dumps(summary, indent=1) + "\n")
     log(p.summary())
     return p
