@@ -13,7 +13,8 @@ from ..syntax.gc_pause import gc_paused
 from ..syntax.parsed import iter_parsed
 from ..syntax.text_files import check_utf8
 from ..syntax.tree_checks import chain_heads, dependency_fault
-from .sidecar_format import KIND_DTYPES, KINDS, bpe_subword_words, kinds_of_views, line_items
+from .piece_routes import PieceRoute
+from .sidecar_format import KIND_DTYPES, KINDS, kinds_of_views, line_items
 from .sidecars import SidecarWriter
 
 logger = logging.getLogger("syntrans.preprocess")
@@ -40,6 +41,9 @@ class SidecarReport:
     first_not_tree: str = ""  # what the first of them is
     other_labels: List[int] = field(default_factory=list)  # lines with a relation outside UD v2 (label "other")
     seconds: float = 0.0
+    by_chars: bool = False  # pieces aligned to words by characters (--bpe sentencepiece or gpt2)
+    crossing: int = 0  # pieces holding characters of two or more words (aligned by characters)
+    crossing_lines: List[int] = field(default_factory=list)  # the lines holding them
 
     def summary(self) -> str:
         def some(xs):
@@ -53,11 +57,20 @@ class SidecarReport:
                 f"empty lines {some(self.empty)} (empty sidecars); failed parses {some(self.failed)} "
                 f"(the parser's fallback tree is used); words spelled differently in the parse {some(self.respelled)}; "
                 f"dependency heads that are no tree {some(self.not_trees)}{fallback}; "
-                f"{labels}{self.seconds:.2f}s")
+                f"{labels}{self.crossing_summary()}{self.seconds:.2f}s")
+
+    def crossing_summary(self) -> str:
+        """The crossing pieces, said when pieces are aligned by characters (the ``@@`` route has none)."""
+        if not self.by_chars:
+            return ""
+        lines = self.crossing_lines
+        shown = f" (lines {', '.join(map(str, lines[:5]))}{', …' if len(lines) > 5 else ''})" if lines else ""
+        return (f"pieces crossing a word boundary {self.crossing} in {len(lines)} lines{shown} (each belongs to the "
+                "word of its first character); ")
 
 
 def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "@@", binarize: bool = False,
-               strict: bool = False) -> SidecarReport:
+               strict: bool = False, route: PieceRoute | None = None) -> SidecarReport:
     """Write ``{out_prefix}.{word,head,dist,label}`` for a BPE text file and its parsed corpus (``head`` and ``label``
     where the parses have dependencies, ``dist`` where they have constituency trees).
 
@@ -71,7 +84,7 @@ def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "
     """
     with gc_paused():
         try:
-            return _build_side(text_file, parse_file, out_prefix, marker, binarize, strict)
+            return _build_side(text_file, parse_file, out_prefix, route or PieceRoute(marker=marker), binarize, strict)
         except BaseException:
             for kind in KINDS:  # no half-written sidecar is left behind
                 for ext in (".bin", ".idx"):
@@ -88,9 +101,9 @@ def _text_lines(path: str) -> Iterator[str]:
             yield line[:-1] if line.endswith("\n") else line
 
 
-def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> SidecarReport:
+def _build_side(text_file, parse_file, out_prefix, route, binarize, strict) -> SidecarReport:
     t0 = time.perf_counter()
-    rep = SidecarReport(text_file, parse_file)
+    rep = SidecarReport(text_file, parse_file, by_chars=route.by_chars)
     try:
         sentences = iter_parsed(parse_file)
         first = next(sentences, None)
@@ -132,13 +145,17 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
                     s.heads, s.deprels = chain_heads(len(s.words)), None
             pieces = text.split()
             try:
-                subwords = bpe_subword_words(pieces, marker, f"{text_file}, line {ln}")
+                subwords, alignment = route.subword_words(pieces, [w for s in sents for w in s.words],
+                                                          f"{text_file}, line {ln}")
                 items = line_items(subwords, sents, f"{text_file}, line {ln}", parse_file, binarize, need_heads,
                                    need_tree)
             except ValueError as e:
                 raise SidecarError(str(e)) from None
             if subwords.words != [w for s in sents for w in s.words]:
                 rep.respelled.append(ln)
+            if alignment is not None and alignment.crossing:
+                rep.crossing += alignment.crossing
+                rep.crossing_lines.append(ln)
             if not pieces:
                 rep.empty.append(ln)
             if len(sents) > 1:
