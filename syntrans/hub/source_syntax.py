@@ -13,6 +13,7 @@ from typing import Dict, List, Sequence, Set, Tuple, Union
 import numpy as np
 
 from ..data.features import FEATURES
+from ..data.piece_routes import SPACE_MARK, PieceRoute
 from ..data.sidecar_format import KIND_TITLES, KINDS, PARSE_KINDS, LineItems, bpe_subword_words, line_items
 from ..parsing import driver  # its functions looked up at call time, so that tests can patch them there
 from ..parsing.names import PARSERS
@@ -57,13 +58,18 @@ def as_sentences(parse: LineParse) -> List[ParsedSentence]:
 
 
 def line_arrays(pieces: Sequence[str], sentences: Sequence[ParsedSentence], where: str, marker: str = "@@",
-                binarize: bool = False) -> LineItems:
+                binarize: bool = False, route: PieceRoute | None = None) -> LineItems:
     """The sidecar items of one line: ``word`` (per subword its word), and ``head``/``dist``/``label`` where the parse
     has them, as ``syntrans-preprocess`` writes them. ``sentences`` may be empty (no parse: ``word`` only).
 
     Raises ValueError naming ``where`` when the BPE text and the parse disagree on the number of words.
     """
-    subwords = bpe_subword_words(pieces, marker, where)
+    route = route or PieceRoute(marker=marker)
+    if route.by_chars:  # SentencePiece: without a parse, the words are the text's whitespace-separated fields
+        words = [w for s in sentences for w in s.words] or "".join(pieces).replace(SPACE_MARK, " ").split()
+        subwords = route.subword_words(pieces, words, where)[0]
+    else:
+        subwords = bpe_subword_words(pieces, marker, where)
     if not sentences:
         return {"word": subwords.index}
     return line_items(subwords, sentences, where, binarize=binarize)
