@@ -132,17 +132,15 @@ def _import_rule(applies, forbidden, what):
 
 
 #: the packages of syntrans from the ground up: a module imports its own package and those of lower floors, none of
-#: its own floor or above. A name is on the floor of its longest entry (``syntrans.checkpoints.safety`` and ``.load_errors``,
-#: the allow-list and the read errors the task also uses, stand below the rest of ``syntrans.checkpoints``, which
-#: averages and loads models).
+#: its own floor or above. A name is on the floor of its longest entry.
 FLOORS = (
-    ("syntrans.lazy_exports", "syntrans.quiet_import", "syntrans.jobs", "syntrans.checkpoints.safety",
-     "syntrans.checkpoints.load_errors"),
+    ("syntrans.atomic_write",),  # writing a file whole or not at all (standard library only)
+    # checkpoint files (loading, averaging; what reads a model's config is passed in from above)
+    ("syntrans.lazy_exports", "syntrans.quiet_import", "syntrans.jobs", "syntrans.checkpoints"),
     ("syntrans.syntax", "syntrans.modules", "syntrans.criterions"),  # pure algorithms; the attention; the loss
     ("syntrans.synth", "syntrans.data", "syntrans.generation"),  # sidecars, views of a parse, features; decoding
     ("syntrans.mechanisms", "syntrans.parsing", "syntrans.tasks"),  # one module per method; the parsers; the task
     ("syntrans.models", "syntrans.prep"),  # the model; corpus preparation (parses through the parsers and jobs)
-    ("syntrans.checkpoints",),  # averaging (the model's config adapter) and loading trained models
     ("syntrans.plots", "syntrans.hub"),  # figures and the translation API, on trained models
     ("syntrans.reproduce",),  # the papers' tables: configs, data recipes, runs, figures
     ("syntrans.plugin",),  # what fairseq registers
@@ -292,7 +290,7 @@ SYNTHETIC = [
     ("no_upward_import", "syntrans.prep.parse_step", False, "def f():\n    from ..jobs.launcher import run_units\n", 0),
     ("no_upward_import", "syntrans.parsing.cluster", False, "from .. import data\nfrom .shards import x\n", 0),
     ("no_upward_import", "syntrans.tasks.checkpoint_match", False, "from ..checkpoints.safety import allow\n", 0),
-    ("no_upward_import", "syntrans.tasks.checkpoint_match", False, "from ..checkpoints.loading import load\n", 1),
+    ("no_upward_import", "syntrans.checkpoints.average", False, "def f():\n    from ..models.config import c\n", 1),
     ("no_upward_import", "syntrans.data.features", False, "def f():\n    import torch\n    import fairseq.data\n", 0),
     ("no_upward_import", "syntrans", True, "def register():\n    from . import plugin\n", 0),  # the root: on top
     # no __class__ assignment

@@ -18,6 +18,7 @@ from syntrans.cli import parse as parse_cli
 from syntrans.cli import prepare as prepare_cli
 from syntrans.cli.preprocess import main as preprocess
 from syntrans.data import sidecars
+from syntrans.data.sidecar_format import KIND_DTYPES
 from syntrans.reproduce.config_views import views_of_config, views_of_flags
 
 LINES = ["the cat sat on the mat .", "a dog barked", "", "one more line here", "x y z", "we parse it all",
@@ -102,7 +103,7 @@ def test_sidecars_are_written_in_compact_types_and_read_back_as_written(tmp_path
     dest = tmp_path / "data-bin"
     assert preprocess(preprocess_argv(text, dest)) == 0
     side = sidecars.load_side(str(dest), "train", "src", "tgt", "src")
-    for kind, dtype in sidecars.KIND_DTYPES.items():
+    for kind, dtype in KIND_DTYPES.items():
         assert side[kind].data._index.dtype == dtype, kind
     # line 1 "the cat sat on the mat .": right-branching heads are the next word, the last word is the root
     assert side["head"][0].tolist() == [2, 3, 4, 5, 6, 7, 0] and side["head"][0].dtype == np.int64

@@ -71,7 +71,7 @@ def test_two_sentences_of_one_line_have_no_path():
 
 @pytest.mark.fast
 @pytest.mark.parametrize("heads,pieces,message", [
-    ([2, 3, 1], [1, 1, 1], "word 0 (0-based) never reaches a root"),
+    ([2, 3, 1], [1, 1, 1], "the heads of word 0 (0-based) run into a cycle"),
     ([0, 2], [1, 1], "word 1 (0-based) is its own head"),
     ([0, 5], [1, 1], "word 1 (0-based) has head 5, expected 0..2"),
     ([0, 1], [1, 0], "word 1 (0-based) has 0 pieces"),

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..data.sidecar_format import KINDS
+
 BIN = Path(sys.executable).parent
 TIME = "/usr/bin/time"
 
@@ -92,7 +94,7 @@ def sidecar_bytes(data_bin: Path, split: str = "train") -> Dict[str, int]:
     out: Dict[str, int] = {}
     for p in data_bin.glob(f"{split}.*-*.*.*.*"):
         kind = p.name.split(".")[-2]
-        if kind in ("word", "head", "dist", "label"):
+        if kind in KINDS:
             out[kind] = out.get(kind, 0) + p.stat().st_size
     return out
 

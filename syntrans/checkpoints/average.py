@@ -4,8 +4,9 @@ fairseq's ``scripts/average_checkpoints.py`` is not installed with the package; 
 (``syntrans-average-checkpoints``). Floating-point tensors are summed in float32 (float64 stays float64) and
 the mean is cast back to the dtype of the last checkpoint's tensor; integer and boolean tensors (counters,
 buffers) cannot be averaged and must be equal in every checkpoint. The checkpoints' model configs must be equal too
-(methods without parameters of their own, e.g. distance-mask and PASCAL heads, give models of the same parameters):
-the first differing field is named, unless ``allow_different_config``. Everything else (``cfg``, ``args``,
+(methods without parameters of their own, e.g. distance-mask and PASCAL heads, give models of the same parameters)
+when the caller gives how to read them (``config_fields``: :func:`syntrans.models.config_fields.model_fields`, which
+stands above this package): the first differing field is named. Everything else (``cfg``, ``args``,
 ``extra_state``, optimizer history) is the last checkpoint's, so the result loads wherever that one does
 (fairseq-generate, resuming). Checkpoints load with torch's weights-only loader and the allow-list of
 :mod:`syntrans.checkpoints.safety`, never with the global unsafe switch.
@@ -13,14 +14,14 @@ the first differing field is named, unless ``allow_different_config``. Everythin
 from __future__ import annotations
 
 import collections
-import dataclasses
 import os
 import pickle
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from ..atomic_write import atomic_path
 from .safety import allow_fairseq_checkpoint_globals
 
 EPOCH_CHECKPOINT = re.compile(r"^checkpoint(\d+)\.pt$")  # checkpoint{epoch}.pt
@@ -71,11 +72,6 @@ def last_checkpoints(directory: str, n: int, by_update: bool = False, upper_boun
     return [os.path.join(directory, name) for _, name in sorted(found)[-n:]]
 
 
-#: model config fields that change how a model is computed, not what it computes (or only name it)
-NOT_COMPARED = frozenset({"_name", "preset", "checkpoint_activations", "offload_activations", "min_params_to_wrap",
-                          "export"})
-
-
 def stored_model_config(state: Dict) -> Optional[Any]:
     """The model config a checkpoint holds as stored (``cfg["model"]``, or the ``args`` of a checkpoint without a
     ``cfg``); None when it holds neither."""
@@ -84,27 +80,8 @@ def stored_model_config(state: Dict) -> Optional[Any]:
     return model if model is not None else state.get("args")
 
 
-def model_fields(stored) -> Dict[str, Any]:
-    """Dotted name → value of every field of a stored model config read as the model reads it (the config's one
-    adapter, :func:`syntrans.models.config.model_config`: a flat Namespace, which also holds the training options,
-    gives the model's fields alone), but :data:`NOT_COMPARED`."""
-    from ..models.config import model_config  # lazy: fairseq's TransformerConfig
-
-    typed = model_config(stored)
-    out: Dict[str, Any] = {}
-    for f in dataclasses.fields(typed):
-        if f.name in NOT_COMPARED:
-            continue
-        value = getattr(typed, f.name)
-        if dataclasses.is_dataclass(value):
-            out.update((f"{f.name}.{k}", v) for k, v in dataclasses.asdict(value).items())
-        else:
-            out[f.name] = value
-    return out
-
-
 def config_difference(a: Dict[str, Any], b: Dict[str, Any]) -> Optional[Tuple[str, Any, Any]]:
-    """(field, value in a, value in b) of the first field where two :func:`model_fields` differ, or None (a field one
+    """(field, value in a, value in b) of the first field where two read configs (``config_fields``) differ, or None (a field one
     lacks has the value ``<absent>`` there)."""
     for key in list(a) + [k for k in b if k not in a]:
         va, vb = a.get(key, "<absent>"), b.get(key, "<absent>")
@@ -117,12 +94,13 @@ def _accumulator_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def average_checkpoints(paths: Sequence[str], allow_different_config: bool = False) -> Dict:
+def average_checkpoints(paths: Sequence[str], config_fields: Optional[Callable[[Any], Dict[str, Any]]] = None) -> Dict:
     """The last checkpoint's state with ``model`` replaced by the mean of every checkpoint's ``model``.
 
     Errors (ValueError) name the file: a model config that differs from the first checkpoint's (its first differing
-    field; not checked with ``allow_different_config``), keys missing or extra compared with the first checkpoint, a
-    shape that differs, an integer or boolean entry that differs.
+    field of ``config_fields``, which reads a stored model config into dotted name → value; not checked when None),
+    keys missing or extra compared with the first checkpoint, a shape that differs, an integer or boolean entry that
+    differs.
     """
     if not paths:
         raise ValueError("no checkpoints to average")
@@ -133,9 +111,9 @@ def average_checkpoints(paths: Sequence[str], allow_different_config: bool = Fal
     for k, path in enumerate(paths):
         state = load_checkpoint_safely(path)
         params = state["model"]
-        stored = None if allow_different_config else stored_model_config(state)
+        stored = None if config_fields is None else stored_model_config(state)
         try:
-            config = None if stored is None else model_fields(stored)
+            config = None if stored is None else config_fields(stored)
         except ValueError as e:
             raise ValueError(f"{path}: its model config does not read: {e}") from None
         if k == 0:
@@ -185,6 +163,5 @@ def save_checkpoint(state: Dict, path: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"{path}: the output directory {directory} does not exist")
-    tmp = f"{path}.tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)

@@ -78,11 +78,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from ..checkpoints.average import average_checkpoints, save_checkpoint  # lazy: as in resolve_inputs
+    from ..models.config_fields import model_fields  # lazy: fairseq's TransformerConfig
     t0 = time.perf_counter()
     try:
         paths = resolve_inputs(args, parser)
         check_output(paths, args.output)
-        state = average_checkpoints(paths, allow_different_config=args.allow_different_config)
+        state = average_checkpoints(paths, config_fields=None if args.allow_different_config else model_fields)
         save_checkpoint(state, args.output)
     except (FileNotFoundError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)

@@ -17,6 +17,7 @@ from ..prep import CORPORA, PrepError, prepare_corpus
 from ..prep.parse_step import PrepPending
 from ..prep.pipeline import PARSERS, SMOKE_BPE_OPS, SMOKE_SIZES, again_call, warn_not_applying
 from ..prep.recipe import Recipe
+from ..prep.segmentation import add_segmentation_args, segmentation_from_args
 from ..reproduce.config_file import ConfigError
 from .argtypes import merges_per_lang, positive_int, positive_int_or_off, ratio_or_off, views_arg
 from .clean_exit import clean_main
@@ -54,7 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     for split in ("train", "valid", "test"):
         p.add_argument(f"--smoke-{split}", type=int, metavar="N",
                        help=f"{split} pairs of a smoke run (default {SMOKE_SIZES[split]})")
-    p.add_argument("--bpe-ops", type=int, metavar="N", help="BPE merges (default: the corpus's; smoke: 1000)")
+    p.add_argument("--bpe-ops", type=int, metavar="N",
+                   help="BPE merges (default: the corpus's; smoke: 1000); with --bpe sentencepiece and no "
+                        "--sentencepiece-model, the vocabulary size of the SentencePiece model trained on the training "
+                        "text")
     p.add_argument("--parser", choices=PARSERS, default="auto",
                    help="auto (default): stanza where its models are installed, else an error, or right-branching "
                         "in smoke runs; or force one; imported: another parser's output (e.g. CoreNLP's PTB trees and "
@@ -105,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="separate BPE with merges per language, e.g. zh=61000,ja=46000")
     r.add_argument("--word-vocab", type=positive_int, metavar="N",
                    help="no BPE: word-level data, each dictionary keeping its N most frequent entries")
+    add_segmentation_args(p)
     add_cluster_args(p, "each shard of a parse (--parse-shards)", "OUT/jobs")
     r.add_argument("--multitask", action="store_const", const=True,
                    help="the +MULTI-TASK baseline's data (Bugliarello & Okazaki 2020, App. A): each training source "
@@ -169,7 +174,10 @@ def again(args, parser) -> int:
     """``syntrans-prepare --again OUT``: OUT's own settings, other views (and workers, launcher)."""
     given = [flag for flag, value in (("CORPUS", args.corpus), ("--out", args.out), ("--pair", args.pair),
                                       ("--raw-dir", args.raw_dir), ("--smoke", args.smoke), ("--bpe-ops", args.bpe_ops),
-                                      ("--checksums", args.checksums)) if value not in (None, False)]
+                                      ("--checksums", args.checksums), ("--bpe", args.bpe != "subword_nmt"),
+                                      ("--sentencepiece-model", args.sentencepiece_model),
+                                      ("--gpt2-encoder-json", args.gpt2_encoder_json))
+             if value not in (None, False)]
     if given or recipe_from_args(args) is not None or args.parser != "auto" or args.parse_shards != 1:
         parser.error(f"--again OUT takes OUT's own settings: leave out {', '.join(given) or 'the recipe flags'} "
                      "(only --views/--for-config, --workers, --force and the launcher flags go with it)")
@@ -207,12 +215,13 @@ def main(argv: list[str] | None = None) -> int:
     sizes = {"train": args.smoke_train, "valid": args.smoke_valid, "test": args.smoke_test}
     try:
         recipe = recipe_from_args(args)
+        segmentation = segmentation_from_args(args)
     except PrepError as e:
         print(f"syntrans-prepare: error: {e}", file=sys.stderr)
         return 2
     call = dict(corpus=args.corpus, src=src, tgt=tgt, out_dir=args.out, raw_dir=args.raw_dir, smoke=args.smoke,
                 parser=args.parser, bpe_ops=args.bpe_ops, smoke_sizes=sizes, checksums=args.checksums,
-                parse_shards=args.parse_shards, recipe=recipe)
+                parse_shards=args.parse_shards, recipe=recipe, segmentation=segmentation)
     return _run(call, args)
 
 

@@ -58,7 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog="Details: the module docs of syntrans.cli.translate and syntrans.hub.")
     p.add_argument("--checkpoint", required=True, metavar="CKPT", help="fairseq checkpoint (e.g. ckpt/checkpoint_best.pt)")
     p.add_argument("--data", required=True, metavar="DATA_BIN", help="data-bin folder with the dictionaries (dict.*.txt)")
-    p.add_argument("--bpe-codes", required=True, metavar="CODES", help="subword-nmt BPE codes the training data used")
+    p.add_argument("--bpe-codes", metavar="CODES", help="subword-nmt BPE codes the training data used (--bpe subword_nmt)")
+    p.add_argument("--bpe", choices=("subword_nmt", "sentencepiece"), default="subword_nmt",
+                   help="the segmentation of the training data (fairseq's name; default: %(default)s)")
+    p.add_argument("--sentencepiece-model", metavar="FILE",
+                   help="--bpe sentencepiece: the model the training text was encoded with (syntrans-prepare's "
+                        "OUT/bpe/spm.model); the input is raw text, Moses-tokenized as the training text was, unless "
+                        "--no-tokenize")
     p.add_argument("--bpe-marker", default="@@", help="BPE continuation marker (default: @@)")
     p.add_argument("--parser", choices=PARSER_CHOICES, default="auto",
                    help="source parser when the model needs one (default: auto = stanza with installed models)")
@@ -178,7 +184,16 @@ def translate_batch(translator, lines: List[str], first: int, name: str, by_line
 def check_files(args) -> None:
     """Refuse a run that would write over one of its inputs (or write two outputs into one file), and a closed stdin or
     stdout, before the model is loaded."""
-    inputs = {"--input": args.input, "--parse": args.parse, "--checkpoint": args.checkpoint, "--bpe-codes": args.bpe_codes}
+    needs = {"subword_nmt": ("--bpe-codes", args.bpe_codes), "sentencepiece": ("--sentencepiece-model",
+                                                                                args.sentencepiece_model)}
+    flag, value = needs[args.bpe]
+    if not value:
+        raise ValueError(f"--bpe {args.bpe} needs {flag}")
+    other = {"--bpe-codes": args.bpe_codes, "--sentencepiece-model": args.sentencepiece_model}
+    stray = [f for f, v in other.items() if v and f != flag]
+    if stray:
+        raise ValueError(f"{stray[0]} does not go with --bpe {args.bpe}")
+    inputs = {"--input": args.input, "--parse": args.parse, "--checkpoint": args.checkpoint, flag: value}
     outputs = {"--output": args.output, "--print-syntax": args.print_syntax,
                "--print-target-syntax": args.print_target_syntax}
     seen: Dict[str, str] = {}
@@ -236,7 +251,8 @@ def run(args) -> int:
             max_len_a=args.max_len_a, max_len_b=args.max_len_b, batch_size=args.batch_size, device=args.device,
             lowercase=args.lowercase, tokenize=not (args.no_tokenize or args.parse), detokenize=not args.no_detokenize,
             parser_lang=args.parser_lang, binarize_trees=args.binarize_trees, bpe_marker=args.bpe_marker,
-            model_overrides=overrides, log=_info, syntax=tuple(files), skip_invalid=args.skip_invalid)
+            model_overrides=overrides, log=_info, syntax=tuple(files), skip_invalid=args.skip_invalid,
+            sentencepiece_model=args.sentencepiece_model if args.bpe == "sentencepiece" else None)
     except NoParseHeads as e:
         flag = {"source": "--print-syntax", "target": "--print-target-syntax"}
         raise ValueError(f"{' and '.join(flag[s] for s in files)}: {args.checkpoint}: {e}") from None

@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import List
 
-from ..syntax.align import bpe_word_index, bpe_words, check_line_words, line_facts
-from ..syntax.deprels import OTHER_LABEL, line_labels
+from ..syntax.deprels import OTHER_LABEL
 from ..syntax.gc_pause import gc_paused
 from ..syntax.parsed import iter_parsed
 from ..syntax.text_files import check_utf8
 from ..syntax.tree_checks import chain_heads, dependency_fault
-from . import sidecars
+from .piece_routes import PieceRoute
+from .sidecar_format import KIND_DTYPES, KINDS, kinds_of_views, line_items
+from .sidecars import SidecarWriter
 
 logger = logging.getLogger("syntrans.preprocess")
 
@@ -40,6 +41,9 @@ class SidecarReport:
     first_not_tree: str = ""  # what the first of them is
     other_labels: List[int] = field(default_factory=list)  # lines with a relation outside UD v2 (label "other")
     seconds: float = 0.0
+    by_chars: bool = False  # pieces aligned to words by characters (--bpe sentencepiece or gpt2)
+    crossing: int = 0  # pieces holding characters of two or more words (aligned by characters)
+    crossing_lines: List[int] = field(default_factory=list)  # the lines holding them
 
     def summary(self) -> str:
         def some(xs):
@@ -53,11 +57,20 @@ class SidecarReport:
                 f"empty lines {some(self.empty)} (empty sidecars); failed parses {some(self.failed)} "
                 f"(the parser's fallback tree is used); words spelled differently in the parse {some(self.respelled)}; "
                 f"dependency heads that are no tree {some(self.not_trees)}{fallback}; "
-                f"{labels}{self.seconds:.2f}s")
+                f"{labels}{self.crossing_summary()}{self.seconds:.2f}s")
+
+    def crossing_summary(self) -> str:
+        """The crossing pieces, said when pieces are aligned by characters (the ``@@`` route has none)."""
+        if not self.by_chars:
+            return ""
+        lines = self.crossing_lines
+        shown = f" (lines {', '.join(map(str, lines[:5]))}{', …' if len(lines) > 5 else ''})" if lines else ""
+        return (f"pieces crossing a word boundary {self.crossing} in {len(lines)} lines{shown} (each belongs to the "
+                "word of its first character); ")
 
 
 def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "@@", binarize: bool = False,
-               strict: bool = False) -> SidecarReport:
+               strict: bool = False, route: PieceRoute | None = None) -> SidecarReport:
     """Write ``{out_prefix}.{word,head,dist,label}`` for a BPE text file and its parsed corpus (``head`` and ``label``
     where the parses have dependencies, ``dist`` where they have constituency trees).
 
@@ -71,9 +84,9 @@ def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "
     """
     with gc_paused():
         try:
-            return _build_side(text_file, parse_file, out_prefix, marker, binarize, strict)
+            return _build_side(text_file, parse_file, out_prefix, route or PieceRoute(marker=marker), binarize, strict)
         except BaseException:
-            for kind in sidecars.KINDS:  # no half-written sidecar is left behind
+            for kind in KINDS:  # no half-written sidecar is left behind
                 for ext in (".bin", ".idx"):
                     if os.path.exists(f"{out_prefix}.{kind}{ext}"):
                         os.remove(f"{out_prefix}.{kind}{ext}")
@@ -88,9 +101,9 @@ def _text_lines(path: str) -> Iterator[str]:
             yield line[:-1] if line.endswith("\n") else line
 
 
-def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> SidecarReport:
+def _build_side(text_file, parse_file, out_prefix, route, binarize, strict) -> SidecarReport:
     t0 = time.perf_counter()
-    rep = SidecarReport(text_file, parse_file)
+    rep = SidecarReport(text_file, parse_file, by_chars=route.by_chars)
     try:
         sentences = iter_parsed(parse_file)
         first = next(sentences, None)
@@ -99,13 +112,8 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
     need_tree = first is not None and first.tree is not None
     need_heads = first is not None and first.heads is not None
     pending = first
-    writers = {"word": sidecars.SidecarWriter(f"{out_prefix}.word", dtype=sidecars.KIND_DTYPES["word"])}
-    if need_heads:
-        writers["head"] = sidecars.SidecarWriter(f"{out_prefix}.head", dtype=sidecars.KIND_DTYPES["head"])
-    if need_tree:
-        writers["dist"] = sidecars.SidecarWriter(f"{out_prefix}.dist", dtype=sidecars.KIND_DTYPES["dist"])
-    if need_heads:
-        writers["label"] = sidecars.SidecarWriter(f"{out_prefix}.label", dtype=sidecars.KIND_DTYPES["label"])
+    views = ("deps",) * need_heads + ("trees",) * need_tree
+    writers = {kind: SidecarWriter(f"{out_prefix}.{kind}", dtype=KIND_DTYPES[kind]) for kind in kinds_of_views(views)}
     ln = sentence_no = 0
     try:
         for ln, text in enumerate(_text_lines(text_file), 1):
@@ -136,38 +144,29 @@ def _build_side(text_file, parse_file, out_prefix, marker, binarize, strict) -> 
                     rep.first_not_tree = rep.first_not_tree or f"{where}: {fault}"
                     s.heads, s.deprels = chain_heads(len(s.words)), None
             pieces = text.split()
-            if marker and marker in text:
-                try:
-                    widx = bpe_word_index(pieces, marker)
-                except ValueError as e:
-                    raise SidecarError(f"{text_file}, line {ln}: {e}") from None
-                words = bpe_words(pieces, marker)
-            else:  # no piece continues a word: a piece per word
-                widx, words = list(range(len(pieces))), pieces
-            parse_words = [w for s in sents for w in s.words]
             try:
-                check_line_words(words, parse_words, f"{text_file}, line {ln}", parse_file)
+                subwords, alignment = route.subword_words(pieces, [w for s in sents for w in s.words],
+                                                          f"{text_file}, line {ln}")
+                items = line_items(subwords, sents, f"{text_file}, line {ln}", parse_file, binarize, need_heads,
+                                   need_tree)
             except ValueError as e:
                 raise SidecarError(str(e)) from None
-            if words != parse_words:
+            if subwords.words != [w for s in sents for w in s.words]:
                 rep.respelled.append(ln)
+            if alignment is not None and alignment.crossing:
+                rep.crossing += alignment.crossing
+                rep.crossing_lines.append(ln)
             if not pieces:
                 rep.empty.append(ln)
             if len(sents) > 1:
                 rep.multi_sentence.append(ln)
             if any(s.failed for s in sents):
                 rep.failed.append(ln)
-            heads, dists = line_facts(sents, binarize=binarize, need_tree=need_tree, need_heads=need_heads)
-            writers["word"].add(widx)
-            if need_tree:
-                writers["dist"].add(dists)
-            if need_heads:
-                writers["head"].add(heads)
-                labels = line_labels(sents)
-                writers["label"].add(labels)
-                if OTHER_LABEL in labels:
-                    rep.other_labels.append(ln)
-            rep.words += len(words)
+            for kind, w in writers.items():
+                w.add(items[kind])
+            if OTHER_LABEL in items.get("label", ()):
+                rep.other_labels.append(ln)
+            rep.words += len(subwords.words)
         if pending is not None:  # (a value too large for its sidecar's type raises from the writer, naming the line)
             raise SidecarError(f"{parse_file}: a sentence is tied to line {pending.line} but the text has {ln} lines"
                                f" (without '# line' comments, sentence k belongs to line k) ({text_file})")

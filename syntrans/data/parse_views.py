@@ -12,17 +12,18 @@ It sits with the sidecars, below the parsers, so that the sidecars' messages and
 imports neither stanza nor, until :func:`views_of_features` is called, torch.
 
 The ``word`` sidecar (each subword's word) needs no parse. Which views a model reads follows from the batch features
-its mechanisms declare (:func:`views_of_features`: each feature's sidecar kinds, :data:`KIND_VIEW`).
+its mechanisms declare (:func:`views_of_features`: each feature's sidecar kinds, whose views
+:data:`syntrans.data.sidecar_format.KIND_VIEW` gives).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .sidecar_format import KIND_VIEW
+
 VIEWS = ("deps", "trees")
 #: what each view is, for messages
 VIEW_TITLES = {"deps": "dependencies (heads and relations)", "trees": "constituency trees"}
-#: the view each sidecar kind is built from (``word`` needs none)
-KIND_VIEW = {"head": "deps", "label": "deps", "dist": "trees"}
 
 
 class ViewError(ValueError):

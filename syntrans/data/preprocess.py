@@ -25,6 +25,7 @@ from fairseq import options
 from ..syntax.text_files import check_utf8
 from .build_sidecars import SidecarError, SidecarReport, build_side
 from .destdir_lock import DestdirLock, remove_leftover_staging
+from .piece_routes import SEGMENTATIONS, PieceRoute
 from .preprocess_options import add_syntax_args
 from .sidecars import binarized_sizes, side_prefix
 
@@ -53,6 +54,20 @@ def check_usage(args: argparse.Namespace) -> None:
         raise SidecarError("syntrans-preprocess needs --source-lang and --target-lang")
     if args.dataset_impl != "mmap":
         raise SidecarError("syntax sidecars are written next to mmap datasets: use --dataset-impl mmap")
+    piece_route(args)
+
+
+def piece_route(args: argparse.Namespace) -> PieceRoute:
+    """How the pieces of the text map to parse words: fairseq's ``--bpe`` (none: subword_nmt) with ``--bpe-marker`` and
+    the gpt2 files; SidecarError for a segmentation the sidecars cannot follow."""
+    bpe = getattr(args, "bpe", None) or "subword_nmt"
+    if bpe not in SEGMENTATIONS:
+        raise SidecarError(f"--bpe {bpe}: the syntax sidecars follow {', '.join(SEGMENTATIONS)} pieces only")
+    try:
+        return PieceRoute(bpe, args.bpe_marker, getattr(args, "gpt2_encoder_json", None),
+                          getattr(args, "gpt2_vocab_bpe", None))
+    except ValueError as e:
+        raise SidecarError(str(e)) from None
 
 
 def check_no_dictionaries(args: argparse.Namespace) -> None:
@@ -192,6 +207,7 @@ def build_sidecars(args: argparse.Namespace, jobs: Sequence[Tuple[str, str, str]
     built by N processes at once (each side's file by one of them)."""
     src, tgt = args.source_lang, args.target_lang
     out_dir = args.destdir if out_dir is None else out_dir
+    route = piece_route(args)
     sides = []
     for split, text, parse in jobs:
         found = False
@@ -204,7 +220,7 @@ def build_sidecars(args: argparse.Namespace, jobs: Sequence[Tuple[str, str, str]
             if not os.path.exists(tfile):
                 raise SidecarError(f"{tfile} does not exist (text of --{split.rstrip('0123456789')}pref for {lang})")
             sides.append((split, lang, (tfile, pfile, side_prefix(out_dir, split, src, tgt, lang),
-                                        args.bpe_marker, args.binarize_trees, args.strict)))
+                                        args.bpe_marker, args.binarize_trees, args.strict, route)))
         if not found:
             raise SidecarError(f"no parsed corpus {parse}.{{{src},{tgt}}}.{{conllu,ptb}} for split {split}")
     workers = min(max(1, int(getattr(args, "workers", 1) or 1)), len(sides))

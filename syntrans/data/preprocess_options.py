@@ -7,12 +7,20 @@ FAIRSEQ_OPTIONS = ("and every option of fairseq-preprocess (source/target langua
                    "dictionaries, --workers; `fairseq-preprocess --help` lists them).")
 
 
+BPE_HELP = ("fairseq's option: how the text was segmented, which decides how pieces map to parse words: subword_nmt "
+            "(default: pieces ending in --bpe-marker continue their word), sentencepiece or gpt2 (aligned to the parse "
+            "words by characters; crossing pieces are reported, a word without a piece of its own refused)")
+
+
 def add_syntax_args(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("syntrans")
     g.add_argument("--trainparse", metavar="FP", help="parsed corpora of the train split: FP.{lang}.conllu or .ptb")
     g.add_argument("--validparse", metavar="FP", help="parsed corpora of the valid split(s), comma-separated")
     g.add_argument("--testparse", metavar="FP", help="parsed corpora of the test split(s), comma-separated")
     g.add_argument("--bpe-marker", default="@@", help="suffix of a BPE piece that continues into the next (subword-nmt: @@)")
+    g.add_argument("--gpt2-encoder-json", metavar="FILE",
+                   help="--bpe gpt2: encoder.json (a local file), to read the bytes of each piece id")
+    g.add_argument("--gpt2-vocab-bpe", metavar="FILE", help="--bpe gpt2: vocab.bpe (a local file)")
     g.add_argument("--binarize-trees", action="store_true",
                    help="distances on CNF-binarized trees (the released distance-mask code); default: the paper's")
     g.add_argument("--strict", action="store_true",
@@ -24,5 +32,6 @@ def add_syntax_args(parser: argparse.ArgumentParser) -> None:
 def help_parser(prog: str, description: str) -> argparse.ArgumentParser:
     """A parser for ``--help`` alone: the syntrans options, and a line for fairseq-preprocess's (not imported)."""
     parser = argparse.ArgumentParser(prog=prog, description=description, epilog="Takes the options above " + FAIRSEQ_OPTIONS)
+    parser.add_argument("--bpe", default=None, help=BPE_HELP)
     add_syntax_args(parser)
     return parser

@@ -1,86 +1,19 @@
 """Syntax sidecar files next to fairseq's binarized data. See docs/commands.md (data layout).
 
-``{split}.{src}-{tgt}.{lang}.{kind}.{bin,idx}`` mmap indexed datasets (values in :data:`KIND_DTYPES`), one item
-per corpus line, where ``kind`` is one of :data:`KINDS`:
-
-* ``word``: per subword token (EOS excluded) the 0-based index of its word in the line;
-* ``head``: per word its head, 1-based within the line, 0 = root (sentence offsets applied);
-* ``dist``: per gap between consecutive words the syntactic distance, ``SENTENCE_BREAK`` (−1)
-  between two sentences of one line;
-* ``label``: per word the id of its dependency relation (CoNLL-U DEPREL) in the fixed inventory of
-  :mod:`syntrans.syntax.deprels` (the 37 universal relations of UD v2, then "other"); written with ``head``.
+``{split}.{src}-{tgt}.{lang}.{kind}.{bin,idx}`` mmap indexed datasets, one item per corpus line; the kinds, their
+value types and what each item holds are :mod:`syntrans.data.sidecar_format`'s.
 """
 from __future__ import annotations
 
 import array
 import os
 import struct
-from typing import Dict, Iterable, Optional, Sequence
+from typing import Dict, Iterable, Sequence
 
 import numpy as np
 from fairseq.data import indexed_dataset
 
-from .parse_views import VIEW_TITLES, format_views, views_of_kinds
-
-KINDS = ("word", "head", "dist", "label")
-
-#: how to get a sidecar that data binarized by an earlier version lacks (kinds added since the first release)
-ADDED_LATER = {
-    "label": "it holds the dependency labels (the DEPREL column of the CoNLL-U parses), which data binarized before "
-             "syntrans stored them lacks: re-run syntrans-preprocess with the same parses (--sidecars-only keeps the "
-             "binarized tokens), or syntrans-prepare on its output folder (it redoes its binarize step)",
-}
-
-
-class LackingKinds(list):
-    """The sidecar kinds a split's side lacks (a list), with the path prefix of that side's files
-    (``{data}/{split}.{src}-{tgt}.{lang}``, or None when unknown), so that :func:`how_to_write` can name the command
-    that adds them."""
-
-    def __init__(self, kinds=(), prefix: Optional[str] = None):
-        super().__init__(kinds)
-        self.prefix = prefix
-
-
-def how_to_write(kinds, prefix: Optional[str] = None) -> str:
-    """How to get the sidecars ``kinds`` that a split lacks (for error messages): the view of the parse they are built
-    from and the one command that adds it (:func:`add_view_command`); for the labels of data binarized before
-    syntrans stored them, how to write them. ``prefix``: the side's files (default: ``kinds.prefix``)."""
-    prefix = prefix if prefix is not None else getattr(kinds, "prefix", None)
-    views = views_of_kinds(kinds)
-    binarized_before = list(kinds) == ["label"] and prefix is not None and exists(f"{prefix}.head")
-    if binarized_before or not views:
-        later = [ADDED_LATER[k] for k in kinds if k in ADDED_LATER]
-        return "; ".join(later) if later else "write it with syntrans-preprocess from parsed corpora"
-    what = " and ".join(f"{VIEW_TITLES[v]} (view '{v}')" for v in views)
-    return f"it is built from the {what} of the parse, which this data was prepared without: {add_view_command(views, prefix)}"
-
-
-def add_view_command(views, prefix: Optional[str]) -> str:
-    """The command that adds ``views`` to the data of the side ``prefix``: ``syntrans-prepare --again OUT --views …``
-    for a folder syntrans-prepare made (``OUT/data-bin``, ``OUT/prepared.json``), else syntrans-parse on the split's
-    parsed corpus followed by syntrans-preprocess --sidecars-only."""
-    import json
-
-    if prefix is not None:
-        out = os.path.dirname(os.path.dirname(os.path.abspath(prefix)))
-        summary = os.path.join(out, "prepared.json")
-        try:
-            with open(summary, encoding="utf-8") as f:
-                prepared = json.load(f)
-        except (OSError, ValueError):
-            prepared = None
-        if isinstance(prepared, dict) and "again" in prepared:
-            have = prepared.get("views") or []
-            if isinstance(have, dict):  # {lang: views}
-                have = [v for views_of_side in have.values() for v in views_of_side]
-            return (f"add it with `syntrans-prepare --again {out} --views {format_views(set(have) | set(views))}` (it "
-                    f"parses {format_views(views)} alone, merges it into {os.path.join(out, 'parse')} and binarizes "
-                    "again; the rest is kept)")
-    return (f"add it to the parsed corpus of each split and side with `syntrans-parse TEXT -o PARSE.conllu "
-            f"--views {format_views(views)}` (it parses that view alone and merges it into PARSE.conllu made before from "
-            "the same TEXT), then write the sidecars again with `syntrans-preprocess … --sidecars-only` and the same "
-            "--trainparse/--validparse/--testparse")
+from .sidecar_format import KINDS
 
 
 def side_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str) -> str:
@@ -95,12 +28,6 @@ def sidecar_prefix(data_dir: str, split: str, src: str, tgt: str, lang: str, kin
 
 def exists(prefix: str) -> bool:
     return os.path.exists(prefix + ".idx") and os.path.exists(prefix + ".bin")
-
-
-#: the value type each kind is written in: the smallest that holds its values (word and head: a word position within a
-#: line, up to 65535 words; label: 38 ids; dist: a distance, or -1 between sentences). The index records it; readers
-#: get int64 whatever it is. Data written by earlier versions (int32) reads the same.
-KIND_DTYPES = {"word": np.uint16, "head": np.uint16, "label": np.uint8, "dist": np.int16}
 
 
 class SidecarWriter:

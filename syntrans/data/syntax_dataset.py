@@ -8,7 +8,8 @@ import torch
 from fairseq.data import BaseWrapperDataset, data_utils
 
 from .features import FEATURES, FeatureNeeds
-from .sidecars import LackingKinds, Sidecar, how_to_write, validate_side
+from .missing_sidecars import LackingKinds, how_to_write
+from .sidecars import Sidecar, validate_side
 
 
 def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentences: Optional[int],
@@ -59,7 +60,7 @@ class SyntaxPairDataset(BaseWrapperDataset):
 
     def lacking(self, name: str) -> LackingKinds:
         """The sidecar kinds feature ``name`` needs that this split lacks (with the side's file prefix, for
-        :func:`~syntrans.data.sidecars.how_to_write`)."""
+        :func:`~syntrans.data.missing_sidecars.how_to_write`)."""
         f = FEATURES[name]
         side = self.src_side if f.side == "source" else self.tgt_side
         return LackingKinds([k for k in f.needs if k not in side], self.side_prefix(f.side))

@@ -1,8 +1,7 @@
 """The source syntax of sentences translated on the fly: parsing them, and their sidecar arrays held in memory.
 
 What ``syntrans-preprocess`` writes to disk for a corpus line (:mod:`syntrans.data.build_sidecars`) is built
-here for one input line with the same functions (:func:`~syntrans.syntax.align.bpe_word_index`,
-:func:`~syntrans.syntax.align.check_line_words`, :func:`~syntrans.syntax.align.line_facts`), and held by
+here for one input line by the same builder (:func:`~syntrans.data.sidecar_format.line_items`), and held by
 :class:`MemorySidecar`, which reads like a :class:`~syntrans.data.sidecars.Sidecar` (int64 items, as it returns them), so that
 :class:`~syntrans.data.syntax_dataset.SyntaxPairDataset` builds and pads the features exactly as at generation
 from binarized data.
@@ -14,15 +13,12 @@ from typing import Dict, List, Sequence, Set, Tuple, Union
 import numpy as np
 
 from ..data.features import FEATURES
+from ..data.piece_routes import SPACE_MARK, PieceRoute
+from ..data.sidecar_format import KIND_TITLES, KINDS, PARSE_KINDS, LineItems, bpe_subword_words, line_items
 from ..parsing import driver  # its functions looked up at call time, so that tests can patch them there
 from ..parsing.names import PARSERS
 from ..parsing.stanza_parser import MissingModelsError
-from ..syntax.align import bpe_word_index, bpe_words, check_line_words, line_facts
-from ..syntax.deprels import line_labels
 from ..syntax.parsed import ParsedSentence
-
-#: sidecar kinds that need a parse (``word`` needs only the BPE text)
-PARSE_KINDS = ("head", "dist", "label")
 
 LineParse = Union[ParsedSentence, Sequence[ParsedSentence], None]
 
@@ -62,42 +58,33 @@ def as_sentences(parse: LineParse) -> List[ParsedSentence]:
 
 
 def line_arrays(pieces: Sequence[str], sentences: Sequence[ParsedSentence], where: str, marker: str = "@@",
-                binarize: bool = False) -> Dict[str, List[int]]:
+                binarize: bool = False, route: PieceRoute | None = None) -> LineItems:
     """The sidecar items of one line: ``word`` (per subword its word), and ``head``/``dist``/``label`` where the parse
     has them, as ``syntrans-preprocess`` writes them. ``sentences`` may be empty (no parse: ``word`` only).
 
     Raises ValueError naming ``where`` when the BPE text and the parse disagree on the number of words.
     """
-    try:
-        out: Dict[str, List[int]] = {"word": bpe_word_index(pieces, marker)}
-    except ValueError as e:
-        raise ValueError(f"{where}: {e}") from None
+    route = route or PieceRoute(marker=marker)
+    if route.by_chars:  # SentencePiece: without a parse, the words are the text's whitespace-separated fields
+        words = [w for s in sentences for w in s.words] or "".join(pieces).replace(SPACE_MARK, " ").split()
+        subwords = route.subword_words(pieces, words, where)[0]
+    else:
+        subwords = bpe_subword_words(pieces, marker, where)
     if not sentences:
-        return out
-    check_line_words(bpe_words(pieces, marker), [w for s in sentences for w in s.words], where)
-    heads, dists = line_facts(sentences, binarize=binarize, need_tree=True, need_heads=True)
-    if heads is not None:
-        out["head"] = heads
-    if dists is not None:
-        out["dist"] = dists
-    labels = line_labels(sentences)
-    if labels is not None:
-        out["label"] = labels
-    return out
+        return {"word": subwords.index}
+    return line_items(subwords, sentences, where, binarize=binarize)
 
 
-def memory_side(items: Sequence[Dict[str, List[int]]], wheres: Sequence[str], required: Set[str],
+def memory_side(items: Sequence[LineItems], wheres: Sequence[str], required: Set[str],
                 name: str = "input") -> Dict[str, MemorySidecar]:
     """The in-memory sidecars of a batch: every kind in ``required`` (an error naming the first line lacking it),
     and every other kind that all lines have."""
     out: Dict[str, MemorySidecar] = {}
-    for kind in ("word",) + PARSE_KINDS:
+    for kind in KINDS:
         lacking = [w for it, w in zip(items, wheres) if kind not in it]
         if kind in required and lacking:
-            what = {"head": "dependency heads", "dist": "a constituency tree",
-                    "label": "dependency labels (DEPREL)"}.get(kind, kind)
-            raise ValueError(f"{lacking[0]}: the model needs {what} of the source sentence, which its parse lacks "
-                             f"({len(lacking)} line{'s' if len(lacking) > 1 else ''} of this batch)")
+            raise ValueError(f"{lacking[0]}: the model needs {KIND_TITLES.get(kind, kind)} of the source sentence, "
+                             f"which its parse lacks ({len(lacking)} line{'s' if len(lacking) > 1 else ''} of this batch)")
         if items and not lacking:
             out[kind] = MemorySidecar(f"{name} ({kind})", [it[kind] for it in items])
     return out

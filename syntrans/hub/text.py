@@ -1,8 +1,11 @@
-"""Text in and out of a translation model: Moses tokenization, subword-nmt BPE, and their inverses.
+"""Text in and out of a translation model: Moses tokenization, subword-nmt BPE or SentencePiece, and their inverses.
 
 The source side goes raw line → Moses tokens (sacremoses, XML-escaped like ``tokenizer.perl`` output, the
 usual form of training data) → BPE pieces; the target side goes pieces → BPE removed (fairseq's
-``--remove-bpe``, done by the dictionary) → Moses detokenized and unescaped.
+``--remove-bpe``, done by the dictionary) → Moses detokenized and unescaped. With a SentencePiece model the
+tokenized line is encoded into its pieces (as ``syntrans-prepare --bpe sentencepiece`` encodes the tokenized text),
+which are aligned to the parse words by characters, and the hypotheses are decoded as ``--post-process
+sentencepiece`` decodes them.
 """
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import os
 from typing import List
 
 from subword_nmt.apply_bpe import BPE
+
+from ..data.piece_routes import PieceRoute
 
 
 class SourceText:
@@ -21,16 +26,8 @@ class SourceText:
     continuation marker (``@@``).
     """
 
-    def __init__(self, bpe_codes: str, lang: str = "en", tokenize: bool = True, lowercase: bool = False,
-                 marker: str = "@@"):
-        if not os.path.isfile(bpe_codes):
-            raise FileNotFoundError(f"{bpe_codes}: expected a subword-nmt BPE codes file (learn_bpe output), found "
-                                    f"{'a directory' if os.path.isdir(bpe_codes) else 'nothing'}")
-        try:
-            with open(bpe_codes, encoding="utf-8") as f:
-                self.bpe = BPE(f, separator=marker)
-        except (ValueError, IndexError, UnicodeDecodeError) as e:
-            raise ValueError(f"{bpe_codes}: cannot read it as subword-nmt BPE codes ({type(e).__name__}: {e})") from None
+    def __init__(self, bpe_codes: str | None, lang: str = "en", tokenize: bool = True, lowercase: bool = False,
+                 marker: str = "@@", sentencepiece_model: str | None = None):
         self.marker = marker
         self.lowercase = lowercase
         self.moses = None
@@ -38,6 +35,25 @@ class SourceText:
             from sacremoses import MosesTokenizer  # lazy: a slow import, needed only when tokenizing
 
             self.moses = MosesTokenizer(lang=lang)
+        self.sp = None
+        if sentencepiece_model is not None:
+            if not os.path.isfile(sentencepiece_model):
+                raise FileNotFoundError(f"{sentencepiece_model}: expected a SentencePiece model file, found nothing")
+            import sentencepiece  # lazy: only a SentencePiece model needs it
+
+            self.sp = sentencepiece.SentencePieceProcessor(model_file=sentencepiece_model)
+            #: how pieces map to parse words, and what fairseq's post-processing removes from hypotheses
+            self.route, self.remove_bpe = PieceRoute("sentencepiece"), "sentencepiece"
+            return
+        self.route, self.remove_bpe = PieceRoute(marker=marker), marker + " "
+        if bpe_codes is None or not os.path.isfile(bpe_codes):
+            raise FileNotFoundError(f"{bpe_codes}: expected a subword-nmt BPE codes file (learn_bpe output), found "
+                                    f"{'a directory' if os.path.isdir(bpe_codes) else 'nothing'}")
+        try:
+            with open(bpe_codes, encoding="utf-8") as f:
+                self.bpe = BPE(f, separator=marker)
+        except (ValueError, IndexError, UnicodeDecodeError) as e:
+            raise ValueError(f"{bpe_codes}: cannot read it as subword-nmt BPE codes ({type(e).__name__}: {e})") from None
 
     def tokens(self, line: str) -> List[str]:
         """The words of one raw (or, without tokenization, tokenized) line; [] for a blank line."""
@@ -50,6 +66,8 @@ class SourceText:
         """BPE pieces of a word list (a piece continuing into the next one ends in the marker)."""
         if self.lowercase:
             words = [w.lower() for w in words]
+        if self.sp is not None:
+            return self.sp.encode(" ".join(words), out_type=str) if words else []
         return self.bpe.segment_tokens(words) if words else []
 
 

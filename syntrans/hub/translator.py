@@ -83,9 +83,11 @@ class Translator:
                         device: Optional[str] = None, lowercase: bool = False, tokenize: bool = True,
                         detokenize: bool = True, parser_lang: Optional[str] = None, binarize_trees: bool = False,
                         bpe_marker: str = "@@", model_overrides: Optional[Dict] = None,
+                        sentencepiece_model: Optional[str] = None,
                         log: Callable[[str], None] = _stderr, syntax: Sequence[str] = (),
                         skip_invalid: bool = False) -> "Translator":
-        """Load ``checkpoint`` with the dictionaries in ``data`` and the BPE codes ``bpe_codes``.
+        """Load ``checkpoint`` with the dictionaries in ``data`` and the BPE codes ``bpe_codes`` (or, instead, the
+        SentencePiece model ``sentencepiece_model`` the training text was encoded with; ``bpe_codes`` then None).
 
         ``parser``: how to parse the source when the model needs it: ``auto`` (stanza with the installed models for
         ``parser_lang``, default the source language; else :class:`~syntrans.parsing.MissingModelsError` with the
@@ -104,11 +106,14 @@ class Translator:
             raise ValueError(f"beam must be at least 1, found {beam}")
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         model, _cfg, task = load_checkpoint(checkpoint, data, source_lang, target_lang, model_overrides, device)
+        if sentencepiece_model is not None and syntax:
+            raise ValueError("printing the predicted parses (syntax) is not supported with a SentencePiece model yet")
         last_parses(model, syntax)  # refuse a side without parse heads before loading a parser
         src, tgt = task.cfg.source_lang, task.cfg.target_lang
         generation = GenerationConfig(beam=beam, nbest=1, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b)
         model.prepare_for_inference_(SimpleNamespace(generation=generation))  # as fairseq-generate (eval mode, beamable mm)
-        source = SourceText(bpe_codes, lang=src, tokenize=tokenize, lowercase=lowercase, marker=bpe_marker)
+        source = SourceText(bpe_codes, lang=src, tokenize=tokenize, lowercase=lowercase, marker=bpe_marker,
+                            sentencepiece_model=sentencepiece_model)
         built_parser = None
         if parser is not None and needs_parse(required_features(task)):
             built_parser = SourceParser(parser, parser_lang or src, batch_size)
@@ -205,7 +210,8 @@ class Translator:
                 continue
             kept.append(k)
             src_pieces.append(pieces)
-            items.append(line_arrays(pieces, sentences, where, self.source.marker, self.binarize_trees))
+            items.append(line_arrays(pieces, sentences, where, self.source.marker, self.binarize_trees,
+                                     self.source.route))
             wheres.append(where)
             src_tokens.append(ids)
         end = len(tokens) if stop is None else stop[0]  # the lines before a line that stops the call are translated
@@ -256,6 +262,6 @@ class Translator:
 
         _, text, _ = utils.post_process_prediction(
             hypo_tokens=hypo["tokens"].int().cpu(), src_str="", alignment=hypo["alignment"], align_dict=None,
-            tgt_dict=self.task.target_dictionary, remove_bpe=self.source.marker + " ",
+            tgt_dict=self.task.target_dictionary, remove_bpe=self.source.remove_bpe,
             extra_symbols_to_ignore=get_symbols_to_strip_from_output(self.generator))
         return self.target(text)

@@ -91,6 +91,11 @@ class Mechanism:
     key: ClassVar[str] = ""  # its config group, its input and report key, the attribute name of its modules
     Config: ClassVar[Type] = type(None)  # its config dataclass (a FairseqDataclass)
     title: ClassVar[str] = ""  # the method and its paper, for messages
+    name: ClassVar[str] = ""  # how figures name its heads (default: its key)
+    #: side → the batch feature holding the parent marked on its heads' attention in figures (gold parents)
+    marked_parents: ClassVar[Mapping[str, str]] = {}
+    #: the marked parent is the centre of a weighting (drawn as "p_i"), not a gold parent its heads learn to attend to
+    marks_centre: ClassVar[bool] = False
     mixable: ClassVar[bool] = True  # its heads' attention may be mixed with the stock one (HeadBlock.mixable)
 
     def __init__(self, cfg, shape: ModelShape):

@@ -196,6 +196,8 @@ class Dbsa(Mechanism):
     key = "dbsa"
     Config = DbsaConfig
     title = "DBSA (Deguchi et al. 2019)"
+    name = "DBSA"
+    marked_parents = {"encoder": "src_parent_chain", "decoder": "tgt_parent_chain"}
     mixable = DbsaHeads.mixable
 
     def __init__(self, cfg: DbsaConfig, shape):

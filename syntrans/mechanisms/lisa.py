@@ -173,6 +173,8 @@ class Lisa(Mechanism):
     key = "lisa"
     Config = LisaConfig
     title = "LISA (Strubell et al. 2018, as adapted by Bugliarello & Okazaki 2020)"
+    name = "LISA"
+    marked_parents = {"encoder": "src_parent_first"}
 
     def __init__(self, cfg: LisaConfig, shape):
         super().__init__(cfg, shape)

@@ -13,7 +13,6 @@ The paper's ablations are options: the Gaussian's σ (``--pascal-sigma``; Table 
 (``--pascal-op``, App. B); the defaults are the paper's model (Gaussian, σ = 1, multiplication).
 """
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
-import math
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
@@ -21,7 +20,7 @@ import torch
 from fairseq.dataclass import FairseqDataclass
 
 from ..modules.blocks import HeadBlock, SideInputs
-from ..syntax.pascal_weights import PASCAL_WEIGHTS, pascal_weights
+from ..syntax.pascal_weights import PASCAL_WEIGHTS, parent_weight, pascal_weights
 from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, required_feature
 from .layer_lists import resolve_layers
 
@@ -118,21 +117,14 @@ class PascalHeads(HeadBlock):
         p = given.positions.to(torch.float32)  # (B, T)
         drop = ignore_rows(p.shape, self.ignore, self.training, p.device)
         keep = p >= 0 if drop is None else (p >= 0) & ~drop  # rows that take a Gaussian
-        sigma, norm = given.sigma, 1.0 / (given.sigma * math.sqrt(2.0 * math.pi))
-        parent_only, op = given.kind == "parent-only", self.op
+        sigma, kind, op = given.sigma, given.kind, self.op
 
-        def times_gaussian(score, b, h, q_idx, kv_idx):
-            z = (kv_idx.to(torch.float32) - p[b, q_idx]) / sigma
-            w = torch.where(keep[b, q_idx], torch.exp(-0.5 * z * z) * norm, torch.ones_like(z))
-            return score * w.to(score.dtype)
-
-        def weighed(score, b, h, q_idx, kv_idx):  # the ablations: parent-only weights and/or addition
-            d = kv_idx.to(torch.float32) - p[b, q_idx]
-            w = (d.abs() < 1).to(torch.float32) if parent_only else torch.exp(-0.5 * (d / sigma) ** 2) * norm
+        def weighed(score, b, h, q_idx, kv_idx):  # W's entry computed for this score (pascal_weights' formula)
+            w = parent_weight(kv_idx.to(torch.float32) - p[b, q_idx], sigma, kind)
             w = torch.where(keep[b, q_idx], w, torch.ones_like(w))
             return weigh(score, w.to(score.dtype), op)
 
-        return times_gaussian if not parent_only and op == "multiply" else weighed
+        return weighed
 
 
 class Pascal(Mechanism):
@@ -141,6 +133,9 @@ class Pascal(Mechanism):
     key = "pascal"
     Config = PascalConfig
     title = "PASCAL (Bugliarello & Okazaki 2020)"
+    name = "PASCAL"
+    marked_parents = {"encoder": "src_parent_middle"}  # the Gaussian's centre p_i
+    marks_centre = True
 
     def __init__(self, cfg: PascalConfig, shape):
         super().__init__(cfg, shape)

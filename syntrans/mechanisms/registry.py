@@ -18,3 +18,11 @@ from .sync_attn import SyncAttn
 MECHANISMS = (DistanceMask, Pascal, Lisa, Dbsa, Sla, Gate, SyncAttn, Nsd, SourceLabels)
 
 BY_KEY = {m.key: m for m in MECHANISMS}
+#: each mechanism by the name figures give its heads (its ``name``, else its key)
+BY_NAME = {(m.name or m.key): m for m in MECHANISMS}
+
+
+def head_name(key: str) -> str:
+    """How figures name the heads of the mechanism ``key`` (a block's key); an unknown key names itself."""
+    m = BY_KEY.get(key)
+    return (m.name or m.key) if m is not None else key

@@ -135,6 +135,7 @@ class Sla(Mechanism):
     key = "sla"
     Config = SlaConfig
     title = "SLA (Li et al. 2021, as Hou et al. re-implement it)"
+    name = "SLA"
 
     def __init__(self, cfg: SlaConfig, shape):
         super().__init__(cfg, shape)

@@ -27,6 +27,8 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..atomic_write import atomic_file
+
 
 class InputError(ValueError):
     """A problem with a user's file, naming the file, the line, what was expected and what was found."""
@@ -105,16 +107,9 @@ def atomic_writer(path: str):
     d = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(d):
         raise InputError(f"{path}: the output directory {d} does not exist; create it first")
-    tmp = f"{path}.tmp.{socket.gethostname()}.{os.getpid()}"  # unique across cluster nodes
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    suffix = f".tmp.{socket.gethostname()}.{os.getpid()}"  # unique across cluster nodes
+    with atomic_file(path, suffix=suffix, fsync=True) as f:
+        yield f
 
 
 def write_marker(path: str, info: dict) -> None:

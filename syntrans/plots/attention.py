@@ -34,6 +34,7 @@ from fairseq import utils
 
 from ..checkpoints.loading import load_checkpoint
 from ..mechanisms.dbsa import causal_parents
+from ..mechanisms.registry import BY_NAME, head_name
 from ..modules.attention_record import side_reports, syntax_layers
 from ..modules.blocks import KEEP_PROBS
 from ..modules.parse_heads import ParseLayer, rows_to_heads
@@ -41,11 +42,6 @@ from .gates import _figure
 
 PathLike = Union[str, "os.PathLike[str]"]
 HeadKey = Tuple[str, int, int]  # (side, layer, head)
-
-#: which batch feature holds the parents marked for a head kind, per side
-PARENT_FEATURES = {("encoder", "PASCAL"): "src_parent_middle", ("encoder", "LISA"): "src_parent_first",
-                   ("encoder", "DBSA"): "src_parent_chain", ("decoder", "DBSA"): "tgt_parent_chain"}
-
 
 @dataclass
 class HeadAttention:
@@ -75,18 +71,21 @@ class SentenceAttention:
         return {(h.side, h.layer, h.head): h.matrix for h in self.heads}
 
 
-#: how the figures name each mechanism's heads, by block key
-KIND_NAMES = {"distance": "distance", "pascal": "PASCAL", "lisa": "LISA", "dbsa": "DBSA", "sla": "SLA"}
-
-
 def head_kinds(attn) -> List[str]:
-    """The mechanism of each syntax head 0 … ``attn.syntax_heads`` − 1 of a layer, in head order (its blocks)."""
-    return [KIND_NAMES.get(b.key, b.key) for b in attn.blocks for _ in range(b.num_heads)]
+    """The mechanism of each syntax head 0 … ``attn.syntax_heads`` − 1 of a layer, in head order (its blocks), by the
+    name the mechanism gives its heads (:func:`~syntrans.mechanisms.registry.head_name`)."""
+    return [head_name(b.key) for b in attn.blocks for _ in range(b.num_heads)]
+
+
+def _marks_centre(kind: str) -> bool:
+    """Whether a head kind's marked parent is a weighting's centre (p_i), not a gold parent."""
+    return kind in BY_NAME and BY_NAME[kind].marks_centre
 
 
 def _parents(side: str, kind: str, net_input) -> Optional[np.ndarray]:
-    """Marked key per query of sentence 0 of the batch, NaN where a query has none; None without the feature."""
-    name = PARENT_FEATURES.get((side, kind))
+    """Marked key per query of sentence 0 of the batch, NaN where a query has none; None without the feature (the
+    mechanism's ``marked_parents``)."""
+    name = BY_NAME[kind].marked_parents.get(side) if kind in BY_NAME else None
     value = net_input.get(name) if name else None
     if value is None:
         return None
@@ -101,7 +100,7 @@ def predicted_parents(side: str, layer: int, kind: str, kept: torch.Tensor, attn
     (:func:`~syntrans.modules.parse_heads.rows_to_heads`): argmax of the LISA head's probabilities, or of the mean of
     the layer's DBSA heads (Deguchi et al. 2019: the layer's parse); None for other heads. kept (1, H, T, S) →
     (T,) float, NaN on the row with no parent (the encoder's EOS query, the decoder's BOS query)."""
-    key = next((k for k, name in KIND_NAMES.items() if name == kind), kind)
+    key = BY_NAME[kind].key if kind in BY_NAME else kind
     block = getattr(attn, key, None)
     if block is None or not block.parse:
         return None
@@ -233,7 +232,7 @@ def plot_attention(attention: SentenceAttention, title: Optional[str] = None):
             ax.set_ylabel("query", fontsize=8)
             if h.parents is not None:
                 q = np.flatnonzero(~np.isnan(h.parents))
-                if h.kind == "PASCAL":
+                if _marks_centre(h.kind):
                     ax.scatter(h.parents[q], q, marker="+", s=30, linewidths=1.0, color="red", label="p_i")
                 else:
                     ax.scatter(h.parents[q], q, marker="o", s=30, linewidths=1.0, facecolors="none",
@@ -246,7 +245,8 @@ def plot_attention(attention: SentenceAttention, title: Optional[str] = None):
                 ax.set_ylim(T - 0.5, -0.5)
             ax.set_title(_panel_title(h), fontsize=9)
     fig.colorbar(image, ax=axes, shrink=0.5, label="attention probability")
-    marks = "; ○ gold parent, + PASCAL centre p_i" if any(h.parents is not None for h in heads) else ""
+    centres = " and ".join(k for k in BY_NAME if BY_NAME[k].marks_centre)
+    marks = f"; ○ gold parent, + {centres} centre p_i" if any(h.parents is not None for h in heads) else ""
     if any(h.predicted is not None for h in heads):
         marks += ", × predicted parent" if marks else "; × predicted parent"
     fig.suptitle(title if title is not None else

@@ -14,12 +14,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from ..data.sidecar_format import KINDS
 from .corpora import SPLITS
 from .errors import PrepError
-
-#: the sidecars the step writes for every split and side when the parse holds both views (heads, labels and trees;
-#: fewer for one view: ``word`` plus ``head`` and ``label`` of dependencies, ``dist`` of trees)
-SIDECAR_KINDS = ("word", "head", "dist", "label")
 
 
 def preprocess_argv(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str, tgt: str, joint: bool,
@@ -37,9 +34,10 @@ def preprocess_argv(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: 
     return argv
 
 
-def binary_outputs(src: str, tgt: str, sidecars: bool = True, kinds=SIDECAR_KINDS) -> list[str]:
+def binary_outputs(src: str, tgt: str, sidecars: bool = True, kinds=KINDS) -> list[str]:
     """Files (relative to data-bin) the step must leave: dictionaries, binaries and (``sidecars``) the sidecars
-    ``kinds`` of every split (a tuple for both sides, or {lang: kinds})."""
+    ``kinds`` of every split (a tuple for both sides, or {lang: kinds}; default: all, as a parse holding both views
+    gives them)."""
     out = [f"dict.{src}.txt", f"dict.{tgt}.txt"]
     for split in SPLITS:
         for lang in (src, tgt):
@@ -52,12 +50,15 @@ def binary_outputs(src: str, tgt: str, sidecars: bool = True, kinds=SIDECAR_KIND
 
 
 def run_binarize(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str, tgt: str, joint: bool, workers: int = 1,
-                 log: Callable[[str], None] = print, nwords: int | None = None, kinds=SIDECAR_KINDS) -> None:
+                 log: Callable[[str], None] = print, nwords: int | None = None, kinds=KINDS, extra=()):
+    """syntrans-preprocess (fairseq-preprocess alone when ``parse_dir`` is None) into ``data_bin``; ``extra``: more of
+    its flags (the segmentation's ``--bpe``); returns its PreprocessReport (None without sidecars)."""
     from ..data.preprocess import check_usage, fairseq_binarize, parse_preprocess_args, preprocess  # lazy: fairseq
 
     if data_bin.exists():
         shutil.rmtree(data_bin)
-    argv = preprocess_argv(bpe_dir, parse_dir, data_bin, src, tgt, joint, workers, nwords)
+    argv = preprocess_argv(bpe_dir, parse_dir, data_bin, src, tgt, joint, workers, nwords) + list(extra)
+    report = None
     log(f"binarize: {'fairseq-preprocess' if parse_dir is None else 'syntrans-preprocess'} " + " ".join(argv))
     try:
         args = parse_preprocess_args(argv)
@@ -65,7 +66,7 @@ def run_binarize(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str
             check_usage(args)
             fairseq_binarize(args)
         else:
-            preprocess(args, log=log)
+            report = preprocess(args, log=log)
     except (ValueError, FileNotFoundError) as e:  # SidecarError included
         parses = "" if parse_dir is None else f" and {parse_dir}/{{split}}.{{{src},{tgt}}}.conllu"
         raise PrepError(f"syntrans-preprocess failed: {e}; inputs: {bpe_dir}/{{split}}.{{{src},{tgt}}}{parses}; "
@@ -75,3 +76,4 @@ def run_binarize(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str
     if missing:
         raise PrepError(f"syntrans-preprocess finished but {data_bin / missing[0]} is missing "
                         f"({len(missing)} expected files missing); run again with --force")
+    return report

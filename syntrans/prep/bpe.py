@@ -16,6 +16,7 @@ from pathlib import Path
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
+from ..atomic_write import atomic_file, atomic_path
 from .corpora import SPLITS
 
 
@@ -41,13 +42,8 @@ def apply_codes(codes: Path, inp: Path, out: Path, workers: int = 1) -> None:
     """Segment ``inp`` with ``codes`` into ``out`` (written atomically)."""
     with open(codes, encoding="utf-8") as f:
         bpe = BPE(f)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fout:
-            bpe.process_lines(str(inp), fout, dropout=0, num_workers=workers)
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_file(out) as fout:
+        bpe.process_lines(str(inp), fout, dropout=0, num_workers=workers)
 
 
 def codes_paths(bpe_dir: Path, langs: tuple[str, str], joint: bool) -> dict[str, Path]:
@@ -89,7 +85,6 @@ def copy_words(tok_dir: Path, bpe_dir: Path, langs: tuple[str, str], log: Callab
     for split in SPLITS:
         for lang in langs:
             out = bpe_dir / f"{split}.{lang}"
-            tmp = out.with_name(out.name + ".tmp")
-            shutil.copyfile(tok_dir / f"{split}.{lang}", tmp)
-            tmp.replace(out)
+            with atomic_path(out) as tmp:
+                shutil.copyfile(tok_dir / f"{split}.{lang}", tmp)
     log(f"bpe: none (word-level data): {tok_dir}/{{split}}.{{lang}} copied to {bpe_dir}")

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..atomic_write import write_text
 from .errors import PrepError
 
 SUMS_NAME = "SHA256SUMS"
@@ -77,9 +78,7 @@ def record_sum(path: Path, name: str, sha256: str) -> None:
     """Add or replace ``name``'s line in the sums file ``path`` (written atomically)."""
     sums = read_sums(path)
     sums[name] = sha256
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(f"{h}  {n}\n" for n, h in sorted(sums.items())), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, "".join(f"{h}  {n}\n" for n, h in sorted(sums.items())))
 
 
 def expected_hashes(name: str, known_sha256: str | None, known_md5: str | None,

@@ -11,9 +11,10 @@ atomically, after the step's outputs.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
+
+from ..atomic_write import atomic_file
 
 DONE_DIR = ".done"
 
@@ -42,12 +43,10 @@ def save(out_dir: Path, step: str, settings: dict, outputs: list[str], info: dic
     run_id = run_id or uuid.uuid4().hex
     path = marker_file(out_dir, step)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_file(path) as f:
         json.dump({"step": step, "id": run_id, "settings": normalise(settings), "outputs": outputs,
                    "info": normalise(info)}, f, indent=1, sort_keys=True)
         f.write("\n")
-    os.replace(tmp, path)
     return run_id
 
 

@@ -35,6 +35,7 @@ import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..atomic_write import write_text
 from .corpora import SPLITS
 from .errors import PrepError
 
@@ -94,11 +95,7 @@ def _read(path: Path) -> list[str]:
 
 
 def _write(path: Path, lines: list[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        for line in lines:
-            f.write(line + "\n")
-    tmp.replace(path)
+    write_text(path, "".join(line + "\n" for line in lines))
 
 
 def linearized_parses(src_lines: Sequence[str], parse_file: Path, marker: str | None,

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from ..atomic_write import write_text
 from .corpora import SPLITS
 from .errors import PrepError
 
@@ -146,9 +147,7 @@ def copy_gold(src: Path, out: Path, n_lines: int) -> None:
         line = int(m.group(1)) if m else k
         if line <= n_lines:
             kept.append(block.strip("\n") + "\n\n")
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(kept), encoding="utf-8")
-    tmp.replace(out)
+    write_text(out, "".join(kept))
 
 
 def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: dict[str, str], requested: str,

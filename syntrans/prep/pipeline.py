@@ -40,10 +40,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..data.parse_views import KIND_VIEW, VIEWS, parse_views, side_views
+from ..atomic_write import atomic_file, write_text
+from ..data.parse_views import VIEWS, parse_views, side_views
+from ..data.sidecar_format import kinds_of_views
 from ..parsing.names import PREPARE_PARSERS
 from . import markers
-from .binarize import SIDECAR_KINDS, binary_outputs, run_binarize
+from .binarize import binary_outputs, run_binarize
 from .bpe import codes_paths, copy_words, run_bpe
 from .checksums import Digest, file_digest, read_sums
 from .clean import LANGUAGE, REASONS
@@ -56,6 +58,7 @@ from .multitask import MULTITASK_SEED, TAGS, TARGET_VIEW, write_multitask
 from .parse_step import IMPORT_DIR, IMPORTED, imported_files, resolve_parsers, run_parse, stanza_installed
 from .prepare_text import tokenize_corpus
 from .recipe import Recipe, apply_recipe, describe_settings, recipe_settings
+from .segmentation import Segmentation, model_paths, run_segmentation
 
 STEPS = ("fetch", "extract", "tokenize", "bpe", "parse", "binarize", "reference")
 #: the steps whose outputs each step reads: redoing one redoes these dependants (and theirs)
@@ -104,6 +107,8 @@ class Prepared:
     recipe: dict | None = None
     views: dict = field(default_factory=dict)  # {lang: views of its parse}
     ref_test_more: list = field(default_factory=list)  # the test set's further references (NIST: 3 more)
+    segmentation: str = "subword_nmt"  # --bpe: subword_nmt, sentencepiece or gpt2 (codes: its model file)
+    crossing: dict = field(default_factory=dict)  # {split.lang: pieces crossing a word boundary} (not subword_nmt)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -120,12 +125,19 @@ class Prepared:
         parsers = ", ".join(f"{lang}={p}" for lang, p in self.parsers.items())
         if self.word_vocab is not None:
             bpe = f"no BPE (words, vocabulary {self.word_vocab} per language)"
+        elif self.segmentation == "gpt2":
+            bpe = f"gpt2 byte-level BPE ({self.codes})"
+        elif self.segmentation == "sentencepiece":
+            bpe = f"SentencePiece {self.codes} ({'one model' if self.joint else 'a model per side'})"
         elif len(set(self.bpe_ops_by_lang.values())) > 1:
             bpe = "BPE " + ", ".join(f"{lang} {n}" for lang, n in self.bpe_ops_by_lang.items()) + " separate"
         else:
             bpe = f"BPE {self.bpe_ops} {'joint' if self.joint else 'separate'}"
         recipe = f"; recipe: {describe_settings(self.recipe)}" if self.recipe else ""
         views = ", ".join(f"{lang} {','.join(v) or 'none'}" for lang, v in self.views.items()) or "none"
+        if self.segmentation != "subword_nmt":
+            crossing = ", ".join(f"{k} {n}" for k, n in self.crossing.items()) or "none built"
+            bpe += f" (pieces crossing a word boundary, aligned by characters: {crossing})"
         return (f"prepared {self.corpus} {self.src}->{self.tgt}{' (smoke)' if self.smoke else ''}: {sizes} pairs "
                 f"(train dropped: {dropped or 'no filters'}); {bpe}; "
                 f"parsers {parsers} (views {views}); data-bin {self.data_bin}; reference {self.ref_test}{recipe}")
@@ -153,6 +165,7 @@ class _Run:
     recipe: dict | None = None  # recipe_settings(recipe)
     views: dict = field(default_factory=dict)  # {lang: the views of its parse} (syntrans.data.parse_views)
     launch: object = None  # a syntrans.jobs.launcher.LaunchOptions for the parse shards; None: here
+    segmentation: Segmentation = field(default_factory=Segmentation)  # --bpe and its model files
 
     @property
     def direction(self) -> str:
@@ -292,13 +305,21 @@ def _bpe_settings(r: _Run) -> dict:
     if r.pair.word_vocab is not None:
         return {"words": True, "langs": r.pair.langs}
     ops = set(r.ops.values())
-    return {"ops": ops.pop() if len(ops) == 1 else r.ops, "joint": r.pair.joint, "langs": r.pair.langs}
+    settings = {"ops": ops.pop() if len(ops) == 1 else r.ops, "joint": r.pair.joint, "langs": r.pair.langs}
+    if not r.segmentation.default:  # named only when not subword_nmt: a folder prepared before keeps its marker
+        settings["segmentation"] = r.segmentation.settings()
+    return settings
 
 
 def _bpe(r: _Run) -> tuple[list[str], dict]:
     if r.pair.word_vocab is not None:
         copy_words(r.out / "tok", r.out / "bpe", r.pair.langs, r.log)
         return [f"bpe/{s}.{lang}" for s in SPLITS for lang in r.pair.langs], {}
+    if not r.segmentation.default:
+        models = run_segmentation(r.segmentation, r.out / "tok", r.out / "bpe", r.pair.langs, r.ops, r.pair.joint,
+                                  r.workers, r.log)
+        inside = sorted({_path(r.out, m) for m in models.values() if r.out in m.parents})
+        return inside + [f"bpe/{s}.{lang}" for s in SPLITS for lang in r.pair.langs], {}
     codes = run_bpe(r.out / "tok", r.out / "bpe", r.pair.langs, r.ops, r.pair.joint, r.workers, r.log)
     outs = sorted({_path(r.out, c) for c in codes.values()}) + [f"bpe/{s}.{lang}" for s in SPLITS for lang in r.pair.langs]
     return outs, {}
@@ -338,7 +359,7 @@ def _parse(r: _Run) -> tuple[list[str], dict]:
 def _sidecar_kinds(r: _Run) -> dict:
     """{lang: the sidecars the binarize step writes}: the word index, and those of the side's views (none without a
     view; all four for gold parses)."""
-    return {lang: tuple(k for k in SIDECAR_KINDS if k == "word" or KIND_VIEW[k] in views) if views else ()
+    return {lang: kinds_of_views(views) if views else ()
             for lang, views in _lang_views(r).items()}
 
 
@@ -350,6 +371,8 @@ def _binarize_settings(r: _Run) -> dict:
                 "sidecars": list(kinds[r.src]) if same else {lang: list(k) for lang, k in kinds.items()}}
     if r.pair.word_vocab is not None:
         settings["nwords"] = r.pair.word_vocab
+    if not r.segmentation.default:  # named only when not subword_nmt: a folder prepared before keeps its marker
+        settings["segmentation"] = r.segmentation.bpe
     if r.pair.multitask:  # named only when set: a folder prepared before it existed keeps its marker
         settings["multitask"] = {"seed": MULTITASK_SEED, "tags": list(TAGS), "target": r.pair.multitask_target}
     return settings
@@ -365,9 +388,13 @@ def _binarize(r: _Run) -> tuple[list[str], dict]:
         return outs + [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=False)], {"multitask": sizes}
     kinds = _sidecar_kinds(r)
     any_kinds = any(kinds.values())
-    run_binarize(r.out / "bpe", r.out / "parse" if any_kinds else None, r.out / "data-bin", r.src, r.tgt, r.pair.joint,
-                 r.workers, r.log, nwords=r.pair.word_vocab, kinds=kinds)
-    return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=any_kinds, kinds=kinds)], {}
+    report = run_binarize(r.out / "bpe", r.out / "parse" if any_kinds else None, r.out / "data-bin", r.src, r.tgt,
+                          r.pair.joint, r.workers, r.log, nwords=r.pair.word_vocab, kinds=kinds,
+                          extra=r.segmentation.preprocess_argv())
+    info = {}
+    if not r.segmentation.default and report is not None:  # the crossing pieces of every side built
+        info["crossing"] = {f"{split}.{lang}": rep.crossing for split, lang, rep in report.sides}
+    return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=any_kinds, kinds=kinds)], info
 
 
 def _reference_settings(r: _Run) -> dict:
@@ -389,16 +416,14 @@ def _reference(r: _Run) -> tuple[list[str], dict]:
     for split in REF_SPLITS:
         for lang in (r.src, r.tgt):
             out = ref / f"{split}.{lang}"
-            tmp = out.with_name(out.name + ".tmp")
             n = 0
-            with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            with atomic_file(out) as f:
                 for line in read_lines(r.out / "text" / f"{split}.{lang}"):
                     if r.limits[split] is not None and n >= r.limits[split]:
                         break
                     line = line.rstrip("\r\n")
                     f.write((line.lower() if r.pair.lowercase else line) + "\n")
                     n += 1
-            tmp.replace(out)
             counts[f"{split}.{lang}"] = n
     r.log(f"reference: {ref}/{{valid,test}}.{{{r.src},{r.tgt}}}: {counts['valid.' + r.tgt]} and "
           f"{counts['test.' + r.tgt]} lines" + (" (lowercased)" if r.pair.lowercase else ""))
@@ -412,10 +437,8 @@ def _reference(r: _Run) -> tuple[list[str], dict]:
                             f"segments; expected reference {k} of every test segment, line by line (the "
                             f"layout of corpus {r.corpus.name!r} in syntrans.prep.corpora)")
         out = ref / f"test.{r.tgt}.{k}"
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text("".join((x.rstrip("\r\n").lower() if r.pair.lowercase else x.rstrip("\r\n")) + "\n"
-                               for x in lines), encoding="utf-8")
-        tmp.replace(out)
+        write_text(out, "".join((x.rstrip("\r\n").lower() if r.pair.lowercase else x.rstrip("\r\n")) + "\n"
+                                for x in lines))
         more.append(f"ref/test.{r.tgt}.{k}")
     if more:
         r.log(f"reference: {len(more) + 1} references of the test set: {ref}/test.{r.tgt} and {', '.join(more)}")
@@ -485,7 +508,7 @@ def warn_not_applying(corpus: str, parser: str, views, log: Callable[[str], None
 def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | None, smoke: bool, parser: str,
              bpe_ops: int | None, workers: int, force: bool, log: Callable[[str], None], smoke_sizes: dict | None,
              checksums: Path | None, parse_shards: int, recipe: Recipe | None = None, views=None,
-             launch=None) -> _Run:
+             launch=None, segmentation: Segmentation | None = None) -> _Run:
     if corpus not in CORPORA:
         raise PrepError(f"unknown corpus {corpus!r}; expected one of: {', '.join(CORPORA)}")
     c = CORPORA[corpus]
@@ -507,6 +530,13 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
     if bpe_ops is not None and pair.word_vocab is not None:
         raise PrepError(f"--bpe-ops {bpe_ops}: the recipe asks for word-level data without BPE (word_vocab "
                         f"{pair.word_vocab}); expected no --bpe-ops with it")
+    segmentation = segmentation or Segmentation()
+    if not segmentation.default and pair.word_vocab is not None:
+        raise PrepError(f"--bpe {segmentation.bpe}: the recipe asks for word-level data without BPE (word_vocab "
+                        f"{pair.word_vocab}); expected --bpe subword_nmt or no --word-vocab")
+    if not segmentation.default and pair.multitask:
+        raise PrepError(f"--bpe {segmentation.bpe}: the +MULTI-TASK data is built from subword-nmt pieces; expected "
+                        "--bpe subword_nmt with --multitask")
     if pair.langid:
         check_languages(pair.langs)
     if workers < 1 or parse_shards < 1:
@@ -533,7 +563,7 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
         sides["source"] = parse_views(list(sides["source"]) + [TARGET_VIEW[pair.multitask_target]])
     views = {src: sides["source"], tgt: sides["target"]}
     return _Run(c, pair, src, tgt, out, raw, smoke, sizes, parser, ops, workers, force, log, known, parse_shards,
-                recipe_settings(recipe), views, launch)
+                recipe_settings(recipe), views, launch, segmentation)
 
 
 def recipe_from_settings(settings: dict | None) -> Recipe | None:
@@ -563,6 +593,8 @@ def again_call(out_dir: Path) -> dict:
     call["views"] = again.get("views")
     call["raw_dir"] = None if again.get("raw_dir") is None else Path(again["raw_dir"])
     call["recipe"] = recipe_from_settings(again.get("recipe"))
+    if again.get("segmentation"):  # named only when not subword_nmt
+        call["segmentation"] = Segmentation(**again["segmentation"])
     call["out_dir"] = Path(out_dir)
     return call
 
@@ -590,9 +622,7 @@ def _check_recipe(r: _Run) -> None:
                         f"same recipe: use another --out, or pass --force to prepare {r.out} again under the new one")
     path = r.out / markers.DONE_DIR / RECIPE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"recipe": now}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, json.dumps({"recipe": now}, indent=1, sort_keys=True) + "\n")
 
 
 def _warn_missing_models(r: _Run) -> None:
@@ -613,7 +643,7 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
                    parser: str = "auto", bpe_ops: int | None = None, workers: int = 1, force: bool = False,
                    log: Callable[[str], None] = print, smoke_sizes: dict | None = None,
                    checksums: Path | None = None, parse_shards: int = 1, recipe: Recipe | None = None,
-                   views=None, launch=None) -> Prepared:
+                   views=None, launch=None, segmentation: Segmentation | None = None) -> Prepared:
     """Prepare ``corpus`` for direction src→tgt into ``out_dir`` (layout: module docs); returns its summary.
 
     ``recipe``: a paper's settings on top of the corpus' (:mod:`syntrans.prep.recipe`); an ``out_dir``
@@ -621,12 +651,13 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
     (:func:`syntrans.data.parse_views.side_views`: None both; a list, those on both sides; ``{"source": …, "target":
     …}`` each side's; a side with none is not parsed and gets no sidecars); ``launch``: the launcher options of the parse shards
     (:class:`~syntrans.jobs.launcher.LaunchOptions`; None: here), :class:`~syntrans.prep.parse_step.PrepPending`
-    when they are left running. Raises :class:`~syntrans.prep.errors.PrepError`
+    when they are left running. ``segmentation``: ``--bpe`` and its model files
+    (:class:`~syntrans.prep.segmentation.Segmentation`; default subword_nmt). Raises :class:`~syntrans.prep.errors.PrepError`
     for anything the user can fix (missing files, network errors, checksum mismatches, a pair the corpus
     lacks, missing stanza models, a recipe that does not fit the pair or the folder).
     """
     r = _resolve(corpus, src, tgt, out_dir, raw_dir, smoke, parser, bpe_ops, workers, force, log, smoke_sizes,
-                 checksums, parse_shards, recipe, views, launch)
+                 checksums, parse_shards, recipe, views, launch, segmentation)
     r.out.mkdir(parents=True, exist_ok=True)
     _check_recipe(r)
     if r.recipe:
@@ -635,7 +666,14 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
     t0 = time.time()
     infos = run_steps(r)
     words = r.pair.word_vocab is not None
-    codes = {} if words else codes_paths(r.out / "bpe", r.pair.langs, r.pair.joint)
+    if words:
+        codes = {}
+    elif r.segmentation.bpe == "sentencepiece":
+        codes = model_paths(r.out / "bpe", r.pair.langs, r.pair.joint, bool(r.segmentation.sentencepiece_model))
+    elif r.segmentation.bpe == "gpt2":
+        codes = dict.fromkeys(r.pair.langs, Path(r.segmentation.gpt2_encoder_json).resolve())
+    else:
+        codes = codes_paths(r.out / "bpe", r.pair.langs, r.pair.joint)
     tok = infos["tokenize"]
     reasons = REASONS + ((LANGUAGE,) if r.pair.langid else ())
     p = Prepared(
@@ -646,7 +684,8 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
         dropped={k: tok["dropped"][k] for k in reasons} if (r.pair.clean or r.pair.langid) else {},
         codes_by_lang=codes, smoke=r.smoke, bpe_ops_by_lang={} if words else dict(r.ops),
         word_vocab=r.pair.word_vocab, recipe=r.recipe, views={lang: list(v) for lang, v in _lang_views(r).items()},
-        ref_test_more=[r.out / "ref" / f"test.{r.tgt}.{k}" for k in range(2, 2 + len(r.pair.reference_files(r.tgt)))])
+        ref_test_more=[r.out / "ref" / f"test.{r.tgt}.{k}" for k in range(2, 2 + len(r.pair.reference_files(r.tgt)))],
+        segmentation=r.segmentation.bpe, crossing=dict(infos["binarize"].get("crossing", {})))
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
     # what `syntrans-prepare --again OUT` calls prepare_corpus with (all but the views, workers and launcher)
@@ -654,8 +693,8 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
                         "smoke": smoke, "parser": parser, "bpe_ops": bpe_ops, "smoke_sizes": smoke_sizes,
                         "parse_shards": parse_shards, "recipe": r.recipe,
                         "views": {"source": list(r.views[r.src]), "target": list(r.views[r.tgt])}}
-    tmp = r.out / "prepared.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(r.out / "prepared.json")
+    if not r.segmentation.default:  # named only when not subword_nmt
+        summary["again"]["segmentation"] = r.segmentation.record()
+    write_text(r.out / "prepared.json", json.dumps(summary, indent=1) + "\n")
     log(p.summary())
     return p

@@ -11,12 +11,14 @@ The word-level facts of a line are what the sidecars store (docs/commands.md, da
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .gaps import SENTENCE_BREAK
-from .parsed import ParsedSentence
+
+if TYPE_CHECKING:  # only named in annotations: reading parses (stanza's tree reader) is not loaded here
+    from .parsed import ParsedSentence
 
 
 def bpe_word_index(pieces: Sequence[str], marker: str = "@@", open_end: bool = False) -> List[int]:

@@ -14,7 +14,7 @@ from typing import List, Sequence
 import numpy as np
 
 from .align import check_piece_counts
-from .parents import check_head_range
+from .tree_checks import line_roots
 
 #: the length of a path that does not exist (words of two sentences of one line): above any window's threshold
 NO_PATH = int(np.iinfo(np.int64).max)
@@ -22,19 +22,12 @@ NO_PATH = int(np.iinfo(np.int64).max)
 
 def _check_heads(heads: np.ndarray) -> None:
     """``heads[w]``: 1-based head word of word w, 0 = root. Raises ValueError naming the first bad word: a head outside
-    0..n, a word that is its own head, or a cycle (a word whose heads never reach a root)."""
+    0..n, a word that is its own head, or a cycle (:func:`~syntrans.syntax.tree_checks.line_roots`)."""
     if heads.ndim != 1:
         raise ValueError(f"heads must be 1-D, found shape {heads.shape}")
     if heads.size and heads.dtype.kind not in "iu":
         raise ValueError(f"heads must be integers, found dtype {heads.dtype}")
-    check_head_range(heads)
-    n = len(heads)
-    for w in range(n):  # follow the heads up: a tree reaches a root within n steps
-        v, steps = w, 0
-        while heads[v] != 0:
-            v, steps = int(heads[v]) - 1, steps + 1
-            if steps > n:
-                raise ValueError(f"word {w} (0-based) never reaches a root through its heads: the heads hold a cycle")
+    line_roots(heads)
 
 
 def word_path_lengths(heads: Sequence[int]) -> np.ndarray:

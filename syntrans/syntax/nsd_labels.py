@@ -31,6 +31,7 @@ from stanza.models.constituency.parse_tree import Tree
 
 from .align import check_piece_counts
 from .gaps import SENTENCE_BREAK
+from .tree_checks import check_head_range, line_roots
 from .trees import as_tree, tree_distances
 
 #: Valid ``kind`` values: syntactic (dS), global (dG), relative (dR) and dependency (dD) distances.
@@ -167,21 +168,13 @@ def nsd_from_heads(heads: Sequence[int]) -> List[int]:
     """
     h = _ints(heads, "heads", "word")
     n = len(h)
-    _check_heads(h)
+    check_head_range(h)
     roots = [w for w, x in enumerate(h) if x == 0]
     if n and len(roots) != 1:
         raise ValueError(f"one sentence needs exactly one root (head 0), found {len(roots)} at words (0-based) "
                          f"{roots[:10]}; for a line of several sentences use line_nsd")
     return [i - x for i, x in enumerate(h, 1)]
 
-
-def _check_heads(h: List[int]) -> None:
-    n = len(h)
-    for w, x in enumerate(h):
-        if not 0 <= x <= n:
-            raise ValueError(f"word {w} (0-based) has head {x}, expected 0..{n} (1-based word index, 0 = root)")
-        if x == w + 1:
-            raise ValueError(f"word {w} (0-based) is its own head (head {x}), expected another word or 0 (root)")
 
 
 def nsd(parse, kind: str) -> List[int]:
@@ -218,24 +211,8 @@ def nsd(parse, kind: str) -> List[int]:
 def _line_dd(heads: Sequence[int]) -> List[int]:
     """dD of a line whose heads are line positions; each sentence (a contiguous run of one root's words) local."""
     h = _ints(heads, "heads", "word")
-    _check_heads(h)
     n = len(h)
-    root = [-1] * n  # 0-based root word of each word
-    for w in range(n):
-        chain, on_chain = [], set()
-        cur = w
-        while root[cur] < 0:
-            if h[cur] == 0:
-                root[cur] = cur
-                break
-            if cur in on_chain:
-                raise ValueError(f"the heads of word {w} (0-based) run into a cycle through word {cur}; "
-                                 f"every word must reach a root (head 0)")
-            chain.append(cur)
-            on_chain.add(cur)
-            cur = h[cur] - 1
-        for c in chain:
-            root[c] = root[cur]
+    root = line_roots(h)  # (n,) 0-based root word of each word
     out = []
     start = 0
     seen = set()

@@ -6,6 +6,7 @@ from typing import List, Sequence
 import numpy as np
 
 from .align import check_piece_counts
+from .tree_checks import check_head_range
 
 #: Valid ``mode`` values of :func:`subword_parents`.
 PARENT_MODES = ("middle", "first", "chain")
@@ -45,20 +46,6 @@ def _check(heads: np.ndarray, pieces: np.ndarray, mode: str) -> None:
         return
     check_piece_counts(pieces, heads, "heads")
     check_head_range(heads)
-
-
-def check_head_range(heads: np.ndarray) -> None:
-    """``heads`` (n,): each a 1-based head word in 0..n (0 = root) and not the word itself; raises ValueError naming the
-    first bad word. Cycles are not checked."""
-    n = len(heads)
-    bad = np.flatnonzero((heads < 0) | (heads > n))
-    if len(bad):
-        w = int(bad[0])
-        raise ValueError(f"word {w} (0-based) has head {int(heads[w])}, expected 0..{n} (1-based word index, 0 = root)")
-    bad = np.flatnonzero(heads == np.arange(1, n + 1))
-    if len(bad):
-        w = int(bad[0])
-        raise ValueError(f"word {w} (0-based) is its own head (head {int(heads[w])}), expected another word or 0 (root)")
 
 
 def subword_parents_array(heads: np.ndarray, pieces: np.ndarray, mode: str) -> np.ndarray:

@@ -24,6 +24,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 from stanza.models.constituency.parse_tree import Tree
 from stanza.models.constituency.tree_reader import read_trees
 
+from ..atomic_write import write_text
 from .gc_pause import gc_paused
 from .text_files import check_utf8
 from .tree_checks import BracketError, id_fault, is_word_id, tree_lines
@@ -379,7 +380,4 @@ def format_conllu(sentences: Iterable[ParsedSentence]) -> str:
 
 def write_conllu(path: str, sentences: Iterable[ParsedSentence]) -> None:
     """Write sentences as CoNLL-U (see :func:`format_conllu`), atomically via a temporary file."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(format_conllu(sentences))
-    os.replace(tmp, path)
+    write_text(path, format_conllu(sentences))

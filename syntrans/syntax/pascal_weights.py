@@ -11,6 +11,16 @@ import torch
 PASCAL_WEIGHTS = ("gaussian", "parent-only")
 
 
+def parent_weight(d: torch.Tensor, sigma: float, kind: str = "gaussian") -> torch.Tensor:
+    """d_tj of Eq. 2 (Bugliarello & Okazaki 2020) from d = j − p_t (float32, any shape): N(d; 0, σ²), the Gaussian
+    density of Eq. 3, for "gaussian"; 1 where |d| < 1, else 0, for "parent-only" (§3.2, Table 3b). Elementwise, so
+    that the explicit weights (:func:`pascal_weights`) and flex attention's per-score modification are one formula."""
+    if kind == "parent-only":
+        return (d.abs() < 1).to(torch.float32)  # the middle token(s) of the parent
+    z = d / sigma  # exact for integer and x.5 positions, so left padding shifts nothing
+    return torch.exp(-0.5 * z * z) / (sigma * math.sqrt(2.0 * math.pi))
+
+
 def pascal_weights(parents: torch.Tensor, src_len: int, sigma: float, kind: str = "gaussian") -> torch.Tensor:
     """W[b, i, j] = N(j; p_bi, σ²), the Gaussian density (Bugliarello & Okazaki 2020, §2.1, Eq. 3), for ``kind``
     "gaussian"; for "parent-only" (§3.2, Table 3b: "weights are only placed to the middle token (i.e. the parent)")
@@ -32,9 +42,5 @@ def pascal_weights(parents: torch.Tensor, src_len: int, sigma: float, kind: str 
     p = parents.to(torch.float32).unsqueeze(-1)  # (B, T, 1)
     if kind not in PASCAL_WEIGHTS:
         raise ValueError(f"unknown PASCAL weights {kind!r}, expected one of {', '.join(PASCAL_WEIGHTS)}")
-    if kind == "parent-only":
-        w = ((j - p).abs() < 1).to(torch.float32)  # (B, T, S) the middle token(s) of the parent
-        return torch.where(p < 0, torch.ones_like(w), w)
-    z = (j - p) / sigma  # (B, T, S); exact for integer and x.5 positions, so left padding shifts nothing
-    w = torch.exp(-0.5 * z * z) / (sigma * math.sqrt(2.0 * math.pi))
+    w = parent_weight(j - p, sigma, kind)  # (B, T, S)
     return torch.where(p < 0, torch.ones_like(w), w)

@@ -1,15 +1,22 @@
-"""Checks of parsed sentences: CoNLL-U word IDs, and whether dependency heads form a tree.
+"""Checks of parsed sentences: CoNLL-U word IDs, and whether dependency heads form a tree; the one place heads are
+validated.
 
-Pure functions: each returns what is wrong (a sentence-level message) or None, and the callers add the file, line
-and sentence. A dependency tree (CoNLL-U, heads 1-based, 0 = root) has exactly one root, no word that is its own
-head and no cycle, so that every word reaches the root by its heads. The fallback for a sentence whose heads are no
-tree is :func:`chain_heads`, the dependency of the parser's own fallback for a failed parse
+Sentence checks (:func:`id_fault`, :func:`dependency_fault`) return what is wrong (a sentence-level message, words
+1-based as in CoNLL-U) or None, and the callers add the file, line and sentence. Line checks
+(:func:`check_head_range`, :func:`line_roots`: the heads of a corpus line, offset to line positions, one root per
+sentence) raise ValueError naming the first bad word (0-based), for the algorithms that read heads.
+
+A dependency tree (CoNLL-U, heads 1-based, 0 = root) has exactly one root, no word that is its own head and no
+cycle, so that every word reaches the root by its heads. The fallback for a sentence whose heads are no tree is
+:func:`chain_heads`, the dependency of the parser's own fallback for a failed parse
 (``syntrans.parsing.trivial.fallback_parse``).
 """
 from __future__ import annotations
 
 import re
 from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
 
 _RANGE = re.compile(r"[1-9][0-9]*-[1-9][0-9]*")  # a multi-word token, e.g. 7-8
 _EMPTY = re.compile(r"[0-9]+\.[1-9][0-9]*")  # an empty node, e.g. 8.1
@@ -93,6 +100,47 @@ def dependency_fault(heads: Sequence[int], words: Optional[Sequence[str]] = None
 def chain_heads(n: int) -> List[int]:
     """The fallback heads of an n-word sentence: each word's head is the next word, the last word is the root."""
     return [w + 1 for w in range(1, n)] + [0]
+
+
+def check_head_range(heads) -> None:
+    """``heads`` (n,) ints: each a 1-based head word in 0..n (0 = root) and not the word itself; raises ValueError naming
+    the first bad word (0-based). Cycles are not checked (:func:`line_roots`)."""
+    heads = np.asarray(heads)
+    n = len(heads)
+    bad = np.flatnonzero((heads < 0) | (heads > n))
+    if len(bad):
+        w = int(bad[0])
+        raise ValueError(f"word {w} (0-based) has head {int(heads[w])}, expected 0..{n} (1-based word index, 0 = root)")
+    bad = np.flatnonzero(heads == np.arange(1, n + 1))
+    if len(bad):
+        w = int(bad[0])
+        raise ValueError(f"word {w} (0-based) is its own head (head {int(heads[w])}), expected another word or 0 (root)")
+
+
+def line_roots(heads: Sequence[int]) -> List[int]:
+    """The 0-based root word each word reaches by its heads (1-based line positions, 0 = root; a line may hold several
+    sentences, each with its own root), after :func:`check_head_range`. ValueError naming the first word whose heads
+    run into a cycle."""
+    check_head_range(heads)
+    h = [int(x) for x in heads]
+    n = len(h)
+    root = [-1] * n  # 0-based root word of each word
+    for w in range(n):
+        chain, on_chain = [], set()
+        cur = w
+        while root[cur] < 0:
+            if h[cur] == 0:
+                root[cur] = cur
+                break
+            if cur in on_chain:
+                raise ValueError(f"the heads of word {w} (0-based) run into a cycle through word {cur}; "
+                                 f"every word must reach a root (head 0)")
+            chain.append(cur)
+            on_chain.add(cur)
+            cur = h[cur] - 1
+        for c in chain:
+            root[c] = root[cur]
+    return root
 
 
 def tree_lines(text: str, one_per_line: bool = True) -> List[int]:

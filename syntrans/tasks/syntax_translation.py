@@ -14,6 +14,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..data import sidecars
 from ..data.feature_range import feature_range
 from ..data.features import FeatureNeeds
+from ..data.missing_sidecars import how_to_write
 from ..data.syntax_dataset import SyntaxPairDataset
 from ..generation.end_of_split import EndOfSplit
 from ..generation.printing import gen_subset_of, syntax_generator
@@ -87,7 +88,7 @@ class SyntaxTranslationTask(TranslationTask, SyntaxTask):
                 role = "its training loss needs" if name not in needs.required else "the model asks for"
                 raise FileNotFoundError(
                     f"split {split} of {self.cfg.data}: {role} {why}, which is missing "
-                    f"(expected {ds.sidecar_path(name)}); {sidecars.how_to_write(ds.lacking(name))}"
+                    f"(expected {ds.sidecar_path(name)}); {how_to_write(ds.lacking(name))}"
                 )
 
     def value_range(self, side: str, feature: str) -> Tuple[int, int]:
