@@ -133,7 +133,8 @@ def test_make_test_runs_a_worker_per_core_and_test_fast_the_fast_tier(tmp_path):
 
 
 def test_requirements_pick_fairseq_by_python_and_bound_each_range_by_the_next_major():
-    """fairseq-fixed 0.12.3.1 on Python ≥ 3.11, fairseq 0.12.2 below; stanza, sacrebleu, subword-nmt, sacremoses and nltk
+    """fairseq-fixed 0.12.3.1 on Python ≥ 3.11, fairseq 0.12.2 below; stanza, sacrebleu, subword-nmt, sentencepiece,
+    sacremoses and nltk
     from the tested version up to, not including, the next major version (the next minor for a 0.x package)."""
     from importlib.metadata import distribution, version
 
@@ -144,7 +145,7 @@ def test_requirements_pick_fairseq_by_python_and_bound_each_range_by_the_next_ma
     fairseq = {(r.name, str(r.specifier), str(r.marker)) for r in requires if r.name.startswith("fairseq")}
     assert fairseq == {("fairseq", "==0.12.2", 'python_version < "3.11"'),
                        ("fairseq-fixed", "==0.12.3.1", 'python_version >= "3.11"')}, fairseq
-    for name in ("stanza", "sacrebleu", "subword-nmt", "sacremoses", "nltk"):
+    for name in ("stanza", "sacrebleu", "subword-nmt", "sentencepiece", "sacremoses", "nltk"):
         (req,) = [r for r in requires if r.name == name]
         (upper,) = [Version(s.version) for s in req.specifier if s.operator == "<"]
         (lower,) = [Version(s.version) for s in req.specifier if s.operator == ">="]
