@@ -357,7 +357,8 @@ CORE = ("models", "modules", "data", "tasks", "criterions", "mechanisms")
 #: the files that loop over mechanisms (the attention, the layers, encoder, decoder, model, config, plan, dataset,
 #: task, criterion): a method named there would spread it again
 GENERIC = ("syntrans/modules/", "syntrans/tasks/", "syntrans/criterions/", "syntrans/mechanisms/base.py",
-           "syntrans/mechanisms/plan.py", "syntrans/mechanisms/layer_lists.py", "syntrans/models/config.py",
+           "syntrans/mechanisms/plan.py", "syntrans/mechanisms/layer_lists.py",
+           "syntrans/mechanisms/encoder_heads.py", "syntrans/models/config.py",
            "syntrans/models/layers.py", "syntrans/models/encoder.py", "syntrans/models/decoder.py",
            "syntrans/models/syntax_transformer.py", "syntrans/data/syntax_dataset.py", "syntrans/data/sidecars.py",
            "syntrans/data/feature_range.py")

@@ -11,11 +11,10 @@ import itertools
 from typing import Dict, Optional
 
 import torch
-from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerDecoderBase
 
 from ..mechanisms.plan import SideSyntax
-from .layers import SyntaxDecoderLayer, checkpointed
+from .layers import SyntaxDecoderLayer, wrap_layer
 
 SIDE = "decoder"
 
@@ -42,13 +41,7 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         syntax = self.syntax.layer(next(self._layer_numbers))
-        layer = SyntaxDecoderLayer(cfg, syntax, no_encoder_attn)
-        if cfg.offload_activations and syntax:
-            raise ValueError("--offload-activations: layers with syntax heads keep their activations on the device; "
-                             "use --checkpoint-activations")
-        if cfg.checkpoint_activations:
-            layer = checkpointed(layer)
-        return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+        return wrap_layer(SyntaxDecoderLayer(cfg, syntax, no_encoder_attn), cfg, syntax)
 
     def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, features_only: bool = False,
                 full_context_alignment: bool = False, alignment_layer: Optional[int] = None,

@@ -14,6 +14,7 @@ from typing import Dict, Optional, Tuple
 
 import torch
 import torch.nn as nn
+from fairseq.distributed import fsdp_wrap
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from torch.utils.checkpoint import checkpoint
 
@@ -168,3 +169,14 @@ def checkpointed(layer: nn.Module) -> nn.Module:
 
     layer.forward = forward
     return layer
+
+
+def wrap_layer(layer: nn.Module, cfg, syntax: LayerSyntax) -> nn.Module:
+    """A built layer as fairseq's ``build_*_layer`` returns it: :func:`checkpointed` under --checkpoint-activations,
+    wrapped for FSDP; --offload-activations is refused for a layer with syntax heads (``syntax``)."""
+    if cfg.offload_activations and syntax:
+        raise ValueError("--offload-activations: layers with syntax heads keep their activations on the device; "
+                         "use --checkpoint-activations")
+    if cfg.checkpoint_activations:
+        layer = checkpointed(layer)
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
