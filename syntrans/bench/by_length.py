@@ -180,13 +180,13 @@ def causal_mask(case: Case, batch: Batch) -> Optional[torch.Tensor]:
 
 
 def run_layer(layer, case: Case, batch: Batch, causal: Optional[torch.Tensor], kw: Dict) -> Tuple[torch.Tensor, Dict]:
-    """(output (T, B, C), report) of an encoder or decoder layer on ``batch``; ``kw``: ``{"syntax": inputs}`` for a
-    syntax layer, empty for fairseq's stock layer (whose report is empty)."""
+    """(output (T, B, C), its mechanisms' reports by key) of an encoder or decoder layer on ``batch``; ``kw``:
+    ``{"syntax": inputs}`` for a syntax layer, empty for fairseq's stock layer (which reports nothing)."""
     if case.side == "encoder":
         out = layer(batch.x, batch.pad, **kw)
-        return (out[0], out[2]) if kw else ((out[0] if isinstance(out, tuple) else out), {})
+        return (out[0], out[2].mechanisms) if kw else ((out[0] if isinstance(out, tuple) else out), {})
     out = layer(batch.x, batch.enc, None, self_attn_mask=causal, self_attn_padding_mask=batch.pad, **kw)
-    return out[0], (out[3] if kw else {})
+    return out[0], (out[3].mechanisms if kw else {})
 
 
 def step_fn(module, syntax: bool, case: Case, batch: Batch, part: str, backend: str) -> Callable[[], None]:
@@ -203,7 +203,7 @@ def step_fn(module, syntax: bool, case: Case, batch: Batch, part: str, backend: 
         if part == "attention":
             out = module(batch.x, batch.x, batch.x, key_padding_mask=batch.pad, need_weights=False, attn_mask=causal,
                          **kw)
-            y, report = out[0], (out[2] if syntax else {})
+            y, report = out[0], (out[2].mechanisms if syntax else {})
         else:
             y, report = run_layer(module, case, batch, causal, kw)
         for rep in report.values():

@@ -14,6 +14,7 @@ import torch
 from fairseq.models.transformer import TransformerDecoderBase
 
 from ..mechanisms.plan import SideSyntax
+from ..modules.layer_report import LayerReport
 from .layers import SyntaxDecoderLayer, wrap_layer
 
 SIDE = "decoder"
@@ -89,7 +90,7 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
         self_attn_padding_mask = pad if self.cross_self_attention or pad.any() else None
         attn: Optional[torch.Tensor] = None
         inner_states = [x]
-        reports: Dict[int, Dict] = {}
+        reports: Dict[int, LayerReport] = {}
         for idx, layer in enumerate(self.layers):
             causal = self.buffered_future_mask(x) if incremental_state is None and not full_context_alignment else None
             x, layer_attn, _, report = layer(x, enc, enc_pad, incremental_state, self_attn_mask=causal,

@@ -14,6 +14,7 @@ from fairseq.models.transformer import TransformerEncoderBase
 
 from ..mechanisms.plan import SideSyntax
 from ..modules.blocks import SideInputs
+from ..modules.layer_report import LayerReport
 from .layers import SyntaxEncoderLayer, wrap_layer
 
 SIDE = "encoder"
@@ -68,7 +69,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         x = x * (1 - pad.unsqueeze(-1).type_as(x) * has_pads.type_as(x))  # padding rows start at 0
         x = x.transpose(0, 1)  # (T, B, C)
         states, fc_results = ([x] if return_all_hiddens else []), []
-        reports: Dict[int, Dict] = {}
+        reports: Dict[int, LayerReport] = {}
         for i, layer in enumerate(self.layers):
             x, fc_result, report = layer(x, encoder_padding_mask=pad if has_pads else None, syntax=inputs)
             if report:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -19,10 +19,11 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, Trans
 from torch.utils.checkpoint import checkpoint
 
 from ..modules.blocks import LayerSyntax, SideInputs
+from ..modules.layer_report import LayerReport
 from ..modules.recompute import recomputation
 from ..modules.syntax_attention import SyntaxMultiheadAttention
 
-Report = Dict
+Report = LayerReport
 
 
 class SyntaxEncoderLayer(TransformerEncoderLayerBase):
