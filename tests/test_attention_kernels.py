@@ -64,7 +64,7 @@ def run(attn, x, pad, data, backend, keep=()):
     out, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False,
                           syntax=side_inputs(pad, keep=keep, backend=backend, **data))
     w = torch.linspace(-1, 1, out.numel()).view_as(out)
-    loss = (out * w).sum() + sum(r["stats"][0] for r in report.values() if isinstance(r, dict) and "stats" in r)
+    loss = (out * w).sum() + sum(r["stats"][0] for r in report.mechanisms.values() if isinstance(r, dict) and "stats" in r)
     if attn.training:
         loss.backward()
     grads = {n: p.grad.clone() for n, p in attn.named_parameters() if p.grad is not None}
@@ -82,6 +82,7 @@ def test_auto_equals_explicit(layout, train, gated):
     a_out, a_rep, a_grads = run(attn, x, pad, data, "auto")
     e_out, e_rep, e_grads = run(attn, x, pad, data, "explicit")
     torch.testing.assert_close(a_out, e_out, rtol=1e-5, atol=1e-6)
+    a_rep, e_rep = a_rep.mechanisms, e_rep.mechanisms
     assert set(a_rep) == set(e_rep)
     for key in a_rep:
         for name in a_rep[key]:
@@ -99,7 +100,7 @@ def test_auto_and_explicit_differ_in_kernels_not_in_numbers():
     x, pad, data = batch()
     attn = syntax_attention(C, H, LAYOUTS["all"]())
     _, rep, _ = run(attn, x, pad, {k: v for k, v in data.items() if k not in ("lisa", "dbsa")}, "auto", keep=("probs",))
-    probs = rep["probs"]
+    probs = rep.probs
     assert probs.shape == (3, H, 9, 9)
     torch.testing.assert_close(probs.sum(-1), torch.ones(3, H, 9))
 
@@ -145,7 +146,7 @@ def test_parse_losses_from_the_log_sum_exp_equal_the_explicit_ones(layout, causa
         for backend in ("flex", "explicit"):
             o, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, attn_mask=mask,
                              syntax=side_inputs(pad, backend=backend, **data))
-            out[backend] = (o, rep[blocks[0].key]["stats"])
+            out[backend] = (o, rep.mechanisms[blocks[0].key]["stats"])
     torch.testing.assert_close(out["flex"][0], out["explicit"][0], rtol=1e-4, atol=1e-5)
     for got, want in zip(out["flex"][1], out["explicit"][1]):
         torch.testing.assert_close(got.float(), want.float(), rtol=1e-4, atol=1e-4)
@@ -169,7 +170,7 @@ def test_flex_backward_equals_the_explicit_path_on_cuda(key):
         attn.zero_grad(set_to_none=True)
         out, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False,
                            syntax=side_inputs(pad, backend=backend, **data))
-        loss = out.square().sum() + sum(r["stats"][0] for r in rep.values() if "stats" in r)
+        loss = out.square().sum() + sum(r["stats"][0] for r in rep.mechanisms.values() if "stats" in r)
         loss.backward()
         got[backend] = (out, loss, {n: p.grad.clone() for n, p in attn.named_parameters()})
     torch.testing.assert_close(got["auto"][0], got["explicit"][0], rtol=1e-3, atol=1e-4)

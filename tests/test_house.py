@@ -357,7 +357,8 @@ CORE = ("models", "modules", "data", "tasks", "criterions", "mechanisms")
 #: the files that loop over mechanisms (the attention, the layers, encoder, decoder, model, config, plan, dataset,
 #: task, criterion): a method named there would spread it again
 GENERIC = ("syntrans/modules/", "syntrans/tasks/", "syntrans/criterions/", "syntrans/mechanisms/base.py",
-           "syntrans/mechanisms/plan.py", "syntrans/mechanisms/layer_lists.py", "syntrans/models/config.py",
+           "syntrans/mechanisms/plan.py", "syntrans/mechanisms/layer_lists.py",
+           "syntrans/mechanisms/encoder_heads.py", "syntrans/models/config.py",
            "syntrans/models/layers.py", "syntrans/models/encoder.py", "syntrans/models/decoder.py",
            "syntrans/models/syntax_transformer.py", "syntrans/data/syntax_dataset.py", "syntrans/data/sidecars.py",
            "syntrans/data/feature_range.py")
@@ -457,3 +458,52 @@ def test_the_names_can_fail(tmp_path):
             assert naming(path, M.key) == [1], (M.key, source)
     path.write_text('def propagate(aggregate, translation):\n    """our normalisation of a slash and the labelset"""\n')
     assert all(naming(path, key) == [] for key in registry_keys())
+
+
+LAYOUT = ROOT / "docs" / "layout.md"
+
+
+def new_method_files():
+    """The backticked paths of docs/layout.md's list "The files a new method touches" (up to the next heading)."""
+    import re
+
+    text = LAYOUT.read_text(encoding="utf-8")
+    start = text.index("### The files a new method touches")
+    section = text[start:text.index("\n#", start + 1)]
+    return re.findall(r"^- `([^`]+)`", section, re.M) + re.findall(r"^- `[^`]+` and `([^`]+)`", section, re.M)
+
+
+def test_layout_lists_the_files_a_new_method_touches():
+    """docs/layout.md's list matches the code: each concrete file or folder exists, ``<method>`` stands for each
+    registered mechanism's own module, and the registry and the presets name every mechanism."""
+    import sys
+
+    from syntrans.mechanisms.registry import MECHANISMS
+
+    listed = new_method_files()
+    for core in ("syntrans/mechanisms/<method>.py", "syntrans/mechanisms/registry.py", "syntrans/models/presets.py",
+                 "syntrans/plots/attention.py", "configs/<method>/", "scripts/reproduce/"):
+        assert core in listed, f"docs/layout.md does not list {core} among the files a new method touches"
+    for path in listed:
+        if "<method>" not in path:
+            assert (ROOT / path).exists(), f"docs/layout.md lists {path}, which does not exist"
+    modules = {Path(sys.modules[M.__module__].__file__).name for M in MECHANISMS}
+    assert len(modules) == len(MECHANISMS), "two mechanisms share a module: one module per method"
+    assert all(M.__module__.startswith("syntrans.mechanisms.") for M in MECHANISMS)
+    for M in MECHANISMS:
+        assert naming(PACKAGE / "mechanisms" / "registry.py", M.key, words=False), f"registry.py lacks {M.key}"
+        assert naming(PACKAGE / "models" / "presets.py", M.key, words=False), f"presets.py names no {M.key} preset"
+
+
+def test_layout_names_every_mechanism_module():
+    """Every mechanism module of the registry is named in docs/layout.md, as are the baselines without one."""
+    import sys
+
+    from syntrans.mechanisms.registry import MECHANISMS
+
+    text = LAYOUT.read_text(encoding="utf-8")
+    for M in MECHANISMS:
+        name = Path(sys.modules[M.__module__].__file__).name
+        assert f"`{name}`" in text, f"docs/layout.md does not name the mechanism module {name}"
+    for baseline in ("+S&H", "+MULTI-TASK", "source_labels.py"):
+        assert baseline in text, f"docs/layout.md does not mention {baseline}"

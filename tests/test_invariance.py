@@ -410,7 +410,7 @@ def test_only_chosen_layers_and_heads_are_biased(tiny_data):
         hook.remove()
     reports = out["syntax"]["layers"]
     assert sorted(reports) == [1]  # layer 0 reports nothing: it has no syntax heads
-    probs = reports[1]["probs"]  # (B, 4, T, T)
+    probs = reports[1].probs  # (B, 4, T, T)
     attn, x = layers[1].self_attn, seen["x"]
     B, T = sample["net_input"]["src_tokens"].shape
     q = (attn.q_proj(x) * attn.scaling).view(T, B, 4, -1).permute(1, 2, 0, 3)

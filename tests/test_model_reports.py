@@ -23,18 +23,18 @@ def test_keep_probs_and_parse_come_back_per_side_and_layer(tiny_data):
         _, plain = model(**net)
         _, kept = model(**net, keep=("probs", "parse"))
     assert sorted(plain["syntax"]) == ["decoder", "encoder"]
-    assert all("probs" not in r and "parse" not in r for side in plain["syntax"].values() for r in side.values())
+    assert all(r.probs is None and not r.parse for side in plain["syntax"].values() for r in side.values())
     enc, dec = kept["syntax"]["encoder"][0], kept["syntax"]["decoder"][0]
-    assert enc["probs"].shape == (B, H, S, S) and enc["probs"].dtype == torch.float32
-    assert dec["probs"].shape == (B, H, T, T)
+    assert enc.probs.shape == (B, H, S, S) and enc.probs.dtype == torch.float32
+    assert dec.probs.shape == (B, H, T, T)
     real = ~net["src_tokens"].eq(task.source_dictionary.pad())  # (B, S) the rows of real source tokens
-    torch.testing.assert_close(enc["probs"].sum(-1)[real.unsqueeze(1).expand(B, H, S)],
+    torch.testing.assert_close(enc.probs.sum(-1)[real.unsqueeze(1).expand(B, H, S)],
                                torch.ones(int(real.sum()) * H))
     # the parse: each query row's argmax over the DBSA head's (head 0's) attention, decoder side as well
-    assert torch.equal(enc["parse"]["dbsa"], enc["probs"][:, :1].mean(1).argmax(-1))
-    assert dec["parse"]["dbsa"].shape == (B, T)
-    assert torch.equal(dec["parse"]["dbsa"], dec["probs"][:, :1].mean(1).argmax(-1))
-    assert bool((dec["parse"]["dbsa"] <= torch.arange(T)).all())  # causal: no later parent
+    assert torch.equal(enc.parse["dbsa"], enc.probs[:, :1].mean(1).argmax(-1))
+    assert dec.parse["dbsa"].shape == (B, T)
+    assert torch.equal(dec.parse["dbsa"], dec.probs[:, :1].mean(1).argmax(-1))
+    assert bool((dec.parse["dbsa"] <= torch.arange(T)).all())  # causal: no later parent
 
 
 def test_encoder_alone_keeps_its_layers_reports(tiny_data):
@@ -43,7 +43,7 @@ def test_encoder_alone_keeps_its_layers_reports(tiny_data):
     with torch.no_grad():
         out = model.encoder(**net, keep=("probs",))
         _, extra = model(**sample["net_input"], keep=("probs",))
-    torch.testing.assert_close(out["syntax"]["layers"][0]["probs"], extra["syntax"]["encoder"][0]["probs"])
+    torch.testing.assert_close(out["syntax"]["layers"][0].probs, extra["syntax"]["encoder"][0].probs)
 
 
 def test_explicit_backend_gives_the_same_output(tiny_data):

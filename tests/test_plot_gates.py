@@ -47,7 +47,7 @@ def gates_one_by_one(task, model, split="valid"):
             sample = ds.collater([ds[k]])
             reports = enc.forward_torchscript(sample["net_input"])["syntax"]["layers"]
             for i in sums:
-                g = reports[i]["gate"]["values"]
+                g = reports[i].mechanisms["gate"]["values"]
                 assert g.shape == (1, gated[i].syntax_heads)
                 sums[i] += g[0].double()
     model.train()

@@ -173,11 +173,26 @@ def build_pair(case: Case, part: str, device: str, seed: int, dtype: torch.dtype
     return stock.to(device, dtype).train(), ours.to(device, dtype).train()
 
 
+def causal_mask(case: Case, batch: Batch) -> Optional[torch.Tensor]:
+    """The decoder's causal self-attention mask (T, T) (−inf above the diagonal); None on the encoder side."""
+    T = batch.x.size(0)
+    return torch.triu(torch.full((T, T), float("-inf"), device=batch.x.device), 1) if case.side == "decoder" else None
+
+
+def run_layer(layer, case: Case, batch: Batch, causal: Optional[torch.Tensor], kw: Dict) -> Tuple[torch.Tensor, Dict]:
+    """(output (T, B, C), its mechanisms' reports by key) of an encoder or decoder layer on ``batch``; ``kw``:
+    ``{"syntax": inputs}`` for a syntax layer, empty for fairseq's stock layer (which reports nothing)."""
+    if case.side == "encoder":
+        out = layer(batch.x, batch.pad, **kw)
+        return (out[0], out[2].mechanisms) if kw else ((out[0] if isinstance(out, tuple) else out), {})
+    out = layer(batch.x, batch.enc, None, self_attn_mask=causal, self_attn_padding_mask=batch.pad, **kw)
+    return out[0], (out[3].mechanisms if kw else {})
+
+
 def step_fn(module, syntax: bool, case: Case, batch: Batch, part: str, backend: str) -> Callable[[], None]:
     """One forward + backward of ``module`` on ``batch`` (its aux losses added to the loss)."""
     side = case.plan.sides[case.side]
-    T = batch.x.size(0)
-    causal = torch.triu(torch.full((T, T), float("-inf"), device=batch.x.device), 1) if case.side == "decoder" else None
+    causal = causal_mask(case, batch)
 
     def run():
         module.zero_grad(set_to_none=True)
@@ -188,13 +203,9 @@ def step_fn(module, syntax: bool, case: Case, batch: Batch, part: str, backend: 
         if part == "attention":
             out = module(batch.x, batch.x, batch.x, key_padding_mask=batch.pad, need_weights=False, attn_mask=causal,
                          **kw)
-            y, report = out[0], (out[2] if syntax else {})
-        elif case.side == "encoder":
-            out = module(batch.x, batch.pad, **kw)
-            y, report = (out[0], out[2]) if syntax else ((out[0] if isinstance(out, tuple) else out), {})
+            y, report = out[0], (out[2].mechanisms if syntax else {})
         else:
-            out = module(batch.x, batch.enc, None, self_attn_mask=causal, self_attn_padding_mask=batch.pad, **kw)
-            y, report = out[0], (out[3] if syntax else {})
+            y, report = run_layer(module, case, batch, causal, kw)
         for rep in report.values():
             if isinstance(rep, dict) and "stats" in rep:
                 aux = aux + rep["stats"][0]

@@ -27,7 +27,7 @@ import torch
 
 from ..modules.blocks import LayerMixer
 from ..modules.compiled_kernels import failures
-from .by_length import DTYPES, Case, build_pair, cases, make_batch
+from .by_length import DTYPES, Case, build_pair, cases, causal_mask, make_batch, run_layer
 from .corpus import say
 
 #: dtype → (outputs and losses, gradients): the largest ‖test − reference‖ / ‖reference‖ accepted; in a half dtype
@@ -58,17 +58,11 @@ def _step(layer, case: Case, batch, backend: Optional[str]) -> Tuple[Dict[str, t
     """One training step (``backend`` None: fairseq's stock layer): ({"output", "loss:<key>"…} float32 on CPU,
     {parameter: gradient} float32 on CPU)."""
     side = case.plan.sides[case.side]
-    T = batch.x.size(0)
     layer.zero_grad(set_to_none=True)
-    causal = torch.triu(torch.full((T, T), float("-inf"), device=batch.x.device), 1) if case.side == "decoder" else None
+    causal = causal_mask(case, batch)
     kw = {} if backend is None else {
         "syntax": side.inputs(batch.pad.long(), batch.pad, batch.features, batch.x.dtype, True, (), backend)}
-    if case.side == "encoder":
-        out = layer(batch.x, batch.pad, **kw)
-        y, report = (out[0], out[2]) if kw else ((out[0] if isinstance(out, tuple) else out), {})
-    else:
-        out = layer(batch.x, batch.enc, None, self_attn_mask=causal, self_attn_padding_mask=batch.pad, **kw)
-        y, report = out[0], (out[3] if kw else {})
+    y, report = run_layer(layer, case, batch, causal, kw)
     weights = torch.randn(y.shape, generator=torch.Generator().manual_seed(0)).to(y.device)  # the same on every device
     loss = (y.float() * weights).sum()
     got = {"output": y.detach().float().cpu()}

@@ -61,7 +61,7 @@ def count_recompiles(case: Case, opts, device: str) -> Dict:
             out, _, report = layer(batch.x, batch.x, batch.x, key_padding_mask=batch.pad, need_weights=False,
                                    attn_mask=causal, syntax=inputs)
             if cuda:
-                loss = out.float().sum() + sum(r["stats"][0] for r in report.values()
+                loss = out.float().sum() + sum(r["stats"][0] for r in report.mechanisms.values()
                                                if isinstance(r, dict) and "stats" in r)
                 loss.backward()
                 torch.cuda.synchronize()

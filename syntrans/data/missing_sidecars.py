@@ -36,7 +36,8 @@ def how_to_write(kinds, prefix: Optional[str] = None) -> str:
     """How to get the sidecars ``kinds`` that a split lacks (for error messages): the view of the parse they are built
     from and the one command that adds it (:func:`add_view_command`); for the labels of data binarized before
     syntrans stored them, how to write them. ``prefix``: the side's files (default: ``kinds.prefix``)."""
-    prefix = prefix if prefix is not None else getattr(kinds, "prefix", None)
+    if prefix is None and isinstance(kinds, LackingKinds):
+        prefix = kinds.prefix
     views = views_of_kinds(kinds)
     binarized_before = list(kinds) == ["label"] and prefix is not None and exists(f"{prefix}.head")
     if binarized_before or not views:

@@ -223,7 +223,7 @@ def build_sidecars(args: argparse.Namespace, jobs: Sequence[Tuple[str, str, str]
                                         args.bpe_marker, args.binarize_trees, args.strict, route)))
         if not found:
             raise SidecarError(f"no parsed corpus {parse}.{{{src},{tgt}}}.{{conllu,ptb}} for split {split}")
-    workers = min(max(1, int(getattr(args, "workers", 1) or 1)), len(sides))
+    workers = min(max(1, int(args.workers or 1)), len(sides))
     if workers > 1:
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
         with context.Pool(workers) as pool:

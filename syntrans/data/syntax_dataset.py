@@ -38,12 +38,14 @@ class SyntaxPairDataset(BaseWrapperDataset):
     """Wraps a LanguagePairDataset; the features a model reads (``needs``, :class:`~syntrans.data.features.FeatureNeeds`:
     given when the model is built, :meth:`request`) are read per item and padded in the collater exactly like their
     tokens: the required ones, and the optional ones whose sidecars this split has (e.g. parents that only an
-    auxiliary loss needs)."""
+    auxiliary loss needs). ``prefixes``: the path prefix of each side's files (``source``, ``target``;
+    :func:`~syntrans.data.sidecars.side_prefix`), for messages; none for data held in memory."""
 
     def __init__(self, dataset, src_side: Dict[str, Sidecar], tgt_side: Dict[str, Sidecar],
-                 needs: Optional[FeatureNeeds] = None):
+                 needs: Optional[FeatureNeeds] = None, prefixes: Optional[Dict[str, str]] = None):
         super().__init__(dataset)
         self.src_side, self.tgt_side = src_side, tgt_side
+        self.prefixes = prefixes or {}
         self.needs = needs if needs is not None else FeatureNeeds()
         validate_side(src_side, np.asarray(dataset.src_sizes), "source")
         if dataset.tgt_sizes is not None:
@@ -66,18 +68,13 @@ class SyntaxPairDataset(BaseWrapperDataset):
         return LackingKinds([k for k in f.needs if k not in side], self.side_prefix(f.side))
 
     def side_prefix(self, side_name: str) -> Optional[str]:
-        """``{data}/{split}.{src}-{tgt}.{lang}`` of the ``source`` or ``target`` side: from a sidecar it has, else from
-        the binarized tokens (fairseq's mmap dataset under the wrappers); None when neither tells."""
+        """``{data}/{split}.{src}-{tgt}.{lang}`` of the ``source`` or ``target`` side: from a sidecar it has, else the
+        prefix it was given (``prefixes``); None when neither tells."""
         side = self.src_side if side_name == "source" else self.tgt_side
         known = next(iter(side.values()), None)
         if known is not None:
             return known.prefix.rsplit(".", 1)[0]
-        ds = getattr(self.dataset, "src" if side_name == "source" else "tgt", None)
-        for _ in range(10):  # LanguagePairDataset → Append/Prepend/Truncate wrappers → MMapIndexedDataset
-            if ds is None or isinstance(getattr(ds, "_path", None), str):
-                break
-            ds = getattr(ds, "dataset", None)
-        return getattr(ds, "_path", None) if ds is not None else None
+        return self.prefixes.get(side_name)
 
     def missing(self, name: str) -> Optional[str]:
         """Why feature ``name`` cannot be built here, or None."""

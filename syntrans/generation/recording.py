@@ -29,6 +29,7 @@ from fairseq.sequence_scorer import SequenceScorer
 
 from ..modules.attention_record import side_reports
 from ..modules.blocks import KEEP_PARSE
+from ..modules.layer_report import LayerReport
 from ..modules.parse_heads import ParseLayer, parse_layers, sentence_heads
 
 Heads = Dict[str, torch.Tensor]  # parse tag (e.g. "dbsa@0") → (n,) long subword parents
@@ -54,13 +55,13 @@ def real_positions(tokens: torch.Tensor, pad: int, boundary: int) -> List[torch.
     return [row.nonzero().squeeze(-1) for row in keep]
 
 
-def side_heads(reports: Dict[int, Dict], parses: List[ParseLayer], positions: List[torch.Tensor]) -> List[Heads]:
+def side_heads(reports: Dict[int, LayerReport], parses: List[ParseLayer], positions: List[torch.Tensor]) -> List[Heads]:
     """Per sentence the parents predicted by each parse of one side, read from that side's layer reports
     ({layer: report}, each report's ``parse``: {block key: (B, T) argmax keys}); positions per sentence
     (:func:`real_positions`) → B dicts tag → (n_b,) long."""
     out: List[Heads] = [{} for _ in positions]
     for layer in parses:
-        heads = reports[layer.layer][KEEP_PARSE][layer.kind]  # (B, T)
+        heads = reports[layer.layer].parse[layer.kind]  # (B, T)
         for b, pos in enumerate(positions):
             out[b][layer.tag] = sentence_heads(heads[b], pos).cpu()
     return out
@@ -101,7 +102,7 @@ class HeadRecordingEnsemble(EnsembleModel):
         reports = side_reports("decoder", decoder_out)
         for x in self.parses:
             if x.side == "decoder":
-                step = reports[x.layer][KEEP_PARSE][x.kind][:, -1:]  # (bsz·beam, 1)
+                step = reports[x.layer].parse[x.kind][:, -1:]  # (bsz·beam, 1)
                 seen = self.history.get(x.tag)
                 self.history[x.tag] = step if seen is None else torch.cat([seen, step], dim=1)
         attn = decoder_out[1]["attn"][0] if len(decoder_out) > 1 and decoder_out[1] is not None else None

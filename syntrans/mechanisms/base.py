@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from ..data.features import FeatureNeeds
 from ..modules.blocks import HeadBlock, LayerMixer, SideInputs, SyntaxPart
+from ..modules.layer_report import LayerReport
 
 SIDES = ("encoder", "decoder")
 
@@ -183,7 +184,7 @@ class Mechanism:
         """Follow the beams in incremental decoding (state kept in ``incremental_state``)."""
 
     # ---------------------------------------------------------------------------------------------- reports
-    def report(self, side: str, layers: Dict[int, Dict], extra: Dict, training: bool) -> None:
+    def report(self, side: str, layers: Dict[int, LayerReport], extra: Dict, training: bool) -> None:
         """Add this mechanism's losses and metrics of one side to ``extra`` from its layers' reports."""
 
     def model_report(self, encoder_out: Dict, decoder_extra: Dict, prev_output_tokens: torch.Tensor, pad: int,
@@ -228,9 +229,9 @@ def parent_loss_from_lse(q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor, sc
     return loss, has.sum(), ((best == parents) & has).sum()
 
 
-def reports_of(layers: Dict[int, Dict], key: str) -> Dict[int, Any]:
+def reports_of(layers: Dict[int, LayerReport], key: str) -> Dict[int, Any]:
     """{layer: the report of mechanism ``key``} over the layers whose report has one."""
-    return {i: r[key] for i, r in layers.items() if r.get(key) is not None}
+    return {i: r.mechanisms[key] for i, r in layers.items() if r.mechanisms.get(key) is not None}
 
 
 __all__ = ["FeatureNeeds", "HeadBlock", "LayerMixer", "Mechanism", "ModelShape", "SIDES", "SideInputs", "SyntaxPart",

@@ -14,8 +14,8 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.blocks import HeadBlock, LogMaskHeads
 from ..syntax.masks import local_range_log_mask
-from .base import FeatureNeeds, Mechanism, check_option, is_number, required_feature
-from .layer_lists import resolve_layers
+from .base import FeatureNeeds, check_option, is_number, required_feature
+from .encoder_heads import EncoderHeads
 
 
 @dataclass
@@ -49,7 +49,7 @@ class DistanceHeads(LogMaskHeads):
     needs = "log M (the encoder prepares it from src_gaps)"
 
 
-class DistanceMask(Mechanism):
+class DistanceMask(EncoderHeads):
     """The distance-mask mechanism: heads 0…k−1 of the chosen encoder layers, the source's gaps as its feature."""
 
     key = "distance"
@@ -58,19 +58,9 @@ class DistanceMask(Mechanism):
 
     def __init__(self, cfg: DistanceMaskConfig, shape):
         super().__init__(cfg, shape)
-        self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--distance-layers")
-        H = shape.encoder_heads
-        self.check_heads(cfg.heads, H, bool(self.layers))
         check_option(is_number(cfg.tau) and cfg.tau > 0, "--distance-tau",
                      "(the soft mask's temperature τ, Eq. 6-7) must be > 0", cfg.tau)
         self.tau = None if cfg.hard else float(cfg.tau)
-
-    @property
-    def active(self) -> bool:
-        return bool(self.layers)
-
-    def heads(self, side: str, layer: int) -> int:
-        return int(self.cfg.heads) if side == "encoder" and layer in self.layers else 0
 
     def block(self, side: str, layer: int, num_heads: int, head_dim: int) -> HeadBlock:
         return DistanceHeads(num_heads)

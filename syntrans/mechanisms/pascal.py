@@ -21,8 +21,8 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.blocks import HeadBlock, SideInputs
 from ..syntax.pascal_weights import PASCAL_WEIGHTS, parent_weight, pascal_weights
-from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, required_feature
-from .layer_lists import resolve_layers
+from .base import FeatureNeeds, check_choice, check_option, is_number, required_feature
+from .encoder_heads import EncoderHeads
 
 
 @dataclass
@@ -127,7 +127,7 @@ class PascalHeads(HeadBlock):
         return weighed
 
 
-class Pascal(Mechanism):
+class Pascal(EncoderHeads):
     """The PASCAL mechanism: its heads follow the distance-mask heads in the chosen encoder layers."""
 
     key = "pascal"
@@ -139,21 +139,11 @@ class Pascal(Mechanism):
 
     def __init__(self, cfg: PascalConfig, shape):
         super().__init__(cfg, shape)
-        self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--pascal-layers")
-        H = shape.encoder_heads
-        self.check_heads(cfg.heads, H, bool(self.layers))
         check_option(is_number(cfg.ignore) and 0 <= cfg.ignore <= 1, "--pascal-ignore", "is a probability in [0, 1]",
                      cfg.ignore)
         check_option(is_number(cfg.sigma) and cfg.sigma > 0, "--pascal-sigma", "must be > 0", cfg.sigma)
         check_choice("--pascal-weights", cfg.weights, PASCAL_WEIGHTS)
         check_choice("--pascal-op", cfg.op, PASCAL_OPS)
-
-    @property
-    def active(self) -> bool:
-        return bool(self.layers)
-
-    def heads(self, side: str, layer: int) -> int:
-        return int(self.cfg.heads) if side == "encoder" and layer in self.layers else 0
 
     def block(self, side: str, layer: int, num_heads: int, head_dim: int) -> HeadBlock:
         return PascalHeads(num_heads, float(self.cfg.ignore), str(self.cfg.op))

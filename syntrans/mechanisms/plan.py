@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn
 
 from ..modules.blocks import HeadBlock, LayerMixer, LayerSyntax, SideInputs, SyntaxPart
+from ..modules.layer_report import LayerReport
 from .base import SIDES, FeatureNeeds, Mechanism, ModelShape
 from .registry import MECHANISMS
 
@@ -68,7 +69,7 @@ class SideSyntax:
         for m in self.mechanisms:
             m.outputs(self.side, owner, states, inputs, extra, incremental_state)
 
-    def report(self, layers: Dict[int, Dict], extra: Dict, training: bool) -> None:
+    def report(self, layers: Dict[int, LayerReport], extra: Dict, training: bool) -> None:
         for m in self.mechanisms:
             m.report(self.side, layers, extra, training)
 

@@ -44,8 +44,8 @@ from ..modules.aux_losses import report_aux_metric
 from ..modules.blocks import LINEAR_DEFAULT, HeadBlock, LayerMixer, LogMaskHeads, SideInputs
 from ..modules.precision import full_precision, named_precision
 from ..syntax.sla_window import WINDOWS, tree_window, window_log_mask
-from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, reports_of, required_feature
-from .layer_lists import resolve_layers
+from .base import FeatureNeeds, check_choice, check_option, is_number, reports_of, required_feature
+from .encoder_heads import EncoderHeads
 
 #: the window's default threshold m (ours: Hou et al. do not state it; see docs/methods.md)
 DEFAULT_THRESHOLD = 2
@@ -128,7 +128,7 @@ class TokenGate(LayerMixer):
         return self._mix(o_syn, o_raw, x, pad)
 
 
-class Sla(Mechanism):
+class Sla(EncoderHeads):
     """The SLA mechanism: its heads follow those of the mechanisms before it in the registry, in the chosen encoder
     layers; the source's word and head-word positions as its features."""
 
@@ -139,9 +139,6 @@ class Sla(Mechanism):
 
     def __init__(self, cfg: SlaConfig, shape):
         super().__init__(cfg, shape)
-        self.layers = resolve_layers(cfg.layers, shape.encoder_layers, "--sla-layers")
-        H = shape.encoder_heads
-        self.check_heads(cfg.heads, H, bool(self.layers))
         check_option(is_number(cfg.threshold, True) and cfg.threshold >= 0, "--sla-threshold",
                      "is a number of dependency arcs, an integer >= 0", cfg.threshold)
         check_choice("--sla-window", cfg.window, WINDOWS)
@@ -149,13 +146,6 @@ class Sla(Mechanism):
                      cfg.boundary_visible)
         check_option(isinstance(cfg.token_gate, bool), "--sla-token-gate", "is a switch (True or False)",
                      cfg.token_gate)
-
-    @property
-    def active(self) -> bool:
-        return bool(self.layers)
-
-    def heads(self, side: str, layer: int) -> int:
-        return int(self.cfg.heads) if side == "encoder" and layer in self.layers else 0
 
     def block(self, side: str, layer: int, num_heads: int, head_dim: int) -> HeadBlock:
         return SlaHeads(num_heads)

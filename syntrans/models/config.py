@@ -22,13 +22,13 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from fairseq.models.transformer import TransformerConfig
 from fairseq.models.transformer.transformer_config import DecoderConfig, EncDecBaseConfig, QuantNoiseConfig
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig, ListConfig, open_dict
 
 from ..mechanisms.base import ModelShape
 from ..mechanisms.layer_lists import ALL, parse_layer_spec
 from ..mechanisms.plan import SyntaxPlan
 from ..mechanisms.registry import MECHANISMS
+from .config_items import config_items
 from .overrides import check_overrides
 
 #: every nested group, key → dataclass; Transformer's first (a layer list's 'all' reads their layer counts)
@@ -107,24 +107,6 @@ def model_shape(cfg) -> ModelShape:
                       int(cfg.decoder.attention_heads), int(cfg.encoder.embed_dim), int(cfg.decoder.embed_dim))
 
 
-def _items(value, where: str) -> Dict[str, Any]:
-    """A Namespace, mapping, DictConfig or dataclass → a plain dict of its top-level items."""
-    if value is None:
-        return {}
-    if isinstance(value, argparse.Namespace):
-        return dict(vars(value))
-    if dataclasses.is_dataclass(value):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, DictConfig):
-        try:
-            return OmegaConf.to_container(value, resolve=True)
-        except OmegaConfBaseException:  # an interpolation into a root this node was taken from
-            return OmegaConf.to_container(value, resolve=False)
-    if isinstance(value, Mapping):
-        return dict(value)
-    raise ValueError(f"{where}: expected a group of fields ({{field: value}}), found {type(value).__name__} {value!r}")
-
-
 def _value(group: str, name: str, value, config):
     """A field's value as the typed config holds it: plain lists; a layer list as ints ('all': every layer)."""
     side = layer_side(group, name)
@@ -145,7 +127,7 @@ def model_config(cfg, overrides: Optional[Mapping[str, Any]] = None) -> "SyntaxT
     ``TransformerConfig.from_namespace`` keeps them."""
     if isinstance(cfg, SyntaxTransformerConfig) and not overrides:
         return cfg
-    given = _items(cfg, "the model config")
+    given = config_items(cfg, "the model config")
     if overrides:
         overrides = check_overrides(overrides, GROUPS, given, flat_name, given.get("_name") or given.get("arch"))
     for name, value in (overrides or {}).items():  # an override wins over both forms
@@ -153,11 +135,11 @@ def model_config(cfg, overrides: Optional[Mapping[str, Any]] = None) -> "SyntaxT
         if group is None:
             given[name] = value
         elif value is not None:
-            given[group] = {**_items(given.get(group), group),
-                            **(_items(value, f"--model-overrides {name!r}") if field is None else {field: value})}
+            given[group] = {**config_items(given.get(group), group),
+                            **(config_items(value, f"--model-overrides {name!r}") if field is None else {field: value})}
     config = SyntaxTransformerConfig()
     for group, Group in GROUPS.items():
-        nested = {k: v for k, v in _items(given.pop(group, None), group).items() if not str(k).startswith("_")}
+        nested = {k: v for k, v in config_items(given.pop(group, None), group).items() if not str(k).startswith("_")}
         values = {}
         for name in _fields(group):
             flat, value = given.pop(f"{group}_{name}", None), nested.pop(name, None)

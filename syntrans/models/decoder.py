@@ -11,11 +11,11 @@ import itertools
 from typing import Dict, Optional
 
 import torch
-from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerDecoderBase
 
 from ..mechanisms.plan import SideSyntax
-from .layers import SyntaxDecoderLayer, checkpointed
+from ..modules.layer_report import LayerReport
+from .layers import SyntaxDecoderLayer, wrap_layer
 
 SIDE = "decoder"
 
@@ -42,13 +42,7 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         syntax = self.syntax.layer(next(self._layer_numbers))
-        layer = SyntaxDecoderLayer(cfg, syntax, no_encoder_attn)
-        if cfg.offload_activations and syntax:
-            raise ValueError("--offload-activations: layers with syntax heads keep their activations on the device; "
-                             "use --checkpoint-activations")
-        if cfg.checkpoint_activations:
-            layer = checkpointed(layer)
-        return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+        return wrap_layer(SyntaxDecoderLayer(cfg, syntax, no_encoder_attn), cfg, syntax)
 
     def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, features_only: bool = False,
                 full_context_alignment: bool = False, alignment_layer: Optional[int] = None,
@@ -96,7 +90,7 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
         self_attn_padding_mask = pad if self.cross_self_attention or pad.any() else None
         attn: Optional[torch.Tensor] = None
         inner_states = [x]
-        reports: Dict[int, Dict] = {}
+        reports: Dict[int, LayerReport] = {}
         for idx, layer in enumerate(self.layers):
             causal = self.buffered_future_mask(x) if incremental_state is None and not full_context_alignment else None
             x, layer_attn, _, report = layer(x, enc, enc_pad, incremental_state, self_attn_mask=causal,

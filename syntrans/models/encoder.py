@@ -10,12 +10,12 @@ import itertools
 from typing import Dict, Optional
 
 import torch
-from fairseq.distributed import fsdp_wrap
 from fairseq.models.transformer import TransformerEncoderBase
 
 from ..mechanisms.plan import SideSyntax
 from ..modules.blocks import SideInputs
-from .layers import SyntaxEncoderLayer, checkpointed
+from ..modules.layer_report import LayerReport
+from .layers import SyntaxEncoderLayer, wrap_layer
 
 SIDE = "encoder"
 
@@ -34,13 +34,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
 
     def build_encoder_layer(self, cfg):
         syntax = self.syntax.layer(next(self._layer_numbers))
-        layer = SyntaxEncoderLayer(cfg, syntax, return_fc=self.return_fc)
-        if cfg.offload_activations and syntax:
-            raise ValueError("--offload-activations: layers with syntax heads keep their activations on the device; "
-                             "use --checkpoint-activations")
-        if cfg.checkpoint_activations:
-            layer = checkpointed(layer)
-        return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+        return wrap_layer(SyntaxEncoderLayer(cfg, syntax, return_fc=self.return_fc), cfg, syntax)
 
     def _embedding(self, src_tokens, token_embeddings: Optional[torch.Tensor], inputs: SideInputs):
         """fairseq's embedding of the tokens (scaled, plus positions, layer norm, dropout), the side's mechanisms
@@ -75,7 +69,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         x = x * (1 - pad.unsqueeze(-1).type_as(x) * has_pads.type_as(x))  # padding rows start at 0
         x = x.transpose(0, 1)  # (T, B, C)
         states, fc_results = ([x] if return_all_hiddens else []), []
-        reports: Dict[int, Dict] = {}
+        reports: Dict[int, LayerReport] = {}
         for i, layer in enumerate(self.layers):
             x, fc_result, report = layer(x, encoder_padding_mask=pad if has_pads else None, syntax=inputs)
             if report:

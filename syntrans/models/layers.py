@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
 import torch.nn as nn
+from fairseq.distributed import fsdp_wrap
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from torch.utils.checkpoint import checkpoint
 
 from ..modules.blocks import LayerSyntax, SideInputs
+from ..modules.layer_report import LayerReport
 from ..modules.recompute import recomputation
 from ..modules.syntax_attention import SyntaxMultiheadAttention
 
-Report = Dict
+Report = LayerReport
 
 
 class SyntaxEncoderLayer(TransformerEncoderLayerBase):
@@ -168,3 +170,14 @@ def checkpointed(layer: nn.Module) -> nn.Module:
 
     layer.forward = forward
     return layer
+
+
+def wrap_layer(layer: nn.Module, cfg, syntax: LayerSyntax) -> nn.Module:
+    """A built layer as fairseq's ``build_*_layer`` returns it: :func:`checkpointed` under --checkpoint-activations,
+    wrapped for FSDP; --offload-activations is refused for a layer with syntax heads (``syntax``)."""
+    if cfg.offload_activations and syntax:
+        raise ValueError("--offload-activations: layers with syntax heads keep their activations on the device; "
+                         "use --checkpoint-activations")
+    if cfg.checkpoint_activations:
+        layer = checkpointed(layer)
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)

@@ -18,6 +18,7 @@ from typing import Dict, Iterator, Tuple
 import torch
 
 from .blocks import KEEP_PROBS
+from .layer_report import LayerReport
 from .syntax_attention import SyntaxMultiheadAttention
 
 LayerKey = Tuple[str, int]  # ("encoder" | "decoder", 0-based layer)
@@ -37,7 +38,7 @@ def syntax_layers(model) -> Dict[LayerKey, SyntaxMultiheadAttention]:
     return dict(sorted(out.items(), key=lambda kv: (kv[0][0] != "encoder", kv[0][1])))
 
 
-def side_reports(side: str, output) -> Dict[int, Dict]:
+def side_reports(side: str, output) -> Dict[int, LayerReport]:
     """The layers' reports in the output of a side's forward: the encoder's dict, or the decoder's (x, extra)."""
     syntax = output.get("syntax") if isinstance(output, dict) else output[1].get("syntax")
     return (syntax or {}).get("layers", {})
@@ -66,8 +67,8 @@ def record_attention(model) -> Iterator[Dict[LayerKey, torch.Tensor]]:
 
         def read(module, args, kwargs, output, side=side):
             for i, report in side_reports(side, output).items():
-                if KEEP_PROBS in report:
-                    kept[side, i] = report[KEEP_PROBS]
+                if report.probs is not None:
+                    kept[side, i] = report.probs
 
         handles.append(part.register_forward_pre_hook(ask, with_kwargs=True))
         handles.append(part.register_forward_hook(read, with_kwargs=True))

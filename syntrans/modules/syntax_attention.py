@@ -27,7 +27,7 @@ attention too, its loss formed from the kernel's log-sum-exp and the gathered pa
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from fairseq.modules import MultiheadAttention
@@ -46,6 +46,7 @@ from .attention_kernels import (
 )
 from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, LayerSyntax, SideInputs
 from .compiled_kernels import KernelUnavailable, usable
+from .layer_report import LayerReport
 
 BACKENDS = ("auto", "explicit", "flex", "compiled")
 
@@ -93,13 +94,13 @@ class SyntaxMultiheadAttention(MultiheadAttention):
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False,
                 syntax: Optional[SideInputs] = None):
-        """fairseq's arguments plus ``syntax`` → (output (T, B, C), weights or None, report dict)."""
+        """fairseq's arguments plus ``syntax`` → (output (T, B, C), weights or None, the layer's report)."""
         if not self.block_keys:
             out, weights = super().forward(query, key, value, key_padding_mask=key_padding_mask,
                                            incremental_state=incremental_state, need_weights=need_weights,
                                            static_kv=static_kv, attn_mask=attn_mask, before_softmax=before_softmax,
                                            need_head_weights=need_head_weights)
-            return out, weights, {}
+            return out, weights, LayerReport()
         if syntax is None:
             B, T = query.size(1), query.size(0)
             pad = key_padding_mask.bool() if key_padding_mask is not None else query.new_zeros(B, T, dtype=torch.bool)
@@ -125,7 +126,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         out, weights = super().forward(x, x, x, key_padding_mask=key_padding_mask, incremental_state=incremental_state,
                                        need_weights=need_weights or rows, attn_mask=attn_mask,
                                        need_head_weights=need_head_weights or rows)
-        report: Dict = {}
+        report = LayerReport()
         if rows:
             probs = weights.detach().float().transpose(0, 1)  # (B, H, 1, S)
             self._keep(probs, syntax, report)
@@ -133,12 +134,12 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                 weights = weights.mean(dim=0) if need_weights else None
         return out, weights, report
 
-    def _keep(self, probs: torch.Tensor, syntax: SideInputs, report: Dict) -> None:
+    def _keep(self, probs: torch.Tensor, syntax: SideInputs, report: LayerReport) -> None:
         """Kept probabilities (B, H, T, S) and the parse blocks' predicted parents (argmax of their rows)."""
         if KEEP_PROBS in syntax.keep:
-            report[KEEP_PROBS] = probs.detach()
+            report.probs = probs.detach()
         if KEEP_PARSE in syntax.keep:
-            report[KEEP_PARSE] = {b.key: b.rows(probs[:, b.heads]).argmax(dim=-1) for b in self.blocks if b.parse}
+            report.parse = {b.key: b.rows(probs[:, b.heads]).argmax(dim=-1) for b in self.blocks if b.parse}
 
     def _dropout_p(self) -> float:
         return self.dropout_module.p if (self.training or self.dropout_module.apply_during_inference) else 0.0
@@ -153,7 +154,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         k = self.k_proj(x).view(T, B, H, d).permute(1, 2, 0, 3)
         v = self.v_proj(x).view(T, B, H, d).permute(1, 2, 0, 3)
         pad = key_padding_mask.bool() if key_padding_mask is not None else None
-        report: Dict = {}
+        report = LayerReport()
         keep_all = need_weights or KEEP_PROBS in syntax.keep
         explicit_all = keep_all or syntax.backend == "explicit"
         n = self.syntax_heads
@@ -189,14 +190,14 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         if keep_all:
             every = probs[0]  # (B, H, T, S) float32
             if KEEP_PROBS in syntax.keep:
-                report[KEEP_PROBS] = every.detach()
+                report.probs = every.detach()
             if need_weights:
                 weights = every.transpose(0, 1)  # (H, B, T, S), as fairseq returns them
                 if not need_head_weights:
                     weights = weights.mean(dim=0)
         return out, weights, report
 
-    def _block(self, x, block: HeadBlock, qb, kb, vb, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
+    def _block(self, x, block: HeadBlock, qb, kb, vb, pad, attn_mask, syntax: SideInputs, report: LayerReport) -> torch.Tensor:
         """One block's heads (qb, kb, vb: (B, n, T|S, d), its part of the layer's) on the fastest kernel this forward
         allows → (B, n, T, d)."""
         if not block.needs_probs(syntax) and not (block.parse and KEEP_PARSE in syntax.keep):
@@ -214,7 +215,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                 got = self._flex(x, block, qf, kf, vb, None, pad, attn_mask, syntax, scale, return_lse=True)
                 fused_report = None if got is None else block.fused_report(qf, kf, got[1], scale, syntax)
                 if fused_report is not None:
-                    report[block.key] = fused_report
+                    report.mechanisms[block.key] = fused_report
                     return got[0]
             mod = block.score_mod(syntax)
             if mod is not None and not loss and flexible and attn_mask is None:
@@ -257,7 +258,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         future = torch.ones(T, S, dtype=torch.bool, device=attn_mask.device).triu(1)
         return T == S and bool(torch.isneginf(attn_mask[future]).all()) and bool((attn_mask[~future] == 0).all())
 
-    def _explicit(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict,
+    def _explicit(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: LayerReport,
                   blocks: Optional[List[HeadBlock]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         """Consecutive heads with explicit scores (the reference path): q, k, v (B, n, T|S, d) those of ``blocks``
         and then of stock heads →
@@ -298,7 +299,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             # the mixer's dropout of the syntax probabilities and the attention dropout: both masks in one draw
             syn_keep, attn_keep = dropout_keeps([tuple(syn.shape), tuple(probs.shape)],
                                                 [mixer.syntax_dropout_p(), self._dropout_p()], raw.device)
-            mixed, report[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax, syntax_keep=syn_keep)
+            mixed, report.mechanisms[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax, syntax_keep=syn_keep)
             probs = torch.cat([mixed, *stock], dim=1) if stock else mixed
         p_parts = probs.split(sizes, dim=1) if len(sizes) > 1 else (probs,)
         s_parts = scores.split(sizes, dim=1) if len(sizes) > 1 else (scores,)
@@ -306,9 +307,9 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         for block, p, sc in zip(blocks, p_parts, s_parts):
             p, block_report = block.probs(sc, p, syntax)
             if block_report:
-                report[block.key] = block_report
+                report.mechanisms[block.key] = block_report
             if block.parse and KEEP_PARSE in syntax.keep:
-                report.setdefault(KEEP_PARSE, {})[block.key] = block.rows(p.detach()).argmax(dim=-1)
+                report.parse[block.key] = block.rows(p.detach()).argmax(dim=-1)
             out.append(p)
         if at < n:
             out.append(p_parts[-1])
@@ -319,7 +320,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         # the drawn attention dropout: the mask on the probabilities, its scale on the (smaller) product
         return torch.matmul(dropped(attended, attn_keep, scale=False), v) * attn_keep[1], probs
 
-    def _mixed_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: Dict) -> torch.Tensor:
+    def _mixed_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: LayerReport) -> torch.Tensor:
         """A mixed layer's syntax heads at evaluation, where the mix is linear: (mix of A_syn, A_raw)·V = mix of
         A_syn·V and A_raw·V, both fused."""
         sizes = [b.num_heads for b in self.blocks]
@@ -327,7 +328,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                          for b, qi, ki, vi in zip(self.blocks, q.split(sizes, 1), k.split(sizes, 1), v.split(sizes, 1))],
                         dim=1)
         raw = sdpa(q, k, v, additive_mask(pad, attn_mask, None, q.dtype, q.size(0), k.size(2)), 0.0)
-        mixed, report[self.mixer_key] = self.mixer.mix_outputs(syn, raw, x, self._pad(x, pad), syntax)
+        mixed, report.mechanisms[self.mixer_key] = self.mixer.mix_outputs(syn, raw, x, self._pad(x, pad), syntax)
         return mixed
 
     @staticmethod

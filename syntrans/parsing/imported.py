@@ -40,7 +40,7 @@ import re
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-from ..syntax.parsed import ParsedSentence, write_conllu
+from ..syntax.parsed import ParsedSentence, read_bracket_file, write_conllu
 
 #: the parser name of ``syntrans-prepare --parser imported`` and the folder (under the prepared corpus) it reads
 IMPORTED = "imported"
@@ -76,19 +76,8 @@ def same_token(word: str, token: str) -> bool:
 def read_ptb(path: str) -> List[ParsedSentence]:
     """The trees of a PTB bracket file (module docs), one ParsedSentence each (words and tree; no heads)."""
     from stanza.models.constituency.parse_tree import Tree
-    from stanza.models.constituency.tree_reader import read_trees
 
-    from ..syntax.tree_checks import BracketError, tree_lines
-
-    text = Path(path).read_text(encoding="utf-8-sig")
-    try:
-        tree_lines(text, one_per_line=False)  # names the line of an unbalanced bracket (stanza names the tree's first)
-    except BracketError as e:
-        raise ValueError(f"{path}, line {e.line}: cannot read PTB brackets: {e.what}") from None
-    try:
-        trees = read_trees(text)
-    except Exception as e:  # stanza raises ValueError subclasses with the position
-        raise ValueError(f"{path}: cannot read PTB brackets: {e}") from e
+    _, trees = read_bracket_file(path, one_per_line=False)
     out = []
     for k, tree in enumerate(trees, 1):
         tree = _prune_empty(tree, Tree)

@@ -37,6 +37,7 @@ from ..mechanisms.dbsa import causal_parents
 from ..mechanisms.registry import BY_NAME, head_name
 from ..modules.attention_record import side_reports, syntax_layers
 from ..modules.blocks import KEEP_PROBS
+from ..modules.layer_report import LayerReport
 from ..modules.parse_heads import ParseLayer, rows_to_heads
 from .gates import _figure
 
@@ -141,11 +142,11 @@ def sentence_attention(model, task, split: str = "test", index: int = 0) -> Sent
     out = SentenceAttention(split, index, [task.source_dictionary[int(t)] for t in net_input["src_tokens"][0]],
                             [task.target_dictionary[int(t)] for t in net_input["prev_output_tokens"][0]])
     for (side, layer), attn in layers.items():
-        report = reports.get(side, {}).get(layer, {})
-        kept = report.get(KEEP_PROBS)
+        report = reports.get(side, {}).get(layer, LayerReport())
+        kept = report.probs
         if kept is None:
             raise RuntimeError(f"{side} layer {layer} has syntax heads but kept no attention in this forward")
-        gates = report[attn.mixer_key]["values"] if attn.mixer_key else None  # (1, n) the syntax heads' G
+        gates = report.mechanisms[attn.mixer_key]["values"] if attn.mixer_key else None  # (1, n) the syntax heads' G
         for h, kind in enumerate(head_kinds(attn)):
             out.heads.append(HeadAttention(side, layer, h, kind, kept[0, h].float().cpu().numpy(),
                                            _parents(side, kind, net_input),

@@ -86,7 +86,8 @@ def gate_matrix_from_model(model, task, split: str, max_sentences: Optional[int]
                 batch = int(net_input["src_tokens"].size(0))
                 reports = side_reports("encoder", encoder.forward_torchscript(net_input))
                 for i, attn in attns.items():
-                    g = reports.get(i, {}).get(attn.mixer_key, {}).get("values")  # (B, n)
+                    report = reports.get(i)
+                    g = report.mechanisms.get(attn.mixer_key, {}).get("values") if report else None  # (B, n)
                     if g is None or g.dim() != 2 or g.size(0) != batch:
                         raise RuntimeError(f"encoder layer {i} is gated but its forward left no gate values for this "
                                            f"batch of {batch} sentences")

@@ -168,6 +168,12 @@ def _per_lang(fmt: str, archive: str | None, pattern: str, langs: tuple[str, str
     return Part(fmt, tuple((lang, (pattern.format(lang=lang),)) for lang in langs), archive)
 
 
+def _local_files(langs: tuple[str, str], train: str, valid: str, test: str) -> dict:
+    """splits[direction][split] of a corpus of plain files in --raw-dir, one a split and language (``{lang}`` in each
+    pattern)."""
+    return _directional(langs, *([_per_lang("plain", None, pattern, langs)] for pattern in (train, valid, test)))
+
+
 def _newstest(archive: str, test: str, l1: str, l2: str, code: str | None = None) -> dict[str, Part]:
     """{direction: sgm Part}: direction s-t reads ``{test}-{st}-src.{s}.sgm`` and ``{test}-{st}-ref.{t}.sgm``.
 
@@ -413,9 +419,7 @@ _register(Corpus(
     "ldc", "LDC zh-en (licensed: --raw-dir with extracted plain text, see the layout)", "licensed",
     {"zh-en": PairData(
         ("zh", "en"),
-        _directional(("zh", "en"), [_per_lang("plain", None, "train.{lang}", ("zh", "en"))],
-                     [_per_lang("plain", None, "valid.{lang}", ("zh", "en"))],
-                     [_per_lang("plain", None, "test.{lang}", ("zh", "en"))]),
+        _local_files(("zh", "en"), "train.{lang}", "valid.{lang}", "test.{lang}"),
         _CJK_CLEAN, lowercase=False,
         bpe_ops=32000, joint=False,  # not stated: ours
         segmented=("zh",),
@@ -431,9 +435,7 @@ _register(Corpus(
     "multi30k", "Multi30k de-en captions, raw (local files in --raw-dir; for smoke runs)", "local",
     {"de-en": PairData(
         DE_EN,
-        _directional(DE_EN, [_per_lang("plain", None, "train.{lang}", DE_EN)],
-                     [_per_lang("plain", None, "val.{lang}", DE_EN)],
-                     [_per_lang("plain", None, "test_2016_flickr.{lang}", DE_EN)]),
+        _local_files(DE_EN, "train.{lang}", "val.{lang}", "test_2016_flickr.{lang}"),
         Clean(1, 80, 1.5),  # not stated: ours
         lowercase=False,
         bpe_ops=10000, joint=True)},  # not stated: ours
@@ -443,9 +445,7 @@ _register(Corpus(
     "synthetic", "the project's synthetic corpus with gold parses (generated, seed 1; for smoke runs)", "synthetic",
     {"src-tgt": PairData(
         ("src", "tgt"),
-        _directional(("src", "tgt"), [_per_lang("plain", None, "train.{lang}", ("src", "tgt"))],
-                     [_per_lang("plain", None, "valid.{lang}", ("src", "tgt"))],
-                     [_per_lang("plain", None, "test.{lang}", ("src", "tgt"))]),
+        _local_files(("src", "tgt"), "train.{lang}", "valid.{lang}", "test.{lang}"),
         None,  # no filters: the gold parses must stay line-aligned
         lowercase=False,
         bpe_ops=500, joint=True,  # ours (as make demo)

@@ -101,20 +101,28 @@ def read_parsed(path: str) -> List[ParsedSentence]:
             raise
 
 
+def read_bracket_file(path: str, one_per_line: bool = True) -> Tuple[List[int], list]:
+    """(the line each tree starts on, stanza's trees) of a PTB bracket file; ValueError naming the file, and the line
+    of unbalanced brackets (stanza names only the tree's first), or what stanza cannot read. ``one_per_line``: see
+    :func:`~syntrans.syntax.tree_checks.tree_lines`."""
+    with open(path, encoding="utf-8-sig") as f:
+        text = f.read()
+    try:
+        starts = tree_lines(text, one_per_line)
+    except BracketError as e:
+        raise ValueError(f"{path}, line {e.line}: cannot read PTB brackets: {e.what}") from None
+    try:
+        trees = read_trees(text)
+    except Exception as e:  # stanza raises ValueError subclasses with the position
+        raise ValueError(f"{path}: cannot read PTB brackets: {e}") from e
+    return starts, trees
+
+
 def _read_parsed(path: str) -> List[ParsedSentence]:
     if not os.path.exists(path):
         raise FileNotFoundError(f"parsed corpus {path} does not exist")
     if _sniff_ptb(path):
-        with open(path, encoding="utf-8-sig") as f:
-            text = f.read()
-        try:
-            starts = tree_lines(text)  # errors name the line of the fault
-        except BracketError as e:
-            raise ValueError(f"{path}, line {e.line}: cannot read PTB brackets: {e.what}") from None
-        try:
-            trees = read_trees(text)
-        except Exception as e:  # stanza raises ValueError subclasses with the position
-            raise ValueError(f"{path}: cannot read PTB brackets: {e}") from e
+        starts, trees = read_bracket_file(path)
         if len(trees) != len(starts):
             raise ValueError(f"{path}: cannot read PTB brackets: stanza reads {len(trees)} trees where the brackets "
                              f"hold {len(starts)}")

@@ -73,7 +73,9 @@ class SyntaxTranslationTask(TranslationTask, SyntaxTask):
             raise NotImplementedError(f"{data_path}: sharded splits ({split}1, …) are not supported by syntax_translation yet")
         src_side = sidecars.load_side(data_path, split, a, b, src)
         tgt_side = sidecars.load_side(data_path, split, a, b, tgt)
-        self.datasets[split] = SyntaxPairDataset(self.datasets[split], src_side, tgt_side, self.syntax_needs)
+        prefixes = {"source": sidecars.side_prefix(data_path, split, a, b, src),
+                    "target": sidecars.side_prefix(data_path, split, a, b, tgt)}
+        self.datasets[split] = SyntaxPairDataset(self.datasets[split], src_side, tgt_side, self.syntax_needs, prefixes)
         self._check_needs(split)
 
     def _check_needs(self, split):
