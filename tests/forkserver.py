@@ -1,7 +1,7 @@
 """The console scripts of fairseq and syntrans, started for the tests from one process that has imported torch and
-the libraries fairseq uses once (a fork server), instead of each command importing them again (measured: 12 s of a tiny fairseq-train's
-24 s were imports, 5.5 s more torch's compiler, which the first optimizer imports; fairseq's own modules are
-about a fifth of the imports).
+the libraries fairseq uses once (a fork server), instead of each command importing them again (measured: 12 s of a
+tiny fairseq-train's 24 s were imports, 5.5 s more torch's compiler, which the first optimizer imports; fairseq's own
+modules are about a fifth of the imports).
 
 ``shim_dir()`` is a folder holding, for every console script of the fairseq and syntrans distributions and for
 ``python -m MODULE`` (any other use of its ``python`` runs the real one), a small client under the same name

@@ -16,9 +16,9 @@ from helpers import SHARED_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syntrans.prep.byte_bpe import PRETOKEN, ByteLevelBPE, byte_alphabet, from_symbols, to_symbols
 from syntrans.prep.segmenters import SEGMENTERS, add_segmenter_args, make_segmenter
 from syntrans.syntax.align import bpe_word_index, bpe_words
+from syntrans.syntax.byte_bpe import PRETOKEN, ByteLevelBPE, byte_alphabet, from_symbols, to_symbols
 from syntrans.syntax.char_align import align_marker_pieces, align_piece_bytes, align_piece_texts, align_spans, char_owners
 from syntrans.syntax.piece_spans import (
     byte_offsets_to_spans,

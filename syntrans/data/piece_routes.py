@@ -12,13 +12,14 @@
   characters inside a piece that begins in an earlier word) is **refused**: the build stops with a
   ValueError naming the file, the line and the word (no sidecar can give a word without a piece a row).
 
-Pure: :mod:`syntrans.syntax` and :mod:`syntrans.prep.byte_bpe` (for gpt2's bytes), no fairseq, torch or stanza.
+Pure: :mod:`syntrans.syntax` (:mod:`~syntrans.syntax.byte_bpe` for gpt2's bytes), no fairseq, torch or stanza.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence, Tuple
 
+from ..syntax.byte_bpe import ByteLevelBPE
 from ..syntax.char_align import CharAlignment, align_piece_bytes, align_piece_texts
 from ..syntax.piece_spans import sequential_spans
 from .sidecar_format import SubwordWords, bpe_subword_words
@@ -88,8 +89,6 @@ class PieceRoute:
         key = (self.gpt2_encoder_json, self.gpt2_vocab_bpe)
         table = _BYTE_TABLES.get(key)
         if table is None:
-            from ..prep.byte_bpe import ByteLevelBPE
-
             table = _BYTE_TABLES[key] = ByteLevelBPE.load(*key)
         out = []
         for k, p in enumerate(pieces):

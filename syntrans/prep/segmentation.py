@@ -148,7 +148,7 @@ def run_segmentation(seg: Segmentation, tok_dir: Path, bpe_dir: Path, langs: tup
     for old in list(bpe_dir.glob("codes*")) + list(bpe_dir.glob("spm*")):  # another segmentation's models
         old.unlink()
     if seg.bpe == "gpt2":
-        from .byte_bpe import ByteLevelBPE
+        from ..syntax.byte_bpe import ByteLevelBPE
 
         table = ByteLevelBPE.load(seg.gpt2_encoder_json, seg.gpt2_vocab_bpe)
         encoders = dict.fromkeys(langs, table.encode)

@@ -15,7 +15,7 @@ and aligns pieces of a line to the parse words of the same text by characters
                                                                       into the line when the pieces are what it
                                                                       encodes, else the piece with ``▁`` as space
 ``gpt2``                  ``--gpt2-encoder-json --gpt2-vocab-bpe``    ``3290 82``: encoder.json ids of byte-level
-                                                                      pieces (:mod:`syntrans.prep.byte_bpe`)
+                                                                      pieces (:mod:`syntrans.syntax.byte_bpe`)
 ========================  ==========================================  ==========================================
 
 fairseq's gpt2 flags default to URLs (``DEFAULT_GPT2_FILES``); nothing is downloaded here: the files must be
@@ -26,9 +26,9 @@ from __future__ import annotations
 import argparse
 from typing import ClassVar, Dict, List, Optional, Sequence, Type
 
+from ..syntax.byte_bpe import ByteLevelBPE
 from ..syntax.char_align import CharAlignment, align_piece_bytes, align_piece_texts, align_spans
 from ..syntax.piece_spans import Span, byte_offsets_to_spans, marker_piece_texts
-from .byte_bpe import ByteLevelBPE
 
 #: where fairseq's ``--bpe gpt2`` fetches its files by default
 DEFAULT_GPT2_FILES = {"gpt2_encoder_json": "https://dl.fbaipublicfiles.com/fairseq/gpt2_bpe/encoder.json",
