@@ -46,9 +46,22 @@ PRELOAD = ("numpy", "torch", "torch._dynamo", "torch.optim", "sklearn.metrics", 
 
 CLIENT = r'''#!{python} -IS
 # a client of the tests' fork server ({server}): runs {name} there, or this script itself where no server listens
-import array, os, signal, socket, struct, sys
+import os, signal, socket, struct, sys
 REAL, SOCK = {real!r}, {sock!r}
+closed = []  # standard descriptors this process was started without (`<&-`): the command starts without them too
+for fd in (0, 1, 2):
+    try:
+        os.fstat(fd)
+    except OSError:
+        closed.append(fd)
+for fd in closed:  # held by /dev/null meanwhile, so that the socket below cannot take one of them
+    os.open(os.devnull, os.O_RDWR)
+conn = None
 def fallback():
+    if conn is not None:
+        conn.close()
+    for fd in closed:
+        os.close(fd)
     os.execv(REAL, [REAL] + sys.argv[1:])
 if {name!r} == "python" and sys.argv[1:2] != ["-m"]:  # the server runs `python -m MODULE …` only
     fallback()
@@ -57,14 +70,8 @@ try:
     conn.connect(SOCK)
 except OSError:
     fallback()
-fds = []
-for fd in (0, 1, 2):
-    try:
-        os.fstat(fd)
-        fds.append(fd)
-    except OSError:
-        fds.append(os.open(os.devnull, os.O_RDWR))
-head = repr(({name!r}, [REAL] + sys.argv[1:], dict(os.environ), os.getcwd())).encode()
+fds = [0, 1, 2]
+head = repr(({name!r}, [REAL] + sys.argv[1:], dict(os.environ), os.getcwd(), closed)).encode()
 socket.send_fds(conn, [struct.pack("!I", len(head)) + head], fds)
 pid = struct.unpack("!i", conn.recv(4, socket.MSG_WAITALL) or b"\0\0\0\0")[0]
 if pid <= 0:  # the server could not fork
@@ -160,8 +167,8 @@ def _recv_request(conn):
         msg += more
     import ast
 
-    name, argv, env, cwd = ast.literal_eval(msg[4:4 + size].decode())
-    return name, argv, env, cwd, fds
+    name, argv, env, cwd, closed = ast.literal_eval(msg[4:4 + size].decode())
+    return name, argv, env, cwd, closed, fds
 
 
 def _watch_client(conn) -> None:
@@ -182,12 +189,16 @@ def _watch_client(conn) -> None:
 _KEPT: list = []
 
 
-def _std_streams(env) -> None:
+def _std_streams(env, closed) -> None:
     """sys.stdin/stdout/stderr made anew on descriptors 0–2, as the interpreter makes them at start (the server's
-    own were made on other files: their buffers know nothing of a pipe's being unseekable)."""
+    own were made on other files: their buffers know nothing of a pipe's being unseekable); None for a descriptor the
+    client was started without, as in a process started so."""
     encoding, _, errors = (env.get("PYTHONIOENCODING") or "utf-8").partition(":")
     made = []
     for fd, mode in ((0, "r"), (1, "w"), (2, "w")):
+        if fd in closed:
+            made.append(None)
+            continue
         err = errors or ("backslashreplace" if fd == 2 else "strict")
         line = fd == 2 or (fd == 1 and os.isatty(1))
         made.append(open(fd, mode, buffering=1 if line else -1, encoding=encoding, errors=err, closefd=False))
@@ -196,7 +207,7 @@ def _std_streams(env) -> None:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
 
 
-def _run_command(conn, name, argv, env, cwd, fds, scripts, base_filters) -> int:
+def _run_command(conn, name, argv, env, cwd, closed, fds, scripts, base_filters) -> int:
     """In the forked child: become the command ``name`` and return its exit status."""
     import importlib
     import traceback
@@ -210,7 +221,9 @@ def _run_command(conn, name, argv, env, cwd, fds, scripts, base_filters) -> int:
     for target, fd in zip((0, 1, 2), fds):
         os.dup2(fd, target)
         os.close(fd)
-    _std_streams(env)
+    for fd in closed:
+        os.close(fd)
+    _std_streams(env, closed)
     atexit._clear()
     os.environ.clear()
     os.environ.update(env)

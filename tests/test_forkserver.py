@@ -59,6 +59,11 @@ def test_python_dash_m_gets_stdin_and_the_working_folder(tmp_path):
     assert real.returncode == served.returncode == 0 and served.stdout == real.stdout and '"a"' in real.stdout
     real, served = both("python", "-m", "json.tool", input='{"x": 3}')
     assert real.returncode == served.returncode == 0 and served.stdout == real.stdout and '"x": 3' in real.stdout
+    # started without a standard input (`<&-`): the command has none either (sys.stdin is None), in both places
+    real, served = both("python", "-m", "json.tool", preexec_fn=lambda: os.close(0))
+    last = lambda err: err.strip().splitlines()[-1]  # noqa: E731 (the traceback's frames differ: runpy's entry)
+    assert real.returncode == served.returncode != 0 and last(served.stderr) == last(real.stderr)
+    assert "'NoneType'" in last(real.stderr), real.stderr
     real, served = both("python", "-c", "import sys; print(sys.argv)")  # not -m: the real python runs it
     assert served.stdout == real.stdout and served.returncode == 0
 
