@@ -32,7 +32,9 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    forkserver.stop(getattr(config, "_syntrans_fork_server", None))
+    stop = getattr(config, "_syntrans_fork_server", None)
+    if stop is not None:
+        stop()
 
 
 #: the files that take 10 s or more, longest first (per-file time measured on two cores), run first: pytest-xdist's

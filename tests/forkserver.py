@@ -135,24 +135,25 @@ def shim_dir() -> Path:
 
 
 def start(folder: Path):
-    """Start the server for the clients of ``folder`` (returns the process, or None when ``folder`` has none)."""
+    """Start the server for the clients of ``folder``; returns the function that stops it (None when ``folder`` has
+    no clients). The server also stops when this process exits."""
     if folder == REAL_BIN:
         return None
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     proc = subprocess.Popen([sys.executable, __file__, str(folder / "server.sock")], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    atexit.register(stop, proc)
-    return proc
 
+    def stop() -> None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
-def stop(proc) -> None:
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    atexit.register(stop)
+    return stop
 
 
 # ---- the server -------------------------------------------------------------------------------------------------

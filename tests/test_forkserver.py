@@ -17,9 +17,9 @@ pytestmark = [pytest.mark.slow,  # starts syntrans-reproduce (conftest's slow-ti
 
 def both(name, *args, **kw):
     """(real, served) CompletedProcess of the command ``name ARGS`` run from the venv and through BIN."""
-    kw = dict(capture_output=True, text=True, timeout=120, **kw)
-    return (subprocess.run([str(forkserver.REAL_BIN / name), *args], **kw),
-            subprocess.run([str(BIN / name), *args], **kw))
+    kw = dict(capture_output=True, text=True, **kw)
+    return (subprocess.run([str(forkserver.REAL_BIN / name), *args], timeout=120, **kw),
+            subprocess.run([str(BIN / name), *args], timeout=120, **kw))
 
 
 def wait_for_server(timeout=180):

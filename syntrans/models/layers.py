@@ -52,7 +52,7 @@ class SyntaxEncoderLayer(TransformerEncoderLayerBase):
         if not self.has_syntax:
             out = super().forward(x, encoder_padding_mask, attn_mask)
             x, fc_result = out if isinstance(out, tuple) else (out, None)
-            return x, fc_result, {}
+            return x, fc_result, LayerReport()
         if attn_mask is not None:  # fairseq's convention: a 0/1 mask of the positions to leave out
             attn_mask = attn_mask.masked_fill(attn_mask.to(torch.bool), -1e8 if x.dtype == torch.float32 else -1e4)
         residual = x
@@ -105,7 +105,7 @@ class SyntaxDecoderLayer(TransformerDecoderLayerBase):
             x, attn, state = super().forward(x, encoder_out, encoder_padding_mask, incremental_state,
                                              prev_self_attn_state, prev_attn_state, self_attn_mask,
                                              self_attn_padding_mask, need_attn, need_head_weights)
-            return x, attn, state, {}
+            return x, attn, state, LayerReport()
         if prev_self_attn_state is not None or prev_attn_state is not None or self.onnx_trace:
             raise NotImplementedError("decoder layers with syntax heads take no prev_self_attn_state/prev_attn_state "
                                       "and no ONNX tracing")
