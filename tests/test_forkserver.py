@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import forkserver
 import pytest
@@ -95,3 +96,27 @@ def test_a_client_without_a_server_runs_the_script_itself(tmp_path):
     assert (alone.returncode, alone.stdout, alone.stderr) == (real.returncode, real.stdout, real.stderr)
     assert os.access(folder / "python", os.X_OK) and (folder / "fairseq-train").read_text().startswith(
         f"#!{sys.executable}")
+
+
+def test_a_server_whose_test_process_was_killed_stops(tmp_path):
+    """A pytest process killed before it could stop its server (SIGKILL, a CI timeout) leaves none running."""
+    code = ("import sys, time; sys.path.insert(0, %r); import forkserver; folder = forkserver.shim_dir(); "
+            "forkserver.start(folder); print(folder, flush=True); time.sleep(600)") % str(Path(__file__).parent)
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        folder = Path(parent.stdout.readline().strip())
+        t0 = time.time()
+        while not (folder / "server.sock").exists():
+            assert time.time() - t0 < 180, "the server did not start"
+            time.sleep(0.2)
+        servers = subprocess.run(["pgrep", "-f", f"forkserver.py {folder}/server.sock"], capture_output=True,
+                                 text=True, timeout=30).stdout.split()
+        assert len(servers) == 1, servers
+    finally:
+        parent.kill()
+        parent.wait(timeout=30)
+    t0 = time.time()
+    while os.path.exists(f"/proc/{servers[0]}") and time.time() - t0 < 60:
+        time.sleep(0.5)
+    gone = not os.path.exists(f"/proc/{servers[0]}") or "Z" in Path(f"/proc/{servers[0]}/stat").read_text().split()[2]
+    assert gone, f"the server {servers[0]} still runs a minute after its test process was killed"
