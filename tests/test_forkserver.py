@@ -120,3 +120,8 @@ def test_a_server_whose_test_process_was_killed_stops(tmp_path):
         time.sleep(0.5)
     gone = not os.path.exists(f"/proc/{servers[0]}") or "Z" in Path(f"/proc/{servers[0]}/stat").read_text().split()[2]
     assert gone, f"the server {servers[0]} still runs a minute after its test process was killed"
+
+
+def test_switched_off_the_tests_start_the_venvs_own_scripts(monkeypatch):
+    monkeypatch.setenv(forkserver.ENV, "0")
+    assert forkserver.shim_dir() == forkserver.REAL_BIN and forkserver.start(forkserver.REAL_BIN) is None
