@@ -5,6 +5,7 @@ Importing this module imports neither syntrans nor fairseq nor torch: a test mod
 house rules) still collects while the package is broken."""
 import importlib.util
 import io
+import logging
 import os
 import re
 import subprocess
@@ -248,3 +249,23 @@ def side_inputs(pad, keep=(), backend="auto", **data):
     from syntrans.modules.blocks import SideInputs
 
     return SideInputs(pad_mask=pad, data=data, keep=frozenset(keep), backend=backend)
+
+
+def logged(fn, names, fmt="| {record.name} | {message}") -> str:
+    """What the loggers ``names`` log at INFO while ``fn`` runs, one ``fmt`` line per record (``record``, and
+    ``message`` its text); the loggers' levels are restored after."""
+    lines = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = lambda record: lines.append(fmt.format(record=record, message=record.getMessage()))
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.setLevel(logging.INFO)
+    try:
+        fn()
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+    return "\n".join(lines)

@@ -11,7 +11,6 @@ Tolerances are relative to float32 and 3-10x the worst difference measured on th
 untrained model, are looser bounds (GEN_TOL)."""
 import contextlib
 import json
-import logging
 import math
 import os
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import NamedTuple
 
+import helpers
 import pytest
 import sacrebleu
 import torch
@@ -502,21 +502,8 @@ def fairseq_train_in_process(data, save, argv, undo_tpu: bool):
 
 def logged(fn) -> str:
     """What fairseq's progress bar and trainer log while ``fn`` runs (simple format)."""
-    lines = []
-    handler = logging.Handler(logging.INFO)
-    handler.emit = lambda record: lines.append(f"| {record.levelname} | {record.name} | {record.getMessage()}")
-    loggers = [logging.getLogger(n) for n in ("fairseq.logging.progress_bar", "fairseq.trainer", "fairseq_cli.train")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.setLevel(logging.INFO)
-    try:
-        fn()
-    finally:
-        for lg, level in zip(loggers, levels):
-            lg.removeHandler(handler)
-            lg.setLevel(level)
-    return "\n".join(lines)
+    return helpers.logged(fn, ("fairseq.logging.progress_bar", "fairseq.trainer", "fairseq_cli.train"),
+                          "| {record.levelname} | {record.name} | {message}")
 
 
 def valid_values(log: str) -> dict:

@@ -12,9 +12,9 @@ as fairseq's trainer does; both routes of fairseq-train (``--restore-file`` with
 process, and ``--finetune-from-model`` followed by fairseq-generate, in their own processes: the slow tier) run end to
 end.
 """
-import logging
 import re
 
+import helpers
 import pytest
 import torch
 from fairseq import checkpoint_utils, options
@@ -55,21 +55,7 @@ RESETS = ["--reset-optimizer", "--reset-meters", "--reset-dataloader", "--reset-
 def logged(fn, names=("fairseq_cli.train", "fairseq.trainer", "fairseq.logging.progress_bar", "syntrans")) -> str:
     """What the loggers ``names`` log at INFO while ``fn`` runs, one '| name | message' line per record (fairseq's
     progress bar names each record after its tag: ``train_inner`` for an update)."""
-    lines = []
-    handler = logging.Handler(logging.INFO)
-    handler.emit = lambda record: lines.append(f"| {record.name} | {record.getMessage()}")
-    loggers = [logging.getLogger(n) for n in names]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.setLevel(logging.INFO)
-    try:
-        fn()
-    finally:
-        for lg, level in zip(loggers, levels):
-            lg.removeHandler(handler)
-            lg.setLevel(level)
-    return "\n".join(lines)
+    return helpers.logged(fn, names)
 
 
 def train_in_process(argv) -> str:
