@@ -36,6 +36,8 @@
 #   GPU_CHECK_LENGTHS     stage b's lengths (128,512,1024)         GPU_CHECK_BENCH_ARGS  more syntrans-benchmark flags
 #   GPU_CHECK_PARSE_TEXT  stage d's input (default: the synthetic corpus)   GPU_CHECK_PARSE_LINES  its lines (500)
 #   GPU_CHECK_NO_BENCH=1  leave out stage b
+#   SYNTRANS_BIN          a folder whose commands (fairseq-train, syntrans-benchmark, python, …) come first on PATH,
+#                         before this checkout's .venv/bin (as in syntrans-reproduce: wrappers, another installation)
 # Exit status: 0 every stage asked for ran and passed (a: every layer within its tolerance; b: the benchmark ran; c:
 # every run trained to a finite loss and decoded; d: parsed, or no stanza models installed, which the table says); 1
 # otherwise (a stage failed or was given up for the budget); 2 usage, or no CUDA without --plumbing.
@@ -57,6 +59,10 @@ done
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -x $ROOT/.venv/bin/python ]]; then export PATH="$ROOT/.venv/bin:$PATH"; fi
+if [[ -n ${SYNTRANS_BIN:-} ]]; then
+  [[ -d $SYNTRANS_BIN ]] || { echo "gpu_check.sh: SYNTRANS_BIN=$SYNTRANS_BIN is not a folder" >&2; exit 2; }
+  export PATH="$SYNTRANS_BIN:$PATH"
+fi
 PY=python
 for tool in "$PY" timeout awk fairseq-train fairseq-generate syntrans-synth syntrans-preprocess syntrans-benchmark \
             syntrans-parse subword-nmt; do
@@ -176,6 +182,8 @@ write_table() {  # OUT_DIR/summary.md from everything finished so far
     echo "# gpu_check.sh: $WHERE"
     echo
     echo "torch $TORCH; $(( $(date +%s) - start ))s so far; the stages' estimated seconds are the script head's (full mode, one H100)"
+    echo
+    echo "commands from $(dirname "$(command -v fairseq-train)")"
     echo
     echo "| stage | status | seconds | estimated | output |"
     echo "|---|---|---:|---:|---|"

@@ -13,7 +13,6 @@ Like helpers.py, importing this module imports neither syntrans nor fairseq nor 
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -71,9 +70,11 @@ def start_ranks(argv: Sequence, world_size: int = 2, rank_argv: Sequence[Sequenc
     """Run ``tool argv… rank_argv[r]… rank_flags(r)`` for every rank r and wait for all of them; as soon as one
     fails, or ``timeout`` seconds pass, the others are stopped (they would wait for it in a collective).
     ``backend`` ``pytorch_ddp``: fairseq-train through :data:`TORCH_DDP_CPU` (torch's DDP on CPU)."""
-    command = [sys.executable, str(TORCH_DDP_CPU)] if backend == "pytorch_ddp" else [str(BIN / tool)]
+    command = [str(BIN / "python"), "-m", TORCH_DDP_CPU.stem] if backend == "pytorch_ddp" else [str(BIN / tool)]
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_ENV and k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
+    if backend == "pytorch_ddp":  # python -m torch_ddp_cpu: its folder on the path
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TORCH_DDP_CPU.parent), env.get("PYTHONPATH")) if p)
     env["PYTHONWARNINGS"] = "ignore"
     env.setdefault("OMP_NUM_THREADS", "1")  # the ranks share the cores
     files = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in range(world_size)]

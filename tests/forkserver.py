@@ -11,11 +11,14 @@ SIGTERM/SIGINT/SIGHUP to the command, and exits with the command's status. Each 
 the server: its streams are the client's, its environment and folder the client's, ``sys.argv`` and ``__main__`` the
 script's, warnings filters as ``PYTHONWARNINGS`` sets them in a new interpreter, and it calls the console script's
 entry point as the script would (``sys.exit(main())``);
-its atexit functions run at the end. The server imports torch, its compiler and the other
-third-party modules fairseq needs, but nothing of fairseq, fairseq_cli or syntrans (importing fairseq configures
-logging), so each command imports those itself, in its own order, as in its own process. What differs from a new
-process: the preloaded modules are already imported (their import-time messages are not printed again), and the hash
-seed is the server's.
+its atexit functions run at the end. The server imports torch, its compiler, the other third-party modules fairseq
+needs, and fairseq itself, whose modules it then takes out of ``sys.modules`` again: a command's own first import of
+fairseq gets them back through the import system, with what that import does in a new process (the handler it gives
+the root logger on the command's own stderr, the messages it logs) done then (:class:`_FairseqAsImported`). A command
+that never imports fairseq (the light ones of syntrans) runs without it, and syntrans itself, fairseq_cli's modules
+and the command's module are imported by each command, in its own order, as in its own process. What differs from a
+new process: the preloaded modules' bodies do not run again (what they do besides logging, such as a warning they
+print, is not repeated), and the hash seed is the server's.
 
 Until the server has imported everything (about 15 s after the session starts), and wherever it is not running, a
 client replaces itself with the real script (``exec``): the command then runs exactly as without this module.
@@ -38,11 +41,16 @@ ENV = "SYNTRANS_TEST_FORKSERVER"
 REAL_BIN = Path(sys.executable).parent
 DISTRIBUTIONS = ("fairseq-fixed", "fairseq", "syntrans")
 #: imported by the server before it listens: the third-party modules every fairseq command imports, and torch's
-#: compiler (the first optimizer imports it). Not fairseq itself: importing it configures logging (a handler on stderr,
-#: from its text-to-speech task), which a command such as fairseq-train configures before it imports fairseq; the
-#: child imports fairseq in the command's own order.
+#: compiler (the first optimizer imports it); then :data:`FAIRSEQ`.
 PRELOAD = ("numpy", "torch", "torch._dynamo", "torch.optim", "sklearn.metrics", "scipy.stats", "omegaconf", "hydra",
            "sacrebleu", "sacremoses")
+#: imported next (:func:`_preload_fairseq`), for the modules they import: fairseq's package and its commands' modules.
+#: fairseq's modules are then taken out of ``sys.modules`` and given back at a command's first import of fairseq;
+#: the fairseq_cli modules are dropped (fairseq-train configures logging in its module body, before it imports
+#: fairseq: each command runs its module's body itself).
+FAIRSEQ = ("fairseq", "fairseq_cli.train", "fairseq_cli.generate", "fairseq_cli.preprocess",
+           "fairseq_cli.interactive", "fairseq_cli.score")
+
 
 CLIENT = r'''#!{python} -IS
 # a client of the tests' fork server ({server}): runs {name} there, or this script itself where no server listens
@@ -188,6 +196,8 @@ def _watch_client(conn) -> None:
 
 
 _KEPT: list = []
+#: the server's own PYTHONPATH folders (already on its sys.path)
+_SERVER_PYTHONPATH = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
 def _std_streams(env, closed) -> None:
@@ -208,7 +218,103 @@ def _std_streams(env, closed) -> None:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
 
 
-def _run_command(conn, name, argv, env, cwd, closed, fds, scripts, base_filters) -> int:
+def _preload_fairseq():
+    """Import :data:`FAIRSEQ`, then take fairseq's modules out of ``sys.modules`` again (a command's own first
+    import of fairseq puts them back: :class:`_FairseqAsImported`), and drop the fairseq_cli ones. Returns (the
+    fairseq modules, what importing fairseq did: the handlers it gave the root logger as (stream name, formatter,
+    level), the root's level after it, the warnings filters it added, the messages it logged), or None where it did
+    something a command could not be given again (then nothing of fairseq stays imported). The root logger and the
+    warnings filters are left as they were before."""
+    import importlib
+    import logging
+    import warnings
+
+    root = logging.getLogger()
+    handlers, level, filters, modules = list(root.handlers), root.level, list(warnings.filters), set(sys.modules)
+    logged, call_handlers = [], logging.Logger.callHandlers
+    logging.Logger.callHandlers = lambda logger, record: (logged.append(record), call_handlers(logger, record))
+    try:
+        importlib.import_module(FAIRSEQ[0])
+    finally:
+        logging.Logger.callHandlers = call_handlers
+    made = [h for h in root.handlers if h not in handlers]
+    effect = ([], root.level if made else None, [f for f in warnings.filters if f not in filters], logged)
+    for handler in made:
+        stream = {id(sys.stdout): "stdout", id(sys.stderr): "stderr"}.get(id(getattr(handler, "stream", None)))
+        if type(handler) is not logging.StreamHandler or stream is None or handler.filters:
+            effect = None
+            break
+        effect[0].append((stream, handler.formatter, handler.level))
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    if effect is not None:
+        for module in FAIRSEQ[1:]:
+            importlib.import_module(module)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    warnings.filters[:] = filters
+    stash = {}
+    for module in [m for m in sys.modules if m not in modules and m.partition(".")[0] in ("fairseq", "fairseq_cli")]:
+        if module.partition(".")[0] == "fairseq":
+            stash[module] = sys.modules[module]
+        del sys.modules[module]
+    return None if effect is None else (stash, effect)
+
+
+class _FairseqAsImported:
+    """In a command (a finder first on ``sys.meta_path``): the command's first import of fairseq gives it the
+    server's modules, and does what that import does in a new process, as :func:`_preload_fairseq` recorded it:
+    the warnings filters put first; as logging.basicConfig does, the handlers (on the command's own streams) and
+    level given to the root logger only where the root has no handler yet; and the messages it logged logged again
+    now, where their loggers log at that level. It goes through the import system (a loader), so that import
+    hooks of the command's own (syntrans' registration, which wraps fairseq's loader) see fairseq load."""
+
+    def __init__(self, preloaded):
+        self.stash, self.effect = preloaded
+        self.spec = self.stash["fairseq"].__spec__
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "fairseq":
+            return None
+        import copy
+
+        spec = copy.copy(self.spec)
+        spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return self.stash["fairseq"]
+
+    def exec_module(self, module):
+        import logging
+        import time
+        import warnings
+
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        module.__spec__, module.__loader__ = self.spec, self.spec.loader
+        sys.modules.update(self.stash)
+        made, root_level, filters, logged = self.effect
+        warnings.filters[:0] = filters
+        root = logging.getLogger()
+        if made and not root.handlers:
+            for stream, formatter, handler_level in made:
+                handler = logging.StreamHandler(getattr(sys, stream))
+                handler.setFormatter(formatter)
+                handler.setLevel(handler_level)
+                root.addHandler(handler)
+            root.setLevel(root_level)
+        for record in logged:
+            logger = logging.getLogger(record.name)
+            if logger.isEnabledFor(record.levelno):
+                again = logging.makeLogRecord(record.__dict__)
+                again.created = time.time()
+                again.msecs = int(again.created * 1000) % 1000
+                again.relativeCreated = (again.created - logging._startTime) * 1000
+                logger.handle(again)
+
+
+def _run_command(conn, name, argv, env, cwd, closed, fds, scripts, base_filters, fairseq) -> int:
     """In the forked child: become the command ``name`` and return its exit status."""
     import importlib
     import traceback
@@ -231,12 +337,17 @@ def _run_command(conn, name, argv, env, cwd, closed, fds, scripts, base_filters)
     os.chdir(cwd)
     sys.argv = list(argv)
     sys.path[0] = os.path.dirname(argv[0])
+    # PYTHONPATH's folders that the server's lacks go where a new interpreter puts them: right after the first entry
+    added = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[1:1] = [p for p in added if p not in _SERVER_PYTHONPATH]
     main = types.ModuleType("__main__")
     main.__file__ = argv[0]
     sys.modules["__main__"] = main
     warnings.filters[:] = base_filters
     for option in reversed([o for o in env.get("PYTHONWARNINGS", "").split(",") if o]):
         warnings._setoption(option)
+    if fairseq is not None:
+        sys.meta_path.insert(0, _FairseqAsImported(fairseq))
     _watch_client(conn)
     code = 0
     try:
@@ -281,6 +392,7 @@ def serve(path: str) -> None:
     for module in PRELOAD:
         importlib.import_module(module)
     warnings.filters[:] = base_filters
+    fairseq = _preload_fairseq()
     scripts = entry_points()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel; clients get their status
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -310,7 +422,7 @@ def serve(path: str) -> None:
             listener.close()
             status = 1
             try:
-                status = _run_command(conn, *request, scripts, base_filters)
+                status = _run_command(conn, *request, scripts, base_filters, fairseq)
             except BaseException:  # the server's own failure in making the command's process: on its stderr
                 import traceback
 

@@ -53,6 +53,37 @@ def test_fairseq_logs_where_and_how_it_logs_in_its_own_process(tmp_path):
         ln for ln in real.stderr.splitlines() if ln.startswith("INFO:")]
 
 
+PROBE = """import logging, sys
+print("fairseq before:", "fairseq" in sys.modules)
+import syntrans
+print("fairseq after syntrans:", "fairseq" in sys.modules)
+from fairseq.models import ARCH_MODEL_REGISTRY
+print("registered:", "syntax_transformer" in ARCH_MODEL_REGISTRY, "pascal" in " ".join(ARCH_MODEL_REGISTRY))
+root = logging.getLogger()
+print("root:", root.level, [(type(h).__name__, h.stream is sys.stderr, h.formatter._fmt) for h in root.handlers])
+logging.basicConfig(level=logging.INFO, stream=sys.stdout)  # fairseq's command modules do this
+logging.getLogger("probe").info("after")
+print("fairseq before:", "fairseq" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_fairseq_is_imported_when_and_as_a_command_imports_it(tmp_path):
+    """The server has imported fairseq, but a command sees it only from its own first import on: a light command
+    runs without it; importing syntrans then fairseq registers syntrans' models (its import hook sees fairseq load);
+    the root logger is as fairseq's import leaves it under syntrans (quiet: no handler) in both places."""
+    wait_for_server()
+    (tmp_path / "probe.py").write_text(PROBE)
+    real, served = both("python", "-m", "probe", cwd=tmp_path)
+    assert real.returncode == served.returncode == 0, served.stderr
+    assert served.stdout == real.stdout and served.stderr == real.stderr
+    assert "fairseq before: False\nfairseq after syntrans: False\nregistered: True True\n" in real.stdout
+    (tmp_path / "probe.py").write_text("import fairseq, logging, sys\n" + PROBE.split("\n", 1)[1])
+    real, served = both("python", "-m", "probe", cwd=tmp_path)
+    assert real.returncode == served.returncode == 0, served.stderr
+    assert (served.stdout, served.stderr) == (real.stdout, real.stderr)
+    assert "root: 10 [('StreamHandler', True," in real.stdout  # fairseq's handler, on stderr
+
+
 def test_python_dash_m_gets_stdin_and_the_working_folder(tmp_path):
     wait_for_server()
     (tmp_path / "in.json").write_text('{"b": 1, "a": [2]}')
@@ -65,6 +96,13 @@ def test_python_dash_m_gets_stdin_and_the_working_folder(tmp_path):
     last = lambda err: err.strip().splitlines()[-1]  # noqa: E731 (the traceback's frames differ: runpy's entry)
     assert real.returncode == served.returncode != 0 and last(served.stderr) == last(real.stderr)
     assert "'NoneType'" in last(real.stderr), real.stderr
+    # a module found through a PYTHONPATH the server was not started with, after the working folder
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "where.py").write_text("import sys, where\nprint(where.__file__, sys.path[0] == '', sys.argv)")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "lib")}
+    real, served = both("python", "-m", "where", "x", cwd=tmp_path, env=env)
+    assert real.returncode == served.returncode == 0 and served.stdout == real.stdout, (real.stderr, served.stderr)
+    assert str(tmp_path / "lib" / "where.py") in real.stdout
     real, served = both("python", "-c", "import sys; print(sys.argv)")  # not -m: the real python runs it
     assert served.stdout == real.stdout and served.returncode == 0
 

@@ -613,6 +613,8 @@ def test_gpu_check_without_cuda_says_so(tmp_path):
     rc, out = gpu_check(tmp_path / "out")
     assert rc == 2 and "no CUDA device" in out and "--plumbing" in out, out
     assert not (tmp_path / "out" / "summary.tsv").exists()
+    rc, out = gpu_check(tmp_path / "out", SYNTRANS_BIN=str(tmp_path / "nowhere"))
+    assert rc == 2 and f"SYNTRANS_BIN={tmp_path / 'nowhere'} is not a folder" in out, out
     rc, out = gpu_check(tmp_path / "out", GPU_CHECK_PRESETS="lisa_ce bogus")
     assert rc == 2 and "unknown preset 'bogus'" in out, out
 
@@ -639,6 +641,7 @@ def test_gpu_check_plumbing_on_cpu(tiny_data, tmp_path, single_threaded_tools):
         "pascal_transformer_wmt_en_de/encoder", "dbsa_transformer_wmt_en_de/encoder", "dbsa_transformer_wmt_en_de/decoder"}
     assert "plumbing: CPU against CPU" in table and "| pascal_transformer_wmt_en_de/encoder | 5 pascal | float32 |" in table
     assert "Compiles of the compiled kernels over 4 batches" in table  # stage b's recompile count
+    assert f"commands from {BIN}\n" in table  # SYNTRANS_BIN (conftest: the fork server's) first on PATH
     rows = [line.split("\t") for line in (out / "summary.tsv").read_text().splitlines()]
     assert rows[0][:3] == ["preset", "precision", "updates"] and len(rows) == 2, rows
     row = dict(zip(rows[0], rows[1]))

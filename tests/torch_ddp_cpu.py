@@ -1,4 +1,5 @@
-"""fairseq-train with ``--ddp-backend pytorch_ddp`` on CPU, for the tests (``python tests/torch_ddp_cpu.py ARGS``):
+"""fairseq-train with ``--ddp-backend pytorch_ddp`` on CPU, for the tests (``python -m torch_ddp_cpu ARGS`` with
+tests/ on PYTHONPATH, or ``python tests/torch_ddp_cpu.py ARGS``):
 fairseq wraps the model in torch's DistributedDataParallel exactly as on a GPU
 (``fairseq/models/distributed_fairseq_model.py``), except for ``device_ids``/``output_device``, which fairseq always
 passes and torch refuses for a CPU module; this launcher drops those two arguments and changes nothing else. So
