@@ -173,10 +173,15 @@ def test_tree_distances_imports_trees_alone():
 
 
 def test_register_registers_explicitly():
+    """Registering (what fairseq-train --user-dir does) does not import stanza (half a second at every start; a
+    training reads its trees as sidecars); stanza's tree classes are imported when a tree is first read."""
     done = _python("import syntrans\nsyntrans.register()\nimport sys\n"
                    "from fairseq.models import ARCH_MODEL_REGISTRY\n"
-                   "print('pascal_transformer_wmt_en_de' in ARCH_MODEL_REGISTRY)\n")
-    assert done.stdout.split()[-1] == "True"
+                   "print('pascal_transformer_wmt_en_de' in ARCH_MODEL_REGISTRY, 'stanza' in sys.modules)\n"
+                   "from syntrans.syntax.trees import as_tree, is_stanza_tree\n"
+                   "tree = as_tree('(S (NP a) (VP b))')\n"
+                   "print(is_stanza_tree(tree), 'stanza' in sys.modules, tree.leaf_labels())\n")
+    assert done.stdout.split("\n")[-3:] == ["True False", "True True ['a', 'b']", ""], done.stdout
 
 
 def test_pytest_hides_foreign_warnings_and_shows_ours():

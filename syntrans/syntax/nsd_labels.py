@@ -24,15 +24,17 @@ the ``dist`` sidecar (tree distances per sentence joined by ``SENTENCE_BREAK``) 
 from __future__ import annotations
 
 import operator
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 import numpy as np
-from stanza.models.constituency.parse_tree import Tree
 
 from .align import check_piece_counts
 from .gaps import SENTENCE_BREAK
 from .tree_checks import check_head_range, line_roots
-from .trees import as_tree, tree_distances
+from .trees import as_tree, is_stanza_tree, tree_distances
+
+if TYPE_CHECKING:
+    from stanza.models.constituency.parse_tree import Tree
 
 #: Valid ``kind`` values: syntactic (dS), global (dG), relative (dR) and dependency (dD) distances.
 NSD_KINDS = ("dS", "dG", "dR", "dD")
@@ -50,7 +52,7 @@ def _check_kind(kind: str, allowed=NSD_KINDS) -> None:
 
 def _ints(values: Sequence[int], name: str, what: str) -> List[int]:
     """Plain Python ints of a 1-D integer sequence; ValueError naming the first non-integer entry."""
-    if isinstance(values, (str, bytes, Tree)):
+    if isinstance(values, (str, bytes)) or is_stanza_tree(values):
         raise ValueError(f"{name} must be a sequence of integers, found {type(values).__name__}")
     if isinstance(values, np.ndarray) and values.ndim != 1:
         raise ValueError(f"{name} must be 1-D, found shape {values.shape}")
@@ -191,7 +193,7 @@ def nsd(parse, kind: str) -> List[int]:
     Raises ValueError on an unknown kind or a parse of the wrong type for the kind.
     """
     _check_kind(kind)
-    is_tree = isinstance(parse, (str, Tree))
+    is_tree = isinstance(parse, str) or is_stanza_tree(parse)
     if kind == "dD":
         if is_tree:
             raise ValueError(f"dD needs dependency heads (1-based, 0 = root), found a constituency tree "

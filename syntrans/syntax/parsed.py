@@ -19,16 +19,16 @@ import io
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
-
-from stanza.models.constituency.parse_tree import Tree
-from stanza.models.constituency.tree_reader import read_trees
+from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..atomic_write import write_text
 from .gc_pause import gc_paused
 from .text_files import check_utf8
 from .tree_checks import BracketError, id_fault, is_word_id, tree_lines
-from .trees import count_leaves, scan_brackets, tree_distances
+from .trees import count_leaves, scan_brackets, stanza_tree_classes, tree_distances
+
+if TYPE_CHECKING:
+    from stanza.models.constituency.parse_tree import Tree
 
 
 @dataclass
@@ -38,7 +38,7 @@ class ParsedSentence:
     words: List[str]
     heads: Optional[List[int]] = None
     deprels: Optional[List[str]] = None
-    tree: Optional[Union[Tree, str]] = None  # stanza Tree or PTB bracket string
+    tree: Optional[Union["Tree", str]] = None  # stanza Tree or PTB bracket string
     line: Optional[int] = None  # 1-based line of the text corpus
     failed: Optional[str] = None  # why the parser failed, when this is a fallback parse
     _dists: Optional[List[int]] = field(default=None, repr=False, compare=False)  # cached by validate()
@@ -112,7 +112,7 @@ def read_bracket_file(path: str, one_per_line: bool = True) -> Tuple[List[int], 
     except BracketError as e:
         raise ValueError(f"{path}, line {e.line}: cannot read PTB brackets: {e.what}") from None
     try:
-        trees = read_trees(text)
+        trees = stanza_tree_classes()[1](text)
     except Exception as e:  # stanza raises ValueError subclasses with the position
         raise ValueError(f"{path}: cannot read PTB brackets: {e}") from e
     return starts, trees

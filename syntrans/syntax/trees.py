@@ -1,24 +1,42 @@
 """Constituency trees: reading them and the syntactic distances of Hou et al. (2022).
 
-Pure Python; accepts stanza ``Tree`` objects or PTB bracket strings.
+Pure Python; accepts stanza ``Tree`` objects or PTB bracket strings. stanza's tree classes are imported on first
+use (:func:`stanza_tree_classes`): importing stanza takes about half a second, which a training run, whose trees are
+already distances in the sidecars, does not need to spend.
 """
 from __future__ import annotations
 
 import re
-from typing import List, Tuple, Union
+import sys
+from typing import TYPE_CHECKING, List, Tuple, Union
 
-from stanza.models.constituency.parse_tree import Tree
-from stanza.models.constituency.tree_reader import read_trees
+if TYPE_CHECKING:
+    from stanza.models.constituency.parse_tree import Tree
 
-TreeLike = Union[Tree, str]
+TreeLike = Union["Tree", str]
+_TREE_MODULE = "stanza.models.constituency.parse_tree"
+
+
+def stanza_tree_classes():
+    """(stanza's ``Tree`` class, its ``read_trees``), imported now if not yet."""
+    from stanza.models.constituency.parse_tree import Tree
+    from stanza.models.constituency.tree_reader import read_trees
+
+    return Tree, read_trees
+
+
+def is_stanza_tree(value) -> bool:
+    """Whether ``value`` is a stanza ``Tree`` (without importing stanza: none exists before it is imported)."""
+    module = sys.modules.get(_TREE_MODULE)
+    return module is not None and isinstance(value, module.Tree)
 
 
 def as_tree(tree: TreeLike) -> Tree:
     """Return a stanza ``Tree`` for a ``Tree`` or a one-tree PTB bracket string."""
-    if isinstance(tree, Tree):
+    if is_stanza_tree(tree):
         return tree
     if isinstance(tree, str):
-        trees = read_trees(tree)
+        trees = stanza_tree_classes()[1](tree)
         if len(trees) != 1:
             raise ValueError(f"expected one bracketed tree, found {len(trees)} in {tree[:80]!r}")
         return trees[0]
@@ -41,6 +59,8 @@ def binarize(tree: TreeLike) -> Tree:
     A node with children c1 … ck (k > 2) becomes (X c1 (X|<…> c2 … ck)), recursively; a unary
     chain above a branching node is collapsed into that node; preterminals stay as they are.
     """
+    Tree = stanza_tree_classes()[0]
+
     def collapse(node: Tree) -> Tree:
         while len(node.children) == 1 and node.children[0].children:
             node = node.children[0]  # collapse a unary chain (keeps preterminal → word)
