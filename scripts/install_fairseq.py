@@ -7,7 +7,8 @@ non-autoregressive models' edit distance (``libnat``) and an example's alignment
 headers, and together they took about four minutes of a fresh install on a 2-core machine. So:
 
 1. the source distribution of the fairseq that setup.py asks for on this Python is downloaded (pip, no build);
-2. its Python package is installed with fairseq's own switch for builds without extensions (``READTHEDOCS``);
+2. its Python package is installed with fairseq's own switch for builds without extensions (``READTHEDOCS``), by
+   uv where the venv has it (``scripts/uv_pip.py``);
 3. the three extensions are compiled from the same sources, Cython and numpy as fairseq's setup.py uses them, and
    placed in the installed package;
 4. the three are imported, so a failed build stops the install here.
@@ -149,7 +150,8 @@ def main(argv=None) -> int:
         return 0
     src = download_source(requirement, build)
     print(f"[setup] {requirement}: installing the Python package, then compiling {', '.join(EXTENSIONS)}")
-    _pip("install", "--quiet", "--no-deps", "--no-build-isolation", str(src), env=dict(os.environ, READTHEDOCS="1"))
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "uv_pip.py"), "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", str(src)], check=True, env=dict(os.environ, READTHEDOCS="1"))
     fairseq_spec = importlib.util.find_spec("fairseq")
     if fairseq_spec is None or not fairseq_spec.submodule_search_locations:
         raise SystemExit(f"{requirement} was installed, but this Python ({sys.executable}) cannot find fairseq")
