@@ -94,7 +94,8 @@ def build_extensions(src: Path, package_dir: Path) -> list[Path]:
     here = os.getcwd()
     os.chdir(src)
     try:
-        setup(name="fairseq-extensions", ext_modules=exts, script_args=["--quiet", "build_ext", "--inplace"])
+        jobs = str(max(1, min(len(exts), os.cpu_count() or 1)))  # the three compile side by side on several cores
+        setup(name="fairseq-extensions", ext_modules=exts, script_args=["--quiet", "build_ext", "--inplace", "-j", jobs])
     finally:
         os.chdir(here)
     copied = []

@@ -15,12 +15,14 @@ pip option             uv
 ``find-links``         ``--find-links`` each (a local folder that does not exist is left out)
 ``constraint``         ``--constraint`` each (``PIP_CONSTRAINT`` included: the Makefile's torch pin)
 ``cert``               ``SSL_CERT_FILE``
-``default-timeout``    ``UV_HTTP_TIMEOUT``
+``timeout``            ``UV_HTTP_TIMEOUT``
 =====================  ==============================================================================
 
 and ``--index-strategy unsafe-best-match``: like pip, the best version over every index (uv's default stops at the
-first index that has the package). Each option is taken from the strongest place pip reads it from (environment,
-then site, user, global files). The interpreter installed into is the one running this script.
+first index that has the package). Each option is taken as ``pip install`` takes it: its environment variable
+(``PIP_FIND_LINKS``…) first, then the ``[install]`` section of pip's configuration files, then ``[global]`` (``pip
+config list`` gives each with the files' own precedence applied). The interpreter installed into is the one running
+this script.
 
 Without uv next to this Python, or when uv fails, the same arguments go to ``python -m pip install`` (said on
 stderr): uv is a speed-up, never a requirement. ``SYNTRANS_NO_UV=1`` uses pip from the start.
@@ -37,24 +39,23 @@ from pathlib import Path
 from typing import Dict, List
 from urllib.parse import unquote, urlparse
 
-#: pip's configuration scopes, strongest first (``pip config list`` prefixes each key with its scope)
-SCOPES = (":env:", "site", "user", "global")
-LIST_OPTIONS = {"extra-index-url", "find-links", "constraint"}
+#: where ``pip install`` reads an option, strongest first (``pip config list`` prefixes each key with it: the
+#: environment variables' ``:env:``, else the configuration files' section)
+SECTIONS = (":env:", "install", "global")
 
 
 def pip_config(python: str = sys.executable) -> Dict[str, str]:
-    """pip's effective configuration of ``python``: option → value, from the strongest scope that sets it."""
+    """pip's effective configuration of ``python`` for ``pip install``: option → value, from the strongest of
+    :data:`SECTIONS` that sets it (other commands' sections are not read)."""
     listed = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=120,
                             check=True).stdout
     found: Dict[str, Dict[str, str]] = {}
     for line in listed.splitlines():
         key, sep, value = line.partition("=")
-        scope, dot, name = key.rpartition(".")
-        if not sep or not dot:
-            continue
-        found.setdefault(name, {})[scope] = value.strip().strip("'\"")
-    return {name: next(by_scope[s] for s in SCOPES + tuple(by_scope) if s in by_scope)
-            for name, by_scope in found.items()}
+        section, dot, name = key.rpartition(".")
+        if sep and dot and section in SECTIONS:
+            found.setdefault(name, {})[section] = value.strip().strip("'\"")
+    return {name: next(by_section[s] for s in SECTIONS if s in by_section) for name, by_section in found.items()}
 
 
 def _exists(location: str) -> bool:
@@ -80,8 +81,9 @@ def uv_command(uv: str, args: List[str], config: Dict[str, str], python: str = s
     env = {}
     if config.get("cert"):
         env["SSL_CERT_FILE"] = config["cert"]
-    if config.get("default-timeout"):
-        env["UV_HTTP_TIMEOUT"] = config["default-timeout"].split(".")[0]
+    timeout = config.get("default-timeout") or config.get("timeout")  # PIP_DEFAULT_TIMEOUT; `timeout` in a file
+    if timeout:
+        env["UV_HTTP_TIMEOUT"] = timeout.split(".")[0]
     return argv + list(args), env
 
 

@@ -8,6 +8,7 @@ pytest worker per core, `make test-fast` the tests marked fast, both after the i
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ case "$*" in
   "-m venv"*) dest="${@: -1}"; mkdir -p "$dest/bin"; cp "$0" "$dest/bin/python"; exit 0 ;;
   "-m pip"*) exit 0 ;;
   "scripts/install_fairseq.py"*) exit 0 ;;
+  "scripts/uv_pip.py install"*) exit 0 ;;
 esac
 echo "unexpected call: $*" >&2; exit 2
 """
@@ -50,7 +52,8 @@ def make_install(tmp_path, base_torch="", venv_torch="", existing_venv=False, *m
 
 
 def pip_calls(calls):
-    return [c for c in calls if " -m pip " in c.split("|")[0]]
+    """The installs: pip's own, and scripts/uv_pip.py's (pip's arguments, done by uv)."""
+    return [c for c in calls if " -m pip " in c.split("|")[0] or " scripts/uv_pip.py install " in c.split("|")[0]]
 
 
 def test_pin_is_the_base_torch_seen_through_system_site_packages(tmp_path):
@@ -60,6 +63,12 @@ def test_pin_is_the_base_torch_seen_through_system_site_packages(tmp_path):
     pips = pip_calls(calls)
     assert len(pips) == 3 and all(c.endswith(f"|PIP_CONSTRAINT={venv / 'constraints.txt'}") for c in pips), pips
     assert any('-e .[test,plot,reproduce]' in c for c in pips), pips
+    # pip installs uv first; uv (scripts/uv_pip.py) installs the rest; INSTALLER=pip keeps pip throughout
+    assert pips[0].startswith(f"{venv / 'bin' / 'python'} -m pip install --quiet uv|"), pips
+    assert all(" scripts/uv_pip.py install " in c for c in pips[1:]), pips
+    (tmp_path / "pip").mkdir()
+    calls, _, _ = make_install(tmp_path / "pip", "yes", "2.5.1", False, "INSTALLER=pip")
+    assert pip_calls(calls)[0].split("|")[0].endswith("-m pip install --quiet pip"), calls
 
 
 def test_fairseq_is_built_against_the_pinned_torch_without_build_isolation(tmp_path):
@@ -69,7 +78,7 @@ def test_fairseq_is_built_against_the_pinned_torch_without_build_isolation(tmp_p
     the venv's ninja on PATH and MAX_JOBS set."""
     calls, _, venv = make_install(tmp_path)
     pips = [c.split("|")[0] for c in pip_calls(calls)]
-    build = next(k for k, c in enumerate(pips) if " install --quiet torch numpy cython ninja" in c)
+    build = next(k for k, c in enumerate(pips) if " install --quiet setuptools wheel torch numpy cython ninja" in c)
     package = next(k for k, c in enumerate(pips) if "-e .[test,plot,reproduce]" in c)
     assert build < package, pips
     assert "--no-build-isolation" in pips[package].split(), pips
@@ -85,7 +94,7 @@ def test_fairseq_gets_the_three_extensions_syntrans_runs_before_the_package_inst
     calls, _, venv = make_install(tmp_path)
     steps = [c.split("|")[0] for c in calls]
     script = next(k for k, c in enumerate(steps) if "scripts/install_fairseq.py" in c)
-    build = next(k for k, c in enumerate(steps) if " install --quiet torch numpy cython ninja packaging" in c)
+    build = next(k for k, c in enumerate(steps) if " install --quiet setuptools wheel torch numpy cython ninja packaging" in c)
     package = next(k for k, c in enumerate(steps) if "-e .[test,plot,reproduce]" in c)
     assert build < script < package, steps
     assert calls[script].endswith(f"|PIP_CONSTRAINT={venv / 'constraints.txt'}"), calls[script]
@@ -182,3 +191,57 @@ def test_install_script_takes_the_fairseq_pin_setup_py_states_for_this_python(tm
     found = script.installed_with_extensions(f"{name}=={version}")
     assert [p.name.split(".")[0] for p in found] == ["libbleu", "data_utils_fast", "token_block_utils_fast"], found
     assert script.installed_with_extensions(f"{name}==0.0.0") == []
+
+
+FAKE_UV = """#!/bin/sh
+printf '%s\\n' "$@" > "$UV_CALL"
+printf 'SSL_CERT_FILE=%s UV_HTTP_TIMEOUT=%s\\n' "$SSL_CERT_FILE" "$UV_HTTP_TIMEOUT" >> "$UV_CALL"
+exit $UV_STATUS
+"""
+
+
+def _uv_pip(tmp_path, status: int, *args: str, **env):
+    """scripts/uv_pip.py install ARGS run by a python beside a stand-in uv (exiting with ``status``, its argv
+    recorded), with pip's configuration from a file of ours: (completed process, uv's argv, uv's environment)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    (bin_dir / "uv").write_text(FAKE_UV)
+    (bin_dir / "uv").chmod(0o755)
+    (tmp_path / "wheels").mkdir()
+    conf = tmp_path / "pip.conf"
+    conf.write_text(f"[global]\nextra-index-url = file://{tmp_path / 'no-index'} https://example.org/simple\n"
+                    f"find-links = {tmp_path / 'wheels'} {tmp_path / 'no-wheels'}\nconstraint = {tmp_path / 'cap.txt'}\n"
+                    f"cert = {tmp_path / 'ca.pem'}\ntimeout = 7\n[install]\nfind-links = {tmp_path / 'wheels'}\n"
+                    f"[download]\nindex-url = https://not-for-install.example/simple\n")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "SYNTRANS_NO_UV"))}
+    full.update(PIP_CONFIG_FILE=str(conf), UV_CALL=str(tmp_path / "uv.call"), UV_STATUS=str(status), **env)
+    done = subprocess.run([str(bin_dir / "python"), str(ROOT / "scripts" / "uv_pip.py"), "install", *args],
+                          capture_output=True, text=True, env=full, timeout=120)
+    called = (tmp_path / "uv.call").read_text().splitlines() if (tmp_path / "uv.call").exists() else []
+    return done, called[:-1], called[-1:]
+
+
+def test_uv_installs_with_pips_configuration(tmp_path):
+    """uv gets pip's indexes, wheel folders and constraints as `pip install` reads them (environment first, then
+    [install], then [global]; a local index or folder that does not exist left out, as pip ignores it), pip's
+    certificate bundle and timeout, pip's choice of the best version over every index, and this Python."""
+    done, argv, env = _uv_pip(tmp_path, 0, "--quiet", "somepackage", PIP_CONSTRAINT=str(tmp_path / "pin.txt"))
+    assert done.returncode == 0 and "pip install" not in done.stderr, done.stderr
+    assert argv == ["pip", "install", "--python", str(tmp_path / "bin" / "python"),
+                    "--index-strategy", "unsafe-best-match", "--extra-index-url", "https://example.org/simple",
+                    "--find-links", str(tmp_path / "wheels"), "--constraint", str(tmp_path / "pin.txt"),
+                    "--quiet", "somepackage"], argv
+    assert env == [f"SSL_CERT_FILE={tmp_path / 'ca.pem'} UV_HTTP_TIMEOUT=7"], env
+
+
+def test_pip_installs_where_uv_fails_or_is_turned_off(tmp_path):
+    """A failing uv: the same arguments go to pip (said on stderr); SYNTRANS_NO_UV=1: pip alone. `pip install
+    --help` stands for an install here (no download)."""
+    done, argv, _ = _uv_pip(tmp_path / "a", 2, "--help")
+    assert argv[-1] == "--help" and done.returncode == 0, done.stderr
+    assert "uv pip install failed (exit status 2): the same install with pip" in done.stderr
+    assert "pip install [options]" in done.stdout, done.stdout[:500]
+    done, argv, _ = _uv_pip(tmp_path / "b", 0, "--help", SYNTRANS_NO_UV="1")
+    assert argv == [] and done.returncode == 0 and "pip install (SYNTRANS_NO_UV is set)" in done.stderr
+    assert "pip install [options]" in done.stdout
