@@ -19,6 +19,7 @@ BUILD_REQUIRES := torch numpy cython ninja packaging
 # (scripts/uv_pip.py: its indexes, wheel folders and constraints; pip itself where uv fails): 3 min → about 1.5 min
 # on 2 cores. INSTALLER=pip keeps pip throughout.
 INSTALLER ?= uv
+NO_UV := $(if $(filter pip,$(INSTALLER)),SYNTRANS_NO_UV=1)
 FAIRSEQ_FULL ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TORCH_VERSION ?= 2.13.0
@@ -43,10 +44,11 @@ $(STAMP): $(VPY) setup.py
 	@v=$$($(VPY) -c "import torch; print(torch.__version__)" 2>/dev/null || echo $(TORCH_VERSION)); \
 	  echo "torch==$$v" > $(CONSTRAINTS); echo "[setup] pinning torch==$$v ($(CONSTRAINTS))"
 	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) -m pip install --quiet $(INSTALLER)
-	PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) scripts/uv_pip.py install --quiet setuptools wheel $(BUILD_REQUIRES)
+	$(NO_UV) PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) scripts/uv_pip.py install --quiet setuptools wheel \
+	  $(BUILD_REQUIRES)
 	@if [ -z "$(FAIRSEQ_FULL)" ]; then \
-	  PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) scripts/install_fairseq.py build/fairseq; fi
-	PATH=$(abspath $(VENV))/bin:$$PATH MAX_JOBS=$(JOBS) PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) \
+	  $(NO_UV) PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) $(VPY) scripts/install_fairseq.py build/fairseq; fi
+	$(NO_UV) PATH=$(abspath $(VENV))/bin:$$PATH MAX_JOBS=$(JOBS) PIP_CONSTRAINT=$(abspath $(CONSTRAINTS)) \
 	  $(VPY) scripts/uv_pip.py install --quiet --no-build-isolation -e ".[test,plot,reproduce]"
 	@touch $(STAMP)
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # a stand-in python: BASE_TORCH / VENV_TORCH say which torch it has (empty: none); every call is logged
 STAND_IN = """#!/bin/bash
 echo "$0 $*|PIP_CONSTRAINT=${PIP_CONSTRAINT:-}" >> "$CALLS"
-echo "$*|MAX_JOBS=${MAX_JOBS:-}|PATH0=${PATH%%:*}" >> "$CALLS.env"
+echo "$*|MAX_JOBS=${MAX_JOBS:-}|PATH0=${PATH%%:*}|NO_UV=${SYNTRANS_NO_UV:-}" >> "$CALLS.env"
 case "$*" in
   "-c import torch") [ -n "$BASE_TORCH" ] && exit 0 || exit 1 ;;
   "-c import torch; print(torch.__version__)") [ -n "$VENV_TORCH" ] && echo "$VENV_TORCH" && exit 0 || exit 1 ;;
@@ -69,6 +69,8 @@ def test_pin_is_the_base_torch_seen_through_system_site_packages(tmp_path):
     (tmp_path / "pip").mkdir()
     calls, _, _ = make_install(tmp_path / "pip", "yes", "2.5.1", False, "INSTALLER=pip")
     assert pip_calls(calls)[0].split("|")[0].endswith("-m pip install --quiet pip"), calls
+    envs = [line for line in (tmp_path / "pip" / "calls.log.env").read_text().splitlines() if "uv_pip.py" in line]
+    assert len(envs) == 2 and all(line.endswith("|NO_UV=1") for line in envs), envs  # a uv in the venv is not used
 
 
 def test_fairseq_is_built_against_the_pinned_torch_without_build_isolation(tmp_path):
@@ -84,7 +86,7 @@ def test_fairseq_is_built_against_the_pinned_torch_without_build_isolation(tmp_p
     assert "--no-build-isolation" in pips[package].split(), pips
     assert all("--no-build-isolation" not in c or k == package for k, c in enumerate(pips)), pips
     env = next(c for c in (tmp_path / "calls.log.env").read_text().splitlines() if "-e .[test,plot,reproduce]" in c)
-    _, jobs, path0 = env.split("|")
+    _, jobs, path0, _ = env.split("|")
     assert int(jobs.split("=")[1]) >= 1 and path0 == f"PATH0={venv / 'bin'}", env
 
 
