@@ -149,6 +149,95 @@ def test_translate_refuses_the_other_route_of_a_prepared_corpus(tmp_path):
                                                "--no-moses"]))
 
 
+@pytest.mark.fast
+def test_the_parse_driver_takes_raw_lines_with_spans(tmp_path):
+    """--char-spans: a model-free parser gives the whitespace fields with their spans; a parser that tokenizes may give
+    several sentences for a line (each with the line's number); a line it fails on gets the fallback parse of its
+    whitespace fields, with spans; --raw and --split-sentences are refused with it."""
+    from syntrans.parsing.driver import InputError, ParseJob, Stats, parse_job, parse_lines
+    from syntrans.parsing.trivial import TrivialParser
+    from syntrans.syntax.parsed import ParsedSentence
+
+    def parsed(parser, lines, stats=None):
+        return [s for batch in parse_lines(lines, parser, char_spans=True, stats=stats) for s in batch]
+
+    (s,) = parsed(TrivialParser("right-branching"), [(1, "a  dog .".split()), (2, [])])
+    assert (s.line, s.words, s.spans) == (1, ["a", "dog", "."], [(0, 1), (2, 5), (6, 7)])
+
+    class Splitting:  # stands in for stanza: "Hi there. Bye" as two sentences, "there." as two tokens
+        def parse_texts(self, texts):
+            if "boom" in texts:
+                raise RuntimeError("the tokenizer broke")
+            assert texts == ["Hi there. Bye"]
+            return [[ParsedSentence(["Hi", "there", "."], [2, 0, 2], spans=[(0, 2), (3, 8), (8, 9)]),
+                     ParsedSentence(["Bye"], [0], spans=[(10, 13)])]]
+
+    first, second = parsed(Splitting(), [(4, "Hi there.  Bye".split())])
+    assert (first.line, second.line, second.words, second.spans) == (4, 4, ["Bye"], [(10, 13)])
+    stats = Stats()
+    (fallback,) = parsed(Splitting(), [(5, ["boom"])], stats)
+    assert fallback.failed and fallback.spans == [(0, 4)] and stats.failures[0][0] == 5
+    (tmp_path / "in.txt").write_text("a\n", encoding="utf-8")
+    for extra in ({"raw": True}, {"split_sentences": True}):
+        job = ParseJob(str(tmp_path / "in.txt"), str(tmp_path / "out.conllu"), parser="flat", char_spans=True, **extra)
+        with pytest.raises(InputError, match="--char-spans: the parser tokenizes and splits each raw line itself"):
+            parse_job(job)
+
+
+@pytest.mark.fast
+def test_stanzas_tokens_are_the_words_with_their_spans():
+    """StanzaParser with char_spans: each of stanza's tokens is a word spelled as the line spells it, with its span; a
+    multi-word token's words (do + n't) collapse into the token, headed as on the tokenized route. A stand-in
+    pipeline gives stanza's objects (no model runs)."""
+    from types import SimpleNamespace as NS
+
+    from syntrans.parsing.stanza_parser import StanzaParser
+
+    def word(text, head, rel):
+        return NS(text=text, head=head, deprel=rel)
+
+    tokens = [NS(start_char=0, end_char=1, words=[word("I", 4, "nsubj")]),
+              NS(start_char=2, end_char=7, words=[word("do", 4, "aux"), word("n't", 4, "advmod")]),
+              NS(start_char=8, end_char=12, words=[word("know", 0, "root")]),
+              NS(start_char=12, end_char=13, words=[word(".", 4, "punct")])]
+
+    def pipeline(docs):
+        assert [d.text for d in docs] == ["I don't know."]
+        return [NS(sentences=[NS(tokens=tokens)])]
+
+    parser = StanzaParser(pipeline=pipeline, views=("deps",), char_spans=True)
+    ((s,),) = parser.parse_texts(["I  don't know."])
+    assert s.words == ["I", "don't", "know", "."] and s.heads == [3, 3, 0, 3]
+    assert s.deprels == ["nsubj", "aux", "root", "punct"] and s.spans == [(0, 1), (2, 7), (8, 12), (12, 13)]
+    with pytest.raises(ValueError, match="use parse_texts"):
+        parser.parse_batch([["I"]])
+
+
+@pytest.mark.fast
+def test_the_length_filters_count_the_raw_lines_words(tmp_path):
+    """--no-moses: tok/ holds the raw line (whitespace made single spaces, nothing escaped) and --max-len counts its
+    whitespace-separated words: "A man's dog, running." is 4 words (Moses: 7 tokens)."""
+    from dataclasses import replace
+
+    from syntrans.prep.corpora import CORPORA, Clean
+    from syntrans.prep.prepare_text import tokenize_corpus
+
+    pair = replace(CORPORA["multi30k"].find_pair("de", "en"), clean=Clean(1, 4, None))
+    text, tok = tmp_path / "text", tmp_path / "tok"
+    text.mkdir()
+    for split in ("train", "valid", "test"):
+        (text / f"{split}.de").write_text("Ein Hund  läuft.\nEin Hund, der läuft, bellt.\n", encoding="utf-8")
+        (text / f"{split}.en").write_text("A man's dog, running.\nA dog runs.\n", encoding="utf-8")
+    info = tokenize_corpus(pair, text, tok, dict.fromkeys(("train", "valid", "test")), log=lambda m: None,
+                           moses=False)
+    assert info["dropped"]["too_long"] == 1 and info["sizes"]["train"] == 1
+    assert (tok / "train.de").read_text(encoding="utf-8") == "Ein Hund läuft.\n"
+    assert (tok / "train.en").read_text(encoding="utf-8") == "A man's dog, running.\n"
+    moses = tokenize_corpus(pair, text, tmp_path / "moses", dict.fromkeys(("train", "valid", "test")),
+                            log=lambda m: None)
+    assert moses["sizes"]["train"] == 0 and "&apos;s" in (tmp_path / "moses" / "valid.en").read_text(encoding="utf-8")
+
+
 # ----------------------------------------------------------------------------------------- real text, stanza
 
 
