@@ -49,7 +49,8 @@ Raw text (``char_spans``, :meth:`StanzaParser.parse_texts`: ``syntrans-parse --c
 ``syntrans-prepare --bpe sentencepiece --no-moses``): each line (its spanned form,
 :func:`syntrans.syntax.word_spans.spanned_line`) is a stanza Document of its own, tokenized and split into sentences
 by stanza's tokenizer (a line may give several sentences); the words of each sentence are its tokens, spelled as the
-line spells them (``line[start_char:end_char]``), collapsed from stanza's syntactic words by the same rules as above
+line spells them (``line[start_char:end_char]``; a token across whitespace fails the line, which then gets the
+fallback parse), collapsed from stanza's syntactic words by the same rules as above
 (the tokens playing the input tokens), and each word keeps its token's character span in the line. A multi-word
 token is therefore one word whose span is the token's.
 
@@ -413,6 +414,9 @@ class StanzaParser:
         for sentence in doc.sentences:
             spans = [(int(t.start_char), int(t.end_char)) for t in sentence.tokens]
             tokens = [line[a:b] for a, b in spans]
+            spaced = next((t for t in tokens if len(t.split()) != 1), None)
+            if spaced is not None:  # a word of a parse (a tree's leaf, a CoNLL-U form) holds no whitespace
+                raise ValueError(f"stanza's tokenizer made {spaced!r} one token, across whitespace")
             parsed = align_to_tokens(tokens, from_stanza(sentence, self.views))
             parsed.spans = spans
             out.append(parsed)
