@@ -394,8 +394,10 @@ class StanzaParser:
         self.unescape = unescape
         self.char_spans = char_spans
         self.views = parse_views(list(views))
-        self.pipeline = pipeline if pipeline is not None else make_pipeline(lang, self.views, device, batch_sizes,
-                                                                            pretokenized=not char_spans)
+        if pipeline is None:  # pretokenized: the call stand-ins of make_pipeline take
+            pipeline = (make_pipeline(lang, self.views, device, batch_sizes, pretokenized=False) if char_spans
+                        else make_pipeline(lang, self.views, device, batch_sizes))
+        self.pipeline = pipeline
         self.is_mwt = None if char_spans else mwt_rule(self.pipeline)
 
     def parse_texts(self, texts: Sequence[str]) -> list[list[ParsedSentence]]:
