@@ -8,7 +8,7 @@ stanza resources directory RES, in the layout ``stanza.download`` produces:
     RES/de/{pretrain,tokenize,mwt,pos,lemma,depparse,constituency}/tiny.pt
 
 so that ``stanza.Pipeline(lang, dir=RES, download_method=None)`` loads them unchanged. The ``tokenize`` model
-(a tokenizer and sentence splitter trained a few dozen steps on the same sentences' raw text, with their multi-word
+(a tokenizer and sentence splitter trained 200 steps on the same sentences' raw text, with their multi-word
 tokens) serves the raw-text route, where stanza tokenizes each line itself; pretokenized runs never open it.
 
 * English: trained on the GUM documents in GUM (``dep/*.conllu`` gold dependencies, with their multi-word
@@ -424,7 +424,7 @@ def build_language(res: Path, lang: str, conllu: str, trees: str, raw_text: list
             tokenizer_files(token_docs, txt, labels, mwt_json)
             tokenizer.main(["--txt_file", str(txt), "--label_file", str(labels), "--mwt_json_file", str(mwt_json),
                             "--dev_txt_file", str(txt), "--dev_label_file", str(labels), "--lang", lang,
-                            "--shorthand", shorthand, "--emb_dim", "16", "--hidden_dim", "16", "--steps", "60",
+                            "--shorthand", shorthand, "--emb_dim", "16", "--hidden_dim", "16", "--steps", "200",
                             "--eval_steps", "1000", "--report_steps", "1000", "--batch_size", "16",
                             "--max_seqlen", "100", "--save_dir", str(d / "tokenize"), "--save_name", name,
                             "--seed", str(SEED), "--cpu"])

@@ -178,6 +178,14 @@ def test_the_parse_driver_takes_raw_lines_with_spans(tmp_path):
     (fallback,) = parsed(Splitting(), [(5, ["boom"])], stats)
     assert fallback.failed and fallback.spans == [(0, 4)] and stats.failures[0][0] == 5
     (tmp_path / "in.txt").write_text("a\n", encoding="utf-8")
+    from syntrans.cli.parse import main
+
+    (tmp_path / "raw.txt").write_text(" A  man's dog.\n\nYes\n", encoding="utf-8")
+    assert main([str(tmp_path / "raw.txt"), "-o", str(tmp_path / "raw.conllu"), "--parser", "flat", "--char-spans"]) == 0
+    rows = [r.split("\t") for r in (tmp_path / "raw.conllu").read_text(encoding="utf-8").splitlines()
+            if r and not r.startswith("#")]
+    assert [(r[1], r[9]) for r in rows] == [("A", "start_char=0|end_char=1"), ("man's", "start_char=2|end_char=7"),
+                                            ("dog.", "start_char=8|end_char=12"), ("Yes", "start_char=0|end_char=3")]
     for extra in ({"raw": True}, {"split_sentences": True}):
         job = ParseJob(str(tmp_path / "in.txt"), str(tmp_path / "out.conllu"), parser="flat", char_spans=True, **extra)
         with pytest.raises(InputError, match="--char-spans: the parser tokenizes and splits each raw line itself"):
