@@ -219,6 +219,9 @@ def test_stanzas_tokens_are_the_words_with_their_spans():
     assert s.deprels == ["nsubj", "aux", "root", "punct"] and s.spans == [(0, 1), (2, 7), (8, 12), (12, 13)]
     with pytest.raises(ValueError, match="use parse_texts"):
         parser.parse_batch([["I"]])
+    tokens[:3] = [NS(start_char=0, end_char=7, words=[word("I don't", 2, "nsubj")]), tokens[2]]
+    with pytest.raises(ValueError, match="stanza's tokenizer made \"I don't\" one token, across whitespace"):
+        parser.parse_texts(["I don't know."])  # the driver gives such a line the fallback parse
 
 
 @pytest.mark.fast
