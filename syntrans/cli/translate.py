@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sentencepiece-model", metavar="FILE",
                    help="--bpe sentencepiece: the model the training text was encoded with (syntrans-prepare's "
                         "OUT/bpe/spm.model); the input is raw text, Moses-tokenized as the training text was, unless "
-                        "--no-tokenize")
+                        "--no-tokenize (already tokenized) or --no-moses (a corpus of the raw-text route)")
     p.add_argument("--bpe-marker", default="@@", help="BPE continuation marker (default: @@)")
     p.add_argument("--parser", choices=PARSER_CHOICES, default="auto",
                    help="source parser when the model needs one (default: auto = stanza with installed models)")
