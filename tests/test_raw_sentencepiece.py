@@ -319,7 +319,7 @@ def test_a_pascal_model_trains_decodes_and_translates_raw_text(raw_corpus, tmp_p
     assert losses and all(math.isfinite(x) for x in losses), log[-2000:]
     out = run("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation",
               "--path", save / "checkpoint_last.pt", "--gen-subset", "test", "--beam", "2", "--batch-size", "1",
-              "--post-process", "sentencepiece", "--num-workers", "0")
+              "--max-len-b", "20", "--post-process", "sentencepiece", "--num-workers", "0")
     hyps = dict((int(i), h) for i, h in re.findall(r"^D-(\d+)\t[^\t]*\t(.*)$", out, flags=re.M))
     n_test = SIZES["test_2016_flickr"]
     assert sorted(hyps) == list(range(n_test)), out[-2000:]
@@ -327,7 +327,7 @@ def test_a_pascal_model_trains_decodes_and_translates_raw_text(raw_corpus, tmp_p
     env.update(STANZA_RESOURCES_DIR=str(res), PYTHONWARNINGS="ignore")
     argv = [str(BIN / "syntrans-translate"), "--checkpoint", str(save / "checkpoint_last.pt"), "--data", str(data),
             "--bpe", "sentencepiece", "--sentencepiece-model", str(prepared.codes), "--input",
-            str(prepared.src_test_raw), "--device", "cpu", "--beam", "2", "--batch-size", "1"]
+            str(prepared.src_test_raw), "--device", "cpu", "--beam", "2", "--batch-size", "1", "--max-len-b", "20"]
     p = subprocess.run(argv + ["--no-moses"], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.splitlines() == [hyps[k] for k in range(n_test)], (p.stdout, hyps)
