@@ -115,6 +115,26 @@ def test_a_multi_word_token_whose_words_do_not_spell_it_leaves_a_word_without_a_
 
 
 @pytest.mark.fast
+def test_byte_level_pieces_are_aligned_by_the_spans_too(tmp_path):
+    """--char-spans with --bpe gpt2: the ids' bytes spell the line, and the parse's spans place the words under them
+    (``Ġdon`` crossing into ``n't``; ``ü``'s two bytes one piece)."""
+    from syntrans.syntax.byte_bpe import ByteLevelBPE, byte_alphabet
+
+    merges = [("Ġ", "d"), ("o", "n"), ("Ġd", "on"), ("'", "t"), ("Ã", "¼")]
+    vocab = {sym: i for i, sym in enumerate(list(byte_alphabet()) + [a + b for a, b in merges])}
+    enc, bpe = tmp_path / "encoder.json", tmp_path / "vocab.bpe"
+    enc.write_text(json.dumps(vocab), encoding="utf-8")
+    bpe.write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
+    pieces = [str(i) for i in ByteLevelBPE.load(str(enc), str(bpe)).encode("I don't über")]
+    route = PieceRoute("gpt2", gpt2_encoder_json=str(enc), gpt2_vocab_bpe=str(bpe), char_spans=True)
+    subwords, alignment = route.subword_words(pieces, ["I", "don't", "über"], "l1", [(0, 1), (2, 7), (8, 12)])
+    assert subwords.index == [0, 1, 1, 2, 2, 2, 2, 2] and alignment.crossing == 0
+    subwords, alignment = route.subword_words(pieces, ["I", "do", "n't", "über"], "l1",
+                                              [(0, 1), (2, 7), (2, 7), (8, 12)])
+    assert subwords.index == [0, 1, 2, 3, 3, 3, 3, 3] and alignment.crossing == 1
+
+
+@pytest.mark.fast
 def test_spans_follow_the_whitespace_the_pieces_spell():
     """The spans index the spanned line (whitespace runs as one space, no space at the ends); the pieces' text may
     have a leading space (SentencePiece's dummy prefix) or other whitespace: the spans are moved into it."""
