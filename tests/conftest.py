@@ -44,7 +44,8 @@ def pytest_unconfigure(config):
 #: test_real_route.py builds the stanza models (conftest ``stanza_res``) that test_stanza_pipeline.py also reads: the
 #: latter comes a few long files later, so that its worker finds them built instead of waiting on the build's lock
 LONGEST_FIRST = ("test_real_route.py", "test_reproduce_smoke.py", "test_distributed.py", "test_end_to_end_parents.py",
-                 "test_half_precision.py", "test_stanza_pipeline.py", "test_translate.py", "test_end_to_end_dbsa.py",
+                 "test_half_precision.py", "test_stanza_pipeline.py", "test_raw_sentencepiece.py",
+                 "test_translate.py", "test_end_to_end_dbsa.py",
                  "test_warm_start.py", "test_configs.py", "test_light_start.py", "test_print_syntax.py",
                  "test_end_to_end_nsd.py",
                  "test_invariance.py", "test_bad_input_round2.py", "test_demo.py", "test_resume.py",

@@ -4,11 +4,12 @@
 stanza resources directory RES, in the layout ``stanza.download`` produces:
 
     RES/resources.json
-    RES/en/{pretrain,mwt,pos,lemma,depparse,constituency}/gum.pt
-    RES/de/{pretrain,mwt,pos,lemma,depparse,constituency}/tiny.pt
+    RES/en/{pretrain,tokenize,mwt,pos,lemma,depparse,constituency}/gum.pt
+    RES/de/{pretrain,tokenize,mwt,pos,lemma,depparse,constituency}/tiny.pt
 
-so that ``stanza.Pipeline(lang, dir=RES, download_method=None)`` loads them unchanged. No ``tokenize`` model
-is written: syntrans runs stanza pretokenized, where the tokenizer's model file is never opened.
+so that ``stanza.Pipeline(lang, dir=RES, download_method=None)`` loads them unchanged. The ``tokenize`` model
+(a tokenizer and sentence splitter trained 200 steps on the same sentences' raw text, with their multi-word
+tokens) serves the raw-text route, where stanza tokenizes each line itself; pretokenized runs never open it.
 
 * English: trained on the GUM documents in GUM (``dep/*.conllu`` gold dependencies, with their multi-word
   token lines; ``const/*.ptb`` silver constituency trees, token-identical to the CoNLL-U words).
@@ -39,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from stanza.models import constituency_parser, lemmatizer, mwt_expander, parser, tagger
+from stanza.models import constituency_parser, lemmatizer, mwt_expander, parser, tagger, tokenizer
 from stanza.models.common.pretrain import Pretrain
 from stanza.models.constituency import parser_training, tree_reader
 from stanza.protobuf import EvaluateParserResponse
@@ -48,7 +49,7 @@ from stanza.resources.common import get_md5
 #: the package name of each language's models in resources.json
 PACKAGES = {"en": "gum", "de": "tiny"}
 #: the processors built for each language (tokenize is not needed for pretokenized input)
-BUILT = ("pretrain", "mwt", "pos", "lemma", "depparse", "constituency")
+BUILT = ("pretrain", "tokenize", "mwt", "pos", "lemma", "depparse", "constituency")
 LANG_NAMES = {"en": "English", "de": "German"}
 DIM = 24  # word vector size
 SEED = 7
@@ -85,6 +86,63 @@ def gum_trees(gum: Path) -> str:
     """The GUM constituency trees, one blank-line-separated bracketed tree each (stanza's reader strips the
     function tags itself)."""
     return "\n\n".join(p.read_text(encoding="utf-8").strip() for p in sorted((gum / "const").glob("*.ptb"))) + "\n"
+
+
+def gum_tokens(gum: Path) -> list[list[list[tuple]]]:
+    """The GUM documents as tokenizer data: per document its sentences, a sentence its tokens, a token (its text,
+    whether a space follows it (MISC ``SpaceAfter=No``), the words of a multi-word token or None)."""
+    docs = []
+    for path in sorted((gum / "dep").glob("*.conllu")):
+        sents, cur, mwt_end, mwt = [], [], 0, None
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                if cur:
+                    sents.append(cur)
+                cur, mwt_end = [], 0
+                continue
+            if line.startswith("#"):
+                continue
+            cols = line.split("\t")
+            space = "SpaceAfter=No" not in cols[9]
+            if "-" in cols[0]:
+                a, b = (int(x) for x in cols[0].split("-"))
+                mwt_end, mwt = b, [cols[1], space, []]
+                cur.append(mwt)
+            elif "." in cols[0]:
+                continue
+            elif int(cols[0]) <= mwt_end:
+                mwt[2].append(cols[1])
+            else:
+                cur.append([cols[1], space, None])
+        if cur:
+            sents.append(cur)
+        docs.append([[tuple(t) for t in s] for s in sents])
+    return docs
+
+
+def tokenizer_files(docs: list[list[list[tuple]]], txt: Path, labels: Path, mwt_json: Path) -> None:
+    """stanza's tokenizer training files: the raw text (a paragraph per document), a label per character (0 inside,
+    1 the end of a token, 2 the end of a sentence; 3 and 4 the same for a multi-word token), and the multi-word
+    tokens' expansions ([[token, words], count] items)."""
+    paras, marks, expansions = [], [], {}
+    for doc in docs:
+        text, lab = [], []
+        for sent in doc:
+            for k, (form, space, words) in enumerate(sent):
+                end = k == len(sent) - 1
+                text.append(form)
+                lab.append("0" * (len(form) - 1) + ("24"[words is not None] if end else "13"[words is not None]))
+                if words is not None:
+                    key = (form, tuple(words))
+                    expansions[key] = expansions.get(key, 0) + 1
+                if space or end:
+                    text.append(" ")
+                    lab.append("0")
+        paras.append("".join(text).rstrip())
+        marks.append("".join(lab)[:len(paras[-1])])
+    txt.write_text("\n\n".join(paras) + "\n", encoding="utf-8")
+    labels.write_text("\n\n".join(marks) + "\n", encoding="utf-8")
+    mwt_json.write_text(json.dumps([[[f, list(w)], n] for (f, w), n in expansions.items()]), encoding="utf-8")
 
 
 # ------------------------------------------------------------------ German data from templates
@@ -186,6 +244,22 @@ def german_conllu(sentences) -> str:
                 i += 1
         out.append("\n".join(lines) + "\n\n")
     return "".join(out)
+
+
+def german_tokens(sentences) -> list[list[list[tuple]]]:
+    """:func:`german_sentences` as tokenizer data (:func:`gum_tokens`): documents of 10 sentences, the final period
+    attached to the word before it."""
+    docs = []
+    for start in range(0, len(sentences), 10):
+        doc = []
+        for sent in sentences[start:start + 10]:
+            toks = []
+            for k, token in enumerate(sent):
+                attached = k + 1 < len(sent) and _token_text(sent[k + 1]) == "."
+                toks.append((_token_text(token), not attached, [w[0] for w in token] if len(token) > 1 else None))
+            doc.append(toks)
+        docs.append(doc)
+    return docs
 
 
 def german_trees(sentences) -> str:
@@ -323,7 +397,7 @@ def timed(what: str, times: dict):
 
 
 def build_language(res: Path, lang: str, conllu: str, trees: str, raw_text: list[list[str]], work: Path,
-                   shorthand: str, times: dict) -> None:
+                   shorthand: str, times: dict, token_docs: list | None = None) -> None:
     """All models of ``lang`` into RES/lang/<processor>/<package>.pt."""
     pkg = PACKAGES[lang]
     name = f"{pkg}.pt"
@@ -344,6 +418,16 @@ def build_language(res: Path, lang: str, conllu: str, trees: str, raw_text: list
     common = ["--cpu", "--seed", str(SEED), "--shorthand", shorthand]  # the lemmatizer takes lang from shorthand
     with_lang = [*common, "--lang", lang]
     pt = ["--wordvec_pretrain_file", str(pretrain)]
+    if token_docs:
+        with timed(f"{lang} tokenize", times):
+            txt, labels, mwt_json = work / f"{lang}.tok.txt", work / f"{lang}.tok.labels", work / f"{lang}.mwt.json"
+            tokenizer_files(token_docs, txt, labels, mwt_json)
+            tokenizer.main(["--txt_file", str(txt), "--label_file", str(labels), "--mwt_json_file", str(mwt_json),
+                            "--dev_txt_file", str(txt), "--dev_label_file", str(labels), "--lang", lang,
+                            "--shorthand", shorthand, "--emb_dim", "16", "--hidden_dim", "16", "--steps", "200",
+                            "--eval_steps", "1000", "--report_steps", "1000", "--batch_size", "16",
+                            "--max_seqlen", "100", "--save_dir", str(d / "tokenize"), "--save_name", name,
+                            "--seed", str(SEED), "--cpu"])
     with timed(f"{lang} mwt", times):
         mwt_expander.main(["--train_file", str(train), "--eval_file", str(dev), "--gold_file", str(dev),
                            "--dict_only", "--save_dir", str(d / "mwt"), "--save_name", name, *with_lang])
@@ -390,11 +474,13 @@ def write_resources(res: Path) -> None:
     for lang, pkg in PACKAGES.items():
         entry = {"lang_name": LANG_NAMES[lang]}
         for proc in BUILT:
+            if not (res / lang / proc / f"{pkg}.pt").is_file():
+                continue
             item = {"md5": get_md5(str(res / lang / proc / f"{pkg}.pt"))}
             if proc in ("pos", "depparse", "constituency"):
                 item["dependencies"] = [{"model": "pretrain", "package": pkg}]
             entry[proc] = {pkg: item}
-        default = {proc: pkg for proc in BUILT if proc != "pretrain"}
+        default = {proc: pkg for proc in BUILT if proc != "pretrain" and (res / lang / proc / f"{pkg}.pt").is_file()}
         entry["default_processors"] = dict(default)
         entry["packages"] = {"default": dict(default)}
         out[lang] = entry
@@ -414,10 +500,11 @@ def build(res: Path, gum: Path, multi30k: Path | None = None, langs=("en", "de")
     for lang in langs:
         raw = raw_sentences(multi30k / f"train.{lang}") if multi30k and (multi30k / f"train.{lang}").exists() else []
         if lang == "en":
-            build_language(res, "en", gum_conllu(gum), gum_trees(gum), raw, work, "en_gum", times)
+            build_language(res, "en", gum_conllu(gum), gum_trees(gum), raw, work, "en_gum", times, gum_tokens(gum))
         else:
             sents = german_sentences()
-            build_language(res, "de", german_conllu(sents), german_trees(sents), raw, work, "de_gsd", times)
+            build_language(res, "de", german_conllu(sents), german_trees(sents), raw, work, "de_gsd", times,
+                           german_tokens(sents))
     write_resources(res)
     times["total"] = round(time.time() - t0, 2)
     return times

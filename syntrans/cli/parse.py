@@ -43,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--raw", dest="raw", action="store_true",
                       help="INPUT is raw text: tokenize each line with sacremoses (escape=False); "
                            "the output words are those tokens")
+    mode.add_argument("--char-spans", action="store_true",
+                      help="INPUT is raw text that the parser tokenizes itself (stanza's tokenizer and sentence "
+                           "splitter; the model-free parsers: whitespace fields), each word's character span in the "
+                           "line (its whitespace made single spaces) written to MISC as start_char=S|end_char=E: the "
+                           "raw-text route of SentencePiece (syntrans-preprocess --char-spans)")
     p.set_defaults(raw=False)
     p.add_argument("--split-sentences", action="store_true",
                    help="split a line into sentences after '.', '!', '?' tokens (all keep the line number)")
@@ -86,7 +91,7 @@ def run(args) -> int:
                    split_sentences=args.split_sentences, batch_size=args.batch_size, num_shards=args.num_shards,
                    shard_id=args.shard_id or 0, strict=args.strict, force=args.force, views=args.views,
                    device=None if args.device == "auto" else args.device, workers=args.workers,
-                   stanza_batch_sizes=args.stanza_batch_sizes)
+                   stanza_batch_sizes=args.stanza_batch_sizes, char_spans=args.char_spans)
     if args.shard_id is not None or args.num_shards == 1:
         parse_job(job, log=_info)
         return 0

@@ -176,7 +176,7 @@ def again(args, parser) -> int:
                                       ("--raw-dir", args.raw_dir), ("--smoke", args.smoke), ("--bpe-ops", args.bpe_ops),
                                       ("--checksums", args.checksums), ("--bpe", args.bpe != "subword_nmt"),
                                       ("--sentencepiece-model", args.sentencepiece_model),
-                                      ("--gpt2-encoder-json", args.gpt2_encoder_json))
+                                      ("--gpt2-encoder-json", args.gpt2_encoder_json), ("--no-moses", args.no_moses))
              if value not in (None, False)]
     if given or recipe_from_args(args) is not None or args.parser != "auto" or args.parse_shards != 1:
         parser.error(f"--again OUT takes OUT's own settings: leave out {', '.join(given) or 'the recipe flags'} "

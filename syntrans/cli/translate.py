@@ -11,6 +11,12 @@ reported with its line number), BPE-encoded with ``--bpe-codes``, translated wit
 fairseq-generate does (``--beam``, ``--lenpen``, ``--max-len-a``, ``--max-len-b``), and the hypothesis is
 BPE-removed and Moses-detokenized (``--no-detokenize``: left tokenized).
 
+``--no-moses`` (with ``--bpe sentencepiece``): the model's corpus took the raw-text route (``syntrans-prepare --bpe
+sentencepiece --no-moses``): the input is not Moses-tokenized, stanza tokenizes each line itself (each word's character
+span kept, as in training), and the hypotheses, decoded from their pieces, are written as they are (no Moses
+detokenization). Where the data-bin lies in a folder that ``syntrans-prepare`` made, its ``prepared.json`` says which
+route the corpus took, and a run that asks for the other one is refused, naming both.
+
 ``--parse FILE``: the parses of the input lines (CoNLL-U or PTB brackets, as syntrans-preprocess reads them,
 ``# line = N`` tying sentences to input lines); the input is then taken as tokenized and nothing is parsed.
 A summary (sentences, empty lines, parse fallbacks, time) goes to stderr. Exit status 0, or 2 for a usage,
@@ -64,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sentencepiece-model", metavar="FILE",
                    help="--bpe sentencepiece: the model the training text was encoded with (syntrans-prepare's "
                         "OUT/bpe/spm.model); the input is raw text, Moses-tokenized as the training text was, unless "
-                        "--no-tokenize")
+                        "--no-tokenize (already tokenized) or --no-moses (a corpus of the raw-text route)")
     p.add_argument("--bpe-marker", default="@@", help="BPE continuation marker (default: @@)")
     p.add_argument("--parser", choices=PARSER_CHOICES, default="auto",
                    help="source parser when the model needs one (default: auto = stanza with installed models)")
@@ -83,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lowercase", action="store_true", help="lowercase the input (for a lowercased training corpus)")
     p.add_argument("--no-tokenize", action="store_true", help="the input is Moses-tokenized already")
     p.add_argument("--no-detokenize", action="store_true", help="write tokenized hypotheses (BPE removed)")
+    p.add_argument("--no-moses", action="store_true",
+                   help="--bpe sentencepiece: the corpus took the raw-text route (syntrans-prepare --no-moses): no Moses "
+                        "tokenization nor detokenization; the parser tokenizes each raw line itself")
     p.add_argument("--model-overrides", default="{}",
                    help="like fairseq-generate's, e.g. \"{'lisa': {'gold_parents': True}}\" (a mechanism's fields also "
                         "by their flat names, e.g. 'lisa_gold_parents')")
@@ -193,6 +202,13 @@ def check_files(args) -> None:
     stray = [f for f, v in other.items() if v and f != flag]
     if stray:
         raise ValueError(f"{stray[0]} does not go with --bpe {args.bpe}")
+    if args.no_moses and args.bpe != "sentencepiece":
+        raise ValueError(f"--no-moses is the raw-text route of SentencePiece: expected --bpe sentencepiece, found --bpe "
+                         f"{args.bpe}")
+    if args.no_moses and args.no_tokenize:
+        raise ValueError("--no-tokenize says the input is Moses-tokenized, --no-moses that the corpus is raw text: "
+                         "expected one of them")
+    check_route(args.data, args.no_moses)
     inputs = {"--input": args.input, "--parse": args.parse, "--checkpoint": args.checkpoint, flag: value}
     outputs = {"--output": args.output, "--print-syntax": args.print_syntax,
                "--print-target-syntax": args.print_target_syntax}
@@ -209,6 +225,29 @@ def check_files(args) -> None:
         raise ValueError("stdin is closed: give the input lines on stdin (a pipe or a file) or with --input FILE")
     if not args.output and sys.stdout is None:
         raise ValueError("stdout is closed: give the output file with --output FILE")
+
+
+def check_route(data: str, raw_text: bool) -> None:
+    """Refuse a text route (``--no-moses`` or not) other than the one the corpus took, where ``data`` lies in a folder
+    ``syntrans-prepare`` made: its ``prepared.json`` (beside ``data``) records ``text_route`` (absent: ``moses``,
+    written before the raw-text route existed). A data-bin made otherwise is not checked."""
+    import json
+
+    summary = os.path.join(os.path.dirname(os.path.abspath(data)), "prepared.json")
+    try:
+        with open(summary, encoding="utf-8") as f:
+            prepared = json.load(f)
+    except (OSError, ValueError):
+        return
+    if not isinstance(prepared, dict) or os.path.realpath(str(prepared.get("data_bin"))) != os.path.realpath(data):
+        return
+    found = prepared.get("text_route", "moses")
+    asked = "raw" if raw_text else "moses"
+    if found != asked:
+        said = {"raw": "the raw text (--no-moses)", "moses": "the Moses-tokenized text (no --no-moses)"}
+        raise ValueError(f"{summary}: the corpus of {data} took the {found} route (SentencePiece on {said[found]}); this "
+                         f"run asks for the {asked} route ({said[asked]}): expected the corpus's route, "
+                         f"{'add' if found == 'raw' else 'drop'} --no-moses")
 
 
 def _write(stream: TextIO, text: str, path: str) -> None:
@@ -252,7 +291,8 @@ def run(args) -> int:
             lowercase=args.lowercase, tokenize=not (args.no_tokenize or args.parse), detokenize=not args.no_detokenize,
             parser_lang=args.parser_lang, binarize_trees=args.binarize_trees, bpe_marker=args.bpe_marker,
             model_overrides=overrides, log=_info, syntax=tuple(files), skip_invalid=args.skip_invalid,
-            sentencepiece_model=args.sentencepiece_model if args.bpe == "sentencepiece" else None)
+            sentencepiece_model=args.sentencepiece_model if args.bpe == "sentencepiece" else None,
+            raw_text=args.no_moses)
     except NoParseHeads as e:
         flag = {"source": "--print-syntax", "target": "--print-target-syntax"}
         raise ValueError(f"{' and '.join(flag[s] for s in files)}: {args.checkpoint}: {e}") from None

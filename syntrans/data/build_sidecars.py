@@ -13,6 +13,7 @@ from ..syntax.gc_pause import gc_paused
 from ..syntax.parsed import iter_parsed
 from ..syntax.text_files import check_utf8
 from ..syntax.tree_checks import chain_heads, dependency_fault
+from ..syntax.word_spans import line_spans
 from .piece_routes import PieceRoute
 from .sidecar_format import KIND_DTYPES, KINDS, kinds_of_views, line_items
 from .sidecars import SidecarWriter
@@ -145,8 +146,9 @@ def _build_side(text_file, parse_file, out_prefix, route, binarize, strict) -> S
                     s.heads, s.deprels = chain_heads(len(s.words)), None
             pieces = text.split()
             try:
-                subwords, alignment = route.subword_words(pieces, [w for s in sents for w in s.words],
-                                                          f"{text_file}, line {ln}")
+                where = f"{text_file}, line {ln}"
+                subwords, alignment = route.subword_words(pieces, [w for s in sents for w in s.words], where,
+                                                          line_spans(sents, f"{parse_file}, line {ln}"))
                 items = line_items(subwords, sents, f"{text_file}, line {ln}", parse_file, binarize, need_heads,
                                    need_tree)
             except ValueError as e:

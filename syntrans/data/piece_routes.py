@@ -12,6 +12,12 @@
   characters inside a piece that begins in an earlier word) is **refused**: the build stops with a
   ValueError naming the file, the line and the word (no sidecar can give a word without a piece a row).
 
+The raw-text route (``char_spans``: ``syntrans-preprocess --char-spans``): the parse words carry their character spans
+in the line they were parsed from (:mod:`syntrans.syntax.word_spans`), and those spans, checked against the text the
+pieces spell, place the words instead of finding them in order (the words of a multi-word token share their token's
+characters). A parse with spans on a route without ``char_spans``, or one without spans on a route with it, is
+refused, naming the line: the route and the parse must agree.
+
 Pure: :mod:`syntrans.syntax` (:mod:`~syntrans.syntax.byte_bpe` for gpt2's bytes), no fairseq, torch or stanza.
 """
 from __future__ import annotations
@@ -21,7 +27,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from ..syntax.byte_bpe import ByteLevelBPE
 from ..syntax.char_align import CharAlignment, align_piece_bytes, align_piece_texts
-from ..syntax.piece_spans import sequential_spans
+from ..syntax.piece_spans import Span, sequential_spans
+from ..syntax.word_spans import check_word_spans, spanned_line, spans_in_text
 from .sidecar_format import SubwordWords, bpe_subword_words
 
 #: the segmentations (fairseq's ``--bpe`` names); subword_nmt first: the default
@@ -39,6 +46,7 @@ class PieceRoute:
     marker: str = "@@"
     gpt2_encoder_json: Optional[str] = None
     gpt2_vocab_bpe: Optional[str] = None
+    char_spans: bool = False  # the raw-text route: the parse words' character spans place them
 
     def __post_init__(self):
         if self.bpe not in SEGMENTATIONS:
@@ -46,6 +54,9 @@ class PieceRoute:
         if self.bpe == "gpt2" and not (self.gpt2_encoder_json and self.gpt2_vocab_bpe):
             raise ValueError("--bpe gpt2 needs --gpt2-encoder-json and --gpt2-vocab-bpe (local files) to read the "
                              "pieces' bytes")
+        if self.char_spans and self.bpe == "subword_nmt":
+            raise ValueError("--char-spans aligns pieces to words by characters: expected --bpe sentencepiece or gpt2, "
+                             "found --bpe subword_nmt")
 
     @property
     def by_chars(self) -> bool:
@@ -53,18 +64,28 @@ class PieceRoute:
         return self.bpe != "subword_nmt"
 
     def describe(self) -> str:
-        return f"{self.marker} marker" if not self.by_chars else f"{self.bpe}, aligned by characters"
+        if not self.by_chars:
+            return f"{self.marker} marker"
+        return f"{self.bpe}, aligned by characters" + (" (the parse's character spans)" if self.char_spans else "")
 
-    def subword_words(self, pieces: Sequence[str], parse_words: Sequence[str],
-                      where: str) -> Tuple[SubwordWords, Optional[CharAlignment]]:
-        """The word of each piece, and the character alignment (None on the ``@@`` route). ValueError naming
+    def subword_words(self, pieces: Sequence[str], parse_words: Sequence[str], where: str,
+                      word_spans: Optional[Sequence[Span]] = None) -> Tuple[SubwordWords, Optional[CharAlignment]]:
+        """The word of each piece, and the character alignment (None on the ``@@`` route). ``word_spans``: the parse
+        words' spans in the spanned line (the raw-text route; required there, refused elsewhere). ValueError naming
         ``where`` when the pieces do not spell the parse words' text, or a word has no piece (the rule above)."""
+        if word_spans is not None and not self.char_spans:
+            raise ValueError(f"{where}: the parse gives its words character spans (start_char/end_char: the raw-text "
+                             f"route, syntrans-parse --char-spans) but the pieces are aligned as {self.describe()}: "
+                             "expected --char-spans with such a parse (or a parse of the tokenized text)")
+        if self.char_spans and word_spans is None and parse_words:
+            raise ValueError(f"{where}: expected the parse words' character spans (start_char/end_char in MISC, the "
+                             "raw-text route: --char-spans), found a parse without them (a parse of tokenized text?)")
         if not self.by_chars:
             return bpe_subword_words(pieces, self.marker, where), None
         if self.bpe == "sentencepiece":
             texts = [p.replace(SPACE_MARK, " ") for p in pieces]
             text = "".join(texts)
-            spans = sequential_spans(text, parse_words, where)
+            spans = self._spans(text, parse_words, word_spans, where)
             alignment = align_piece_texts(text, parse_words, spans, texts, where, pieces)
         else:
             data = self._piece_bytes(pieces, where)
@@ -72,7 +93,7 @@ class PieceRoute:
                 text = b"".join(data).decode("utf-8")
             except UnicodeDecodeError as e:
                 raise ValueError(f"{where}: the gpt2 pieces' bytes are not UTF-8 text ({e})") from None
-            spans = sequential_spans(text, parse_words, where)
+            spans = self._spans(text, parse_words, word_spans, where)
             alignment = align_piece_bytes(text, parse_words, spans, data, where)
         if alignment.uncovered:
             j = alignment.uncovered[0]
@@ -84,6 +105,15 @@ class PieceRoute:
                              "byte-level BPE): segment so that every word starts a piece (a model trained on the "
                              "parse's tokens) or parse the text so that the words follow the pieces")
         return SubwordWords(alignment.word_index, list(parse_words)), alignment
+
+    @staticmethod
+    def _spans(text: str, parse_words: Sequence[str], word_spans: Optional[Sequence[Span]], where: str):
+        """The parse words' spans in ``text`` (what the pieces spell): found in order, or (the raw-text route) the
+        parse's own, checked against the spanned line and moved into ``text``."""
+        if word_spans is None:
+            return sequential_spans(text, parse_words, where)
+        check_word_spans(spanned_line(text), parse_words, word_spans, where)
+        return spans_in_text(text, word_spans, where)
 
     def _piece_bytes(self, pieces: Sequence[str], where: str):
         key = (self.gpt2_encoder_json, self.gpt2_vocab_bpe)

@@ -65,7 +65,7 @@ def piece_route(args: argparse.Namespace) -> PieceRoute:
         raise SidecarError(f"--bpe {bpe}: the syntax sidecars follow {', '.join(SEGMENTATIONS)} pieces only")
     try:
         return PieceRoute(bpe, args.bpe_marker, getattr(args, "gpt2_encoder_json", None),
-                          getattr(args, "gpt2_vocab_bpe", None))
+                          getattr(args, "gpt2_vocab_bpe", None), bool(getattr(args, "char_spans", False)))
     except ValueError as e:
         raise SidecarError(str(e)) from None
 

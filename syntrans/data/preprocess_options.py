@@ -21,6 +21,10 @@ def add_syntax_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--gpt2-encoder-json", metavar="FILE",
                    help="--bpe gpt2: encoder.json (a local file), to read the bytes of each piece id")
     g.add_argument("--gpt2-vocab-bpe", metavar="FILE", help="--bpe gpt2: vocab.bpe (a local file)")
+    g.add_argument("--char-spans", action="store_true",
+                   help="the raw-text route (--bpe sentencepiece or gpt2): the parses give each word's character span "
+                        "in its line (start_char/end_char in MISC, syntrans-parse --char-spans), which places the words "
+                        "under the pieces; a parse without spans is then refused, and one with spans without this flag")
     g.add_argument("--binarize-trees", action="store_true",
                    help="distances on CNF-binarized trees (the released distance-mask code); default: the paper's")
     g.add_argument("--strict", action="store_true",

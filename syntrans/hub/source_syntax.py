@@ -19,6 +19,7 @@ from ..parsing import driver  # its functions looked up at call time, so that te
 from ..parsing.names import PARSERS
 from ..parsing.stanza_parser import MissingModelsError
 from ..syntax.parsed import ParsedSentence
+from ..syntax.word_spans import line_spans, whitespace_spans
 
 LineParse = Union[ParsedSentence, Sequence[ParsedSentence], None]
 
@@ -66,8 +67,12 @@ def line_arrays(pieces: Sequence[str], sentences: Sequence[ParsedSentence], wher
     """
     route = route or PieceRoute(marker=marker)
     if route.by_chars:  # SentencePiece: without a parse, the words are the text's whitespace-separated fields
-        words = [w for s in sentences for w in s.words] or "".join(pieces).replace(SPACE_MARK, " ").split()
-        subwords = route.subword_words(pieces, words, where)[0]
+        words = [w for s in sentences for w in s.words]
+        spans = line_spans(sentences, where)
+        if not sentences:
+            words, spans = whitespace_spans("".join(pieces).replace(SPACE_MARK, " "))
+            spans = spans if route.char_spans else None
+        subwords = route.subword_words(pieces, words, where, spans)[0]
     else:
         subwords = bpe_subword_words(pieces, marker, where)
     if not sentences:
@@ -95,18 +100,20 @@ class SourceParser:
     gets the right-branching fallback parse and is reported with its line number (:func:`syntrans.parsing.driver.parse_lines`).
 
     ``name``: ``auto`` or ``stanza`` (stanza's models for ``lang``; :class:`MissingModelsError` at once when they are
-    not installed), ``right-branching``, ``left-branching`` or ``flat``.
+    not installed), ``right-branching``, ``left-branching`` or ``flat``. ``char_spans``: the raw-text route: each
+    line's token list is its raw text's whitespace fields, which the parser tokenizes itself, keeping each word's
+    character span.
     """
 
-    def __init__(self, name: str, lang: str, batch_size: int = 32):
+    def __init__(self, name: str, lang: str, batch_size: int = 32, char_spans: bool = False):
         if name == "auto":
             name = "stanza"
         if name not in PARSERS:
             raise ValueError(f"unknown parser {name!r}: expected auto or one of {', '.join(PARSERS)}")
-        self.name, self.lang, self.batch_size = name, lang, batch_size
+        self.name, self.lang, self.batch_size, self.char_spans = name, lang, batch_size, char_spans
         try:
-            # the tokens are Moses-escaped: unescaped for stanza
-            self.parser = driver.make_parser(name, lang, batch_size, raw=False)
+            # the tokens are Moses-escaped: unescaped for stanza (raw text with char_spans: nothing to unescape)
+            self.parser = driver.make_parser(name, lang, batch_size, raw=False, char_spans=char_spans)
         except MissingModelsError as e:
             raise MissingModelsError(stanza_message(e)) from e
 
@@ -115,7 +122,8 @@ class SourceParser:
         """Parse (line number, tokens) pairs: (line number → its sentences, [(line number, failure reason)])."""
         stats = driver.Stats()
         by_line: Dict[int, List[ParsedSentence]] = {}
-        for sentences in driver.parse_lines(numbered, self.parser, self.batch_size, stats=stats, where=where):
+        for sentences in driver.parse_lines(numbered, self.parser, self.batch_size, stats=stats, where=where,
+                                            char_spans=self.char_spans):
             for s in sentences:
                 by_line.setdefault(s.line, []).append(s)
         return by_line, list(stats.failures)

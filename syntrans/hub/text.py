@@ -5,7 +5,9 @@ usual form of training data) → BPE pieces; the target side goes pieces → BPE
 ``--remove-bpe``, done by the dictionary) → Moses detokenized and unescaped. With a SentencePiece model the
 tokenized line is encoded into its pieces (as ``syntrans-prepare --bpe sentencepiece`` encodes the tokenized text),
 which are aligned to the parse words by characters, and the hypotheses are decoded as ``--post-process
-sentencepiece`` decodes them.
+sentencepiece`` decodes them. On the raw-text route (``raw_text``: a corpus prepared with ``syntrans-prepare
+--bpe sentencepiece --no-moses``) nothing is Moses-tokenized: the line (its whitespace made single spaces) is encoded
+as it is, its parse words are placed by their character spans, and the decoded hypotheses are the output as they are.
 """
 from __future__ import annotations
 
@@ -23,11 +25,17 @@ class SourceText:
     ``tokenize``: Moses-tokenize a raw line (``MosesTokenizer(lang).tokenize(line, escape=True)``); without it a
     line is already tokenized and its tokens are its whitespace-separated fields. ``lowercase`` lowercases the
     tokens (as a lowercased training corpus was). ``bpe_codes``: a subword-nmt codes file; ``marker`` its
-    continuation marker (``@@``).
+    continuation marker (``@@``). ``raw_text``: the raw-text route (module docs; SentencePiece only, no tokenization):
+    a line's "tokens" are its whitespace-separated fields, joined by single spaces into the text that is encoded
+    and parsed.
     """
 
     def __init__(self, bpe_codes: str | None, lang: str = "en", tokenize: bool = True, lowercase: bool = False,
-                 marker: str = "@@", sentencepiece_model: str | None = None):
+                 marker: str = "@@", sentencepiece_model: str | None = None, raw_text: bool = False):
+        if raw_text and (tokenize or sentencepiece_model is None):
+            raise ValueError("the raw-text route encodes the raw line with a SentencePiece model: expected a "
+                             "sentencepiece_model and no Moses tokenization")
+        self.raw_text = raw_text
         self.marker = marker
         self.lowercase = lowercase
         self.moses = None
@@ -43,7 +51,7 @@ class SourceText:
 
             self.sp = sentencepiece.SentencePieceProcessor(model_file=sentencepiece_model)
             #: how pieces map to parse words, and what fairseq's post-processing removes from hypotheses
-            self.route, self.remove_bpe = PieceRoute("sentencepiece"), "sentencepiece"
+            self.route, self.remove_bpe = PieceRoute("sentencepiece", char_spans=raw_text), "sentencepiece"
             return
         self.route, self.remove_bpe = PieceRoute(marker=marker), marker + " "
         if bpe_codes is None or not os.path.isfile(bpe_codes):

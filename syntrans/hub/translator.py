@@ -85,7 +85,7 @@ class Translator:
                         bpe_marker: str = "@@", model_overrides: Optional[Dict] = None,
                         sentencepiece_model: Optional[str] = None,
                         log: Callable[[str], None] = _stderr, syntax: Sequence[str] = (),
-                        skip_invalid: bool = False) -> "Translator":
+                        skip_invalid: bool = False, raw_text: bool = False) -> "Translator":
         """Load ``checkpoint`` with the dictionaries in ``data`` and the BPE codes ``bpe_codes`` (or, instead, the
         SentencePiece model ``sentencepiece_model`` the training text was encoded with; ``bpe_codes`` then None).
 
@@ -97,6 +97,9 @@ class Translator:
         ``device``: ``cpu``, ``cuda`` or None (CUDA when available). Generation settings are fairseq-generate's.
         ``syntax``: the sides whose predicted parses to report (see the class); checked before any parser is built.
         ``skip_invalid``: a line longer than the model takes becomes an empty line, reported (see the class).
+        ``raw_text``: the model's corpus took the raw-text route (``syntrans-prepare --bpe sentencepiece --no-moses``):
+        no Moses tokenization nor detokenization, the parser tokenizes each line itself with character spans
+        (:mod:`.text`); needs ``sentencepiece_model``, and ``tokenize`` and ``detokenize`` are not used.
         """
         from fairseq.dataclass.configs import GenerationConfig  # lazy: imports fairseq
 
@@ -112,13 +115,13 @@ class Translator:
         src, tgt = task.cfg.source_lang, task.cfg.target_lang
         generation = GenerationConfig(beam=beam, nbest=1, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b)
         model.prepare_for_inference_(SimpleNamespace(generation=generation))  # as fairseq-generate (eval mode, beamable mm)
-        source = SourceText(bpe_codes, lang=src, tokenize=tokenize, lowercase=lowercase, marker=bpe_marker,
-                            sentencepiece_model=sentencepiece_model)
+        source = SourceText(bpe_codes, lang=src, tokenize=tokenize and not raw_text, lowercase=lowercase,
+                            marker=bpe_marker, sentencepiece_model=sentencepiece_model, raw_text=raw_text)
         built_parser = None
         if parser is not None and needs_parse(required_features(task)):
-            built_parser = SourceParser(parser, parser_lang or src, batch_size)
-        return cls(model, task, source, TargetText(tgt, detokenize), generation, built_parser, device, batch_size,
-                   binarize_trees, log, syntax, skip_invalid)
+            built_parser = SourceParser(parser, parser_lang or src, batch_size, char_spans=raw_text)
+        return cls(model, task, source, TargetText(tgt, detokenize and not raw_text), generation, built_parser, device,
+                   batch_size, binarize_trees, log, syntax, skip_invalid)
 
     @property
     def needs_parse(self) -> bool:

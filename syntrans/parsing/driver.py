@@ -8,6 +8,13 @@ the output words are those tokens. The output is CoNLL-U in the format of
 full input) and ``# constituency = (ROOT …)``; the words of a line's sentences, concatenated, are exactly
 the line's tokens, spelled as in the input; an empty line gets no sentence.
 
+Raw text with character spans (``char_spans``, ``--char-spans``): a line is taken as raw text, its whitespace made
+single spaces (:func:`syntrans.syntax.word_spans.spanned_line`), and the parser tokenizes it itself: stanza's tokenizer
+and sentence splitter (a line may give several sentences, all with the line's number), the model-free parsers its
+whitespace-separated fields as one sentence. Every word carries its character span in that line (CoNLL-U MISC
+``start_char=S|end_char=E``), and a line's words need not be its whitespace fields. A failed line gets the fallback
+parse of its whitespace fields, with their spans. Not with ``--split-sentences`` (stanza splits) nor ``--raw``.
+
 A line is one sentence, unless sentences are split (``--split-sentences``): then it is split after the
 tokens ``.``, ``!``, ``?`` (see :func:`syntrans.parsing.trivial.split_sentences`); all its sentences keep
 the line's number.
@@ -59,6 +66,7 @@ from tqdm import tqdm
 
 from ..data.parse_views import VIEWS, format_views, parse_views
 from ..syntax.parsed import ParsedSentence, combine_views, format_conllu, iter_conllu, only_views
+from ..syntax.word_spans import check_word_spans, whitespace_spans
 from . import stanza_parser
 from .shards import (
     InputError,
@@ -109,23 +117,49 @@ def _reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
+def _text_parses(parser, flat: Sequence[list[str]], where: str) -> list[list[ParsedSentence]]:
+    """The sentences of each raw line (given as its whitespace fields), each word with its character span in the
+    spanned line, checked: stanza's :meth:`~syntrans.parsing.stanza_parser.StanzaParser.parse_texts`, or a parser that
+    does not tokenize (``parse_batch``) on the whitespace fields, their spans added."""
+    texts = [" ".join(toks) for toks in flat]
+    if hasattr(parser, "parse_texts"):
+        per_line = parser.parse_texts(texts)
+    else:
+        per_line = [[p] for p in parser.parse_batch(flat)]
+        for (p,), toks in zip(per_line, flat):
+            p.spans = whitespace_spans(" ".join(toks))[1]
+    if len(per_line) != len(flat):
+        raise ValueError(f"the parser returned the sentences of {len(per_line)} lines for {len(flat)} lines")
+    for sentences, text in zip(per_line, texts):
+        for p in sentences:
+            if p.spans is None:
+                raise ValueError("the parser gave no character spans (--char-spans needs them)")
+            check_word_spans(text, p.words, p.spans, where)
+            p.validate(where)
+    return per_line
+
+
 def _parse_group(parser, group: Sequence[tuple[int, list[list[str]]]], strict: bool, stats: Stats,
-                 where: str) -> list[ParsedSentence]:
-    """Parse the sentences of some lines at once; on an exception retry line by line, then fall back."""
+                 where: str, char_spans: bool = False) -> list[ParsedSentence]:
+    """Parse the sentences of some lines at once; on an exception retry line by line, then fall back. ``char_spans``:
+    each line's one token list is its raw text, which the parser may split into several sentences."""
     flat = [s for _, sents in group for s in sents]
     try:
-        parsed = parser.parse_batch(flat)
-        if len(parsed) != len(flat):
-            raise ValueError(f"the parser returned {len(parsed)} parses for {len(flat)} sentences")
-        for p, toks in zip(parsed, flat):
-            if list(p.words) != list(toks):
-                raise ValueError(f"the parser's words {p.words[:8]} are not the input tokens {toks[:8]}")
-            p.validate(where)
+        if char_spans:
+            per_line = _text_parses(parser, flat, where)
+        else:
+            parsed = parser.parse_batch(flat)
+            if len(parsed) != len(flat):
+                raise ValueError(f"the parser returned {len(parsed)} parses for {len(flat)} sentences")
+            for p, toks in zip(parsed, flat):
+                if list(p.words) != list(toks):
+                    raise ValueError(f"the parser's words {p.words[:8]} are not the input tokens {toks[:8]}")
+                p.validate(where)
     except Exception as e:  # one bad line must not sink its batch
         if len(group) > 1:
             out: list[ParsedSentence] = []
             for item in group:
-                out.extend(_parse_group(parser, [item], strict, stats, where))
+                out.extend(_parse_group(parser, [item], strict, stats, where, char_spans))
             return out
         line = group[0][0]
         reason = _reason(e)
@@ -134,7 +168,18 @@ def _parse_group(parser, group: Sequence[tuple[int, list[list[str]]]], strict: b
                                    f"(without --strict this line would get the fallback parse, marked "
                                    f"'# parse_failed')") from e
         stats.failures.append((line, reason))
-        return [fallback_parse(s, reason, line=line) for s in group[0][1]]
+        fallbacks = [fallback_parse(s, reason, line=line) for s in group[0][1]]
+        if char_spans:
+            for p in fallbacks:
+                p.spans = whitespace_spans(" ".join(p.words))[1]
+        return fallbacks
+    if char_spans:
+        out = []
+        for (line, _), sentences in zip(group, per_line):
+            for p in sentences:
+                p.line = line
+                out.append(p)
+        return out
     out = []
     k = 0
     for line, sents in group:
@@ -146,9 +191,10 @@ def _parse_group(parser, group: Sequence[tuple[int, list[list[str]]]], strict: b
 
 
 def parse_batch_lines(batch: Sequence[tuple[int, list[str]]], parser, split: bool = False, strict: bool = False,
-                      where: str = "input", views=VIEWS) -> tuple[list[ParsedSentence], Stats]:
+                      where: str = "input", views=VIEWS, char_spans: bool = False) -> tuple[list[ParsedSentence], Stats]:
     """Parse one batch of (line number, tokens) pairs at once: (its sentences, cut to ``views``, and its counts).
-    Empty lines give no sentence."""
+    Empty lines give no sentence. ``char_spans``: the tokens are a raw line's whitespace fields, which the parser
+    tokenizes itself (module docstring)."""
     stats = Stats()
     group = []
     for line, tokens in batch:
@@ -157,7 +203,7 @@ def parse_batch_lines(batch: Sequence[tuple[int, list[str]]], parser, split: boo
             stats.empty += 1
         else:
             group.append((line, split_sentences(tokens) if split else [list(tokens)]))
-    out = _parse_group(parser, group, strict, stats, where) if group else []
+    out = _parse_group(parser, group, strict, stats, where, char_spans) if group else []
     deps, trees = "deps" in views, "trees" in views
     if not (deps and trees):
         out = [only_views(s, deps, trees) for s in out]
@@ -181,7 +227,7 @@ def batches_of(lines: Iterable[tuple[int, list[str]]], batch_size: int) -> Itera
 def parse_lines(lines: Iterable[tuple[int, list[str]]], parser, batch_size: int = 64,
                 split: bool = False, strict: bool = False, stats: Stats | None = None,
                 where: str = "input", progress: Callable[[int], None] | None = None, views=VIEWS,
-                ) -> Iterator[list[ParsedSentence]]:
+                char_spans: bool = False) -> Iterator[list[ParsedSentence]]:
     """Parse (line number, tokens) pairs ``batch_size`` lines at a time; yields each batch's sentences.
 
     Empty lines give no sentence. ``parser`` has ``parse_batch(list of token lists) -> parses``.
@@ -189,7 +235,7 @@ def parse_lines(lines: Iterable[tuple[int, list[str]]], parser, batch_size: int 
     """
     stats = stats if stats is not None else Stats()
     for batch in batches_of(lines, batch_size):
-        out, got = parse_batch_lines(batch, parser, split, strict, where, views)
+        out, got = parse_batch_lines(batch, parser, split, strict, where, views, char_spans)
         stats.add(got)
         yield out
         if progress:
@@ -197,14 +243,15 @@ def parse_lines(lines: Iterable[tuple[int, list[str]]], parser, batch_size: int 
 
 
 def make_parser(name: str, lang: str, batch_size: int | None = None, raw: bool = False, views=VIEWS,
-                device: str | None = None, batch_sizes: dict | None = None):
+                device: str | None = None, batch_sizes: dict | None = None, char_spans: bool = False):
     """The parser object for ``--parser name`` (stanza: the pipeline of ``views`` on ``device`` with stanza's
-    ``batch_sizes``; may raise MissingModelsError at once). ``batch_size`` (lines per call) is the caller's."""
+    ``batch_sizes``, tokenizing raw lines itself with ``char_spans``; may raise MissingModelsError at once).
+    ``batch_size`` (lines per call) is the caller's."""
     if name == "stanza":
         # StanzaParser builds its pipeline with stanza_parser.make_pipeline, looked up at call time
         # so that tests can monkeypatch it
         return stanza_parser.StanzaParser(lang=lang, unescape=not raw, views=views, device=device,
-                                          batch_sizes=batch_sizes)
+                                          batch_sizes=batch_sizes, char_spans=char_spans)
     return TrivialParser(name)
 
 
@@ -245,6 +292,7 @@ class ParseJob:
     workers: int = 1
     stanza_batch_sizes: dict = field(default_factory=dict)
     checkpoint_s: float = CHECKPOINT_S
+    char_spans: bool = False  # raw lines, tokenized by the parser, each word's character span kept
 
 
 def _quiet(message: str) -> None:
@@ -254,9 +302,12 @@ def _quiet(message: str) -> None:
 def content_settings(job: ParseJob, digest: str | None = None) -> dict:
     """The settings that decide what the parse of ``job.input`` holds (:data:`~syntrans.parsing.shards.CONTENT`, with
     the input's path and size); ``digest``: its sha256 when known, else it is read now."""
-    return {"input": os.path.abspath(job.input), "input_bytes": os.path.getsize(job.input),
-            "input_sha256": digest or file_sha256(job.input), "parser": job.parser, "lang": job.lang, "raw": job.raw,
-            "split_sentences": job.split_sentences}
+    settings = {"input": os.path.abspath(job.input), "input_bytes": os.path.getsize(job.input),
+                "input_sha256": digest or file_sha256(job.input), "parser": job.parser, "lang": job.lang, "raw": job.raw,
+                "split_sentences": job.split_sentences}
+    if job.char_spans:  # named only when set: a parse made before the option existed keeps its marker
+        settings["char_spans"] = True
+    return settings
 
 
 def shard_is_finished(job: ParseJob, content: dict, n_lines: int) -> bool:
@@ -282,7 +333,7 @@ def merge_finished(output: str, num_shards: int, explicit: bool = False, log: Ca
     missing = missing_shards(output, num_shards)
     infos = [read_marker(shard_path(output, k, num_shards)) for k in range(num_shards)] if not missing else []
     same = [i for i in infos if all(i.get(k) == infos[0].get(k) for k in ("input_sha256", "views", "parser", "lang",
-                                                                           "raw", "split_sentences"))]
+                                                                           "raw", "split_sentences", "char_spans"))]
     if missing or len(same) < num_shards:
         ready = num_shards - len(missing) if missing else len(same)
         log(f"{ready} of {num_shards} shards finished with the same input and views; {output} is merged once all "
@@ -322,10 +373,10 @@ def _worker_init(parser_args: tuple, threads: int) -> None:
         _WORKER["error"] = e
 
 
-def _worker_parse(batch, split, strict, where, views):
+def _worker_parse(batch, split, strict, where, views, char_spans=False):
     if "error" in _WORKER:
         raise _WORKER["error"]
-    out, stats = parse_batch_lines(batch, _WORKER["parser"], split, strict, where, views)
+    out, stats = parse_batch_lines(batch, _WORKER["parser"], split, strict, where, views, char_spans)
     for s in out:  # picklable and small: a tree as its brackets
         if s.tree is not None and not isinstance(s.tree, str):
             s.tree = " ".join(str(s.tree).split())
@@ -337,7 +388,8 @@ def _parsed_batches(job: ParseJob, parser, parser_args: tuple, batches: Iterable
     """(sentences, counts, input lines) of each batch in input order: parsed here, or by ``job.workers`` processes."""
     if job.workers <= 1:
         for batch in batches:
-            out, stats = parse_batch_lines(batch, parser, job.split_sentences, job.strict, job.input, views)
+            out, stats = parse_batch_lines(batch, parser, job.split_sentences, job.strict, job.input, views,
+                                           job.char_spans)
             yield out, stats, len(batch)
         return
     threads = max(1, (os.cpu_count() or 1) // job.workers)
@@ -347,8 +399,8 @@ def _parsed_batches(job: ParseJob, parser, parser_args: tuple, batches: Iterable
     try:
         window: deque = deque()
         for batch in batches:
-            window.append((pool.apply_async(_worker_parse, (batch, job.split_sentences, job.strict, job.input, views)),
-                           len(batch)))
+            window.append((pool.apply_async(_worker_parse, (batch, job.split_sentences, job.strict, job.input, views,
+                                                            job.char_spans)), len(batch)))
             if len(window) >= 2 * job.workers:  # bounded: the input is never read far ahead
                 result, n = window.popleft()
                 yield (*result.get(), n)
@@ -374,6 +426,9 @@ def _check_job(job: ParseJob) -> tuple[str, tuple]:
     device = stanza_parser.resolve_device(job.device) if job.parser == "stanza" else "cpu"
     if job.workers < 1:
         raise InputError(f"--workers must be at least 1, found {job.workers}")
+    if job.char_spans and (job.raw or job.split_sentences):
+        raise InputError(f"--char-spans: the parser tokenizes and splits each raw line itself; expected neither "
+                         f"{'--raw (Moses tokenization)' if job.raw else '--split-sentences'} with it")
     if job.workers > 1 and device == "cuda":
         raise InputError(f"--workers {job.workers} runs parser processes on CPU; on --device cuda one process feeds "
                          "the GPU (run shards as jobs for more than one GPU)")
@@ -398,7 +453,7 @@ def parse_job(job: ParseJob, log: Callable[[str], None] = _quiet) -> dict:
     sizes = stanza_parser.batch_sizes_for(device, job.stanza_batch_sizes) if job.parser == "stanza" else None
     parser = None
     if job.force or read_marker(out_path) is None:  # a first run: fail before reading the input when models lack
-        parser = make_parser(job.parser, job.lang, batch_size, job.raw, views, device, sizes)
+        parser = make_parser(job.parser, job.lang, batch_size, job.raw, views, device, sizes, job.char_spans)
     n_lines, digest = scan_input(job.input)
     content = content_settings(job, digest)
     start, stop = shard_range(n_lines, job.num_shards, job.shard_id)
@@ -416,8 +471,8 @@ def parse_job(job: ParseJob, log: Callable[[str], None] = _quiet) -> dict:
     if have:
         log(f"{out_path} holds {format_views(have)}: parsing only {format_views(todo)} and merging it in")
     if parser is None or todo != views:  # the parser of the views to parse now (this also checks the models load)
-        parser = make_parser(job.parser, job.lang, batch_size, job.raw, todo, device, sizes)
-    parser_args = (job.parser, job.lang, batch_size, job.raw, todo, device, sizes)
+        parser = make_parser(job.parser, job.lang, batch_size, job.raw, todo, device, sizes, job.char_spans)
+    parser_args = (job.parser, job.lang, batch_size, job.raw, todo, device, sizes, job.char_spans)
     if job.workers > 1:
         parser = None  # each worker builds its own; the one built here only checked that the models load
 

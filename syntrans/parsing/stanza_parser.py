@@ -45,6 +45,15 @@ builds it: ids, texts, character offsets) in which a token is marked ``MWT=Yes``
 The marked tokens are expanded by the mwt processor as configured (dictionary, or its seq2seq model
 ensembled with the dictionary); :func:`align_to_tokens` then collapses the words back to the input tokens.
 
+Raw text (``char_spans``, :meth:`StanzaParser.parse_texts`: ``syntrans-parse --char-spans``, the raw-text route of
+``syntrans-prepare --bpe sentencepiece --no-moses``): each line (its spanned form,
+:func:`syntrans.syntax.word_spans.spanned_line`) is a stanza Document of its own, tokenized and split into sentences
+by stanza's tokenizer (a line may give several sentences); the words of each sentence are its tokens, spelled as the
+line spells them (``line[start_char:end_char]``; a token across whitespace fails the line, which then gets the
+fallback parse), collapsed from stanza's syntactic words by the same rules as above
+(the tokens playing the input tokens), and each word keeps its token's character span in the line. A multi-word
+token is therefore one word whose span is the token's.
+
 Missing models: the pipeline never downloads anything (``download_method=None``). When stanza's
 resources or models are not installed, :func:`make_pipeline` raises :class:`MissingModelsError`
 whose message names the resources directory (``STANZA_RESOURCES_DIR``, else stanza's default
@@ -67,6 +76,7 @@ from stanza.resources import common as stanza_resources
 from ..data.parse_views import VIEWS, parse_views
 from ..syntax.parsed import ParsedSentence
 from ..syntax.trees import TreeLike, as_tree
+from ..syntax.word_spans import spanned_line
 from .stanza_processors import processors as view_processors
 
 #: the processors syntrans-parse runs for both views (``mwt`` is added for languages whose stanza models have one;
@@ -304,26 +314,28 @@ def batch_sizes_for(device: str, given: dict | None = None) -> dict:
 
 
 def pipeline_options(lang: str, views=VIEWS, device: str = "cpu", batch_sizes: dict | None = None,
-                     model_dir: str | None = None) -> dict:
+                     model_dir: str | None = None, pretokenized: bool = True) -> dict:
     """The keyword arguments of ``stanza.Pipeline(lang, **options)`` for ``views`` on ``device``: the processors of
-    the views (:func:`syntrans.parsing.stanza_processors.processors`; mwt where the language has a model), pretokenized input,
-    no download, and the batch sizes of the processors that run."""
+    the views (:func:`syntrans.parsing.stanza_processors.processors`; mwt where the language has a model), pretokenized
+    input (``pretokenized`` False: stanza's own tokenizer and sentence splitter run), no download, and the batch sizes
+    of the processors that run."""
     model_dir = model_dir or resources_dir()
     procs = view_processors(parse_views(list(views)), mwt=has_mwt(lang, model_dir))
     sizes = batch_sizes_for(device, batch_sizes)
-    options = dict(dir=model_dir, processors=",".join(procs), tokenize_pretokenized=True, use_gpu=device == "cuda",
+    options = dict(dir=model_dir, processors=",".join(procs), tokenize_pretokenized=pretokenized, use_gpu=device == "cuda",
                    download_method=None, logging_level="WARN")
     options.update({f"{p}_batch_size": sizes[p] for p in procs if p in sizes})
     return options
 
 
-def make_pipeline(lang: str, views=VIEWS, device: str | None = None, batch_sizes: dict | None = None):
+def make_pipeline(lang: str, views=VIEWS, device: str | None = None, batch_sizes: dict | None = None,
+                  pretokenized: bool = True):
     """Build the stanza pipeline of ``views`` on ``device`` (None: :func:`resolve_device`) (the factory tests
     monkeypatch; options: :func:`pipeline_options`); MissingModelsError when models are absent."""
     model_dir = resources_dir()
     device = resolve_device(device)
     try:
-        return stanza.Pipeline(lang, **pipeline_options(lang, views, device, batch_sizes, model_dir))
+        return stanza.Pipeline(lang, **pipeline_options(lang, views, device, batch_sizes, model_dir, pretokenized))
     except (OSError, ValueError) as e:  # ResourcesFileNotFoundError, LanguageNotDownloadedError, unknown language
         raise MissingModelsError(missing_models_message(lang, e, model_dir)) from e
 
@@ -372,19 +384,52 @@ class StanzaParser:
     their processors); ``parse_batch`` raises when stanza fails.
 
     With an mwt processor in the pipeline the sentences go to stanza as a Document whose contractions are
-    marked for expansion (:func:`mwt_rule`); else as token lists.
+    marked for expansion (:func:`mwt_rule`); else as token lists. ``char_spans``: the pipeline tokenizes raw lines
+    itself (:meth:`parse_texts`; module docstring); ``parse_batch`` is then refused.
     """
 
     def __init__(self, lang: str = "en", unescape: bool = True, pipeline: Any = None, views=VIEWS,
-                 device: str | None = None, batch_sizes: dict | None = None):
+                 device: str | None = None, batch_sizes: dict | None = None, char_spans: bool = False):
         self.lang = lang
         self.unescape = unescape
+        self.char_spans = char_spans
         self.views = parse_views(list(views))
-        self.pipeline = pipeline if pipeline is not None else make_pipeline(lang, self.views, device, batch_sizes)
-        self.is_mwt = mwt_rule(self.pipeline)
+        if pipeline is None:  # pretokenized: the call stand-ins of make_pipeline take
+            pipeline = (make_pipeline(lang, self.views, device, batch_sizes, pretokenized=False) if char_spans
+                        else make_pipeline(lang, self.views, device, batch_sizes))
+        self.pipeline = pipeline
+        self.is_mwt = None if char_spans else mwt_rule(self.pipeline)
+
+    def parse_texts(self, texts: Sequence[str]) -> list[list[ParsedSentence]]:
+        """The sentences of each raw line (its spanned form), stanza's tokens as the words, each with its character
+        span in that line (module docstring); raises if stanza fails on any line."""
+        if not self.char_spans:
+            raise ValueError("this stanza pipeline runs pretokenized: raw lines need StanzaParser(char_spans=True)")
+        lines = [spanned_line(t) for t in texts]
+        if not lines:
+            return []
+        docs = self.pipeline([stanza.Document([], text=line) for line in lines])
+        return [self._line_sentences(line, doc) for line, doc in zip(lines, docs)]
+
+    def _line_sentences(self, line: str, doc: Any) -> list[ParsedSentence]:
+        out = []
+        for sentence in doc.sentences:
+            spans = [(int(t.start_char), int(t.end_char)) for t in sentence.tokens]
+            tokens = [line[a:b] for a, b in spans]
+            spaced = next((t for t in tokens if len(t.split()) != 1), None)
+            if spaced is not None:  # a word of a parse (a tree's leaf, a CoNLL-U form) holds no whitespace
+                raise ValueError(f"stanza's tokenizer made {spaced!r} one token, across whitespace")
+            parsed = align_to_tokens(tokens, from_stanza(sentence, self.views))
+            parsed.spans = spans
+            out.append(parsed)
+        if not out:
+            raise ValueError(f"stanza found no sentence in the line {line[:40]!r}")
+        return out
 
     def parse_batch(self, sentences: Sequence[Sequence[str]]) -> list[ParsedSentence]:
         """One ParsedSentence per sentence (words = the given tokens); raises if any sentence fails."""
+        if self.char_spans:
+            raise ValueError("this stanza pipeline tokenizes raw lines itself (char_spans): use parse_texts")
         if not sentences:
             return []
         spelled = [[moses_unescape(t) if self.unescape else t for t in s] for s in sentences]

@@ -1,6 +1,7 @@
 """Training-set filters with Moses clean-corpus-n semantics, and the every-N-th validation holdout.
 
-Lengths are token counts (whitespace fields of the tokenized line). A pair is dropped by the first
+Lengths are token counts (whitespace fields of the tokenized line; on the raw-text route, ``--no-moses``, of the raw
+line: its whitespace-separated words, punctuation attached). A pair is dropped by the first
 filter it fails, in this order, and counted under that filter's name:
 
 * ``empty``: a side has no token;

@@ -115,7 +115,8 @@ class PrepPending(PrepError):
     """Parse jobs were submitted and are still running (``--no-wait``): run the same command again to go on."""
 
 
-def _check_models(name: str, lang: str, requested: str, smoke: bool, views, log: Callable[[str], None]) -> str:
+def _check_models(name: str, lang: str, requested: str, smoke: bool, views, log: Callable[[str], None],
+                  char_spans: bool = False) -> str:
     """The parser name to use for ``lang``: ``name``, or right-branching under auto+smoke when the stanza pipeline
     cannot load (said in the log); a PrepError naming the models otherwise. Loads the pipeline once, so that a
     missing model stops the run before any job starts."""
@@ -125,7 +126,7 @@ def _check_models(name: str, lang: str, requested: str, smoke: bool, views, log:
     from ..parsing.stanza_parser import MissingModelsError  # lazy: as above
 
     try:
-        make_parser(name, lang, views=views, device="cpu")
+        make_parser(name, lang, views=views, device="cpu", char_spans=char_spans)
         return name
     except MissingModelsError as e:
         if requested == AUTO and smoke:
@@ -152,10 +153,12 @@ def copy_gold(src: Path, out: Path, n_lines: int) -> None:
 
 def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: dict[str, str], requested: str,
               smoke: bool, shards: int = 1, workers: int = 1, gold_dir: Path | None = None, views=None,
-              launch=None, log: Callable[[str], None] = print) -> dict[str, str]:
+              launch=None, log: Callable[[str], None] = print, char_spans: bool = False) -> dict[str, str]:
     """Parse every split of both sides into ``views`` (None: both; a list: those on both sides; {lang: views}: each
     side's; a side with none is not parsed, parser ``none``) with the launcher options ``launch`` (None: here);
-    returns the parser actually used per language. PrepPending when jobs are left running (``launch.wait`` off)."""
+    returns the parser actually used per language. PrepPending when jobs are left running (``launch.wait`` off).
+    ``char_spans``: the raw-text route (``tok_dir`` holds raw text, which the parser tokenizes itself, each word's
+    character span kept: :mod:`syntrans.parsing.driver`)."""
     from ..data.parse_views import VIEWS, format_views, parse_views
     from ..jobs.launcher import LaunchError, LaunchOptions
     from ..parsing.cluster import parse_sharded  # lazy: syntrans.parsing imports stanza and torch
@@ -192,11 +195,11 @@ def run_parse(tok_dir: Path, parse_dir: Path, langs: tuple[str, str], parsers: d
             used[lang] = "none"
             log(f"parse: {lang}: no view asked for (the systems read none of this side's parse): nothing parsed")
             continue
-        used[lang] = name = _check_models(name, lang, requested, smoke, lang_views, log)
+        used[lang] = name = _check_models(name, lang, requested, smoke, lang_views, log, char_spans)
         for split in SPLITS:
             jobs.append(ParseJob(input=str(tok_dir / f"{split}.{lang}"), output=str(parse_dir / f"{split}.{lang}.conllu"),
                                  lang=lang, parser=name, num_shards=shards, workers=workers, views=lang_views,
-                                 device="cpu" if workers > 1 else None))
+                                 device="cpu" if workers > 1 else None, char_spans=char_spans))
         log(f"parse: {lang}: views {format_views(lang_views)} of {len(SPLITS)} files in {shards} shard(s) each"
             + (f", as {launch.launcher} jobs" if launch is not None and launch.launcher != "local" else ""))
     if jobs:

@@ -5,9 +5,11 @@ Layout of OUT (``out_dir``)::
     raw/                      --raw-dir by default: archives, SHA256SUMS (synthetic: the generated corpus)
                               (licensed and local corpora: nothing is written into their --raw-dir)
     text/{split}.{lang}       raw parallel text (extract; IWSLT's valid is written by tokenize)
-    tok/{split}.{lang}        Moses-tokenized text, training pairs cleaned (tokenize)
+    tok/{split}.{lang}        Moses-tokenized text, training pairs cleaned (tokenize); with --no-moses the cleaned
+                              raw text (whitespace made single spaces)
     bpe/codes, bpe/{split}.{lang}   BPE codes (codes.{lang} when separate) and segmented text (bpe)
-    parse/{split}.{lang}.conllu     parses of tok/ (parse)
+    parse/{split}.{lang}.conllu     parses of tok/ (parse); with --no-moses stanza's own tokens, with their
+                              character spans in MISC
     parse-import/             --parser imported: another parser's output for tok/ (syntrans.parsing.imported)
     multitask/{split}.{lang}  recipe multitask only: the +MULTI-TASK text (syntrans.prep.multitask; binarize)
     data-bin/                 fairseq binaries + syntax sidecars (binarize; multitask: of multitask/, no sidecars)
@@ -108,6 +110,9 @@ class Prepared:
     views: dict = field(default_factory=dict)  # {lang: views of its parse}
     ref_test_more: list = field(default_factory=list)  # the test set's further references (NIST: 3 more)
     segmentation: str = "subword_nmt"  # --bpe: subword_nmt, sentencepiece or gpt2 (codes: its model file)
+    #: what the pieces are of: "moses" (the Moses-tokenized text) or "raw" (--no-moses: the raw text, parsed by
+    #: stanza's own tokenizer with character spans); syntrans-translate checks it against its own flags
+    text_route: str = "moses"
     crossing: dict = field(default_factory=dict)  # {split.lang: pieces crossing a word boundary} (not subword_nmt)
 
     def to_json(self) -> dict:
@@ -135,6 +140,8 @@ class Prepared:
             bpe = f"BPE {self.bpe_ops} {'joint' if self.joint else 'separate'}"
         recipe = f"; recipe: {describe_settings(self.recipe)}" if self.recipe else ""
         views = ", ".join(f"{lang} {','.join(v) or 'none'}" for lang, v in self.views.items()) or "none"
+        if self.text_route == "raw":
+            bpe += " on the raw text (no Moses step)"
         if self.segmentation != "subword_nmt":
             crossing = ", ".join(f"{k} {n}" for k, n in self.crossing.items()) or "none built"
             bpe += f" (pieces crossing a word boundary, aligned by characters: {crossing})"
@@ -293,11 +300,14 @@ def _tokenize_settings(r: _Run) -> dict:
             settings[name] = True
     if p.train_limit is not None:
         settings["train_limit"] = p.train_limit
+    if r.segmentation.raw_text:  # named only when set: a folder prepared before keeps its marker
+        settings["moses"] = False
     return settings
 
 
 def _tokenize(r: _Run) -> tuple[list[str], dict]:
-    info = tokenize_corpus(r.pair, r.out / "text", r.out / "tok", r.limits, r.workers, r.log)
+    info = tokenize_corpus(r.pair, r.out / "text", r.out / "tok", r.limits, r.workers, r.log,
+                           moses=not r.segmentation.raw_text)
     return [f"tok/{s}.{lang}" for s in SPLITS for lang in r.pair.langs], info
 
 
@@ -340,6 +350,8 @@ def _parse_settings(r: _Run) -> dict:
         settings["views"] = {lang: list(v) for lang, v in views.items()}  # before views existed keeps its marker
     if IMPORTED in parsers.values():  # new or changed files to import redo the step
         settings["imported"] = imported_files(r.out / IMPORT_DIR)
+    if r.segmentation.raw_text:  # named only when set: a folder prepared before keeps its marker
+        settings["char_spans"] = True
     return settings
 
 
@@ -352,7 +364,8 @@ def _parse(r: _Run) -> tuple[list[str], dict]:
     for note in notes:
         r.log(note)
     used = run_parse(r.out / "tok", r.out / "parse", r.pair.langs, parsers, r.parser, r.smoke, r.parse_shards,
-                     r.workers, gold_dir=r.raw, views=views, launch=r.launch, log=r.log)
+                     r.workers, gold_dir=r.raw, views=views, launch=r.launch, log=r.log,
+                     char_spans=r.segmentation.raw_text)
     return [f"parse/{s}.{lang}.conllu" for s in SPLITS for lang in r.pair.langs if views[lang]], {"parsers": used}
 
 
@@ -373,6 +386,8 @@ def _binarize_settings(r: _Run) -> dict:
         settings["nwords"] = r.pair.word_vocab
     if not r.segmentation.default:  # named only when not subword_nmt: a folder prepared before keeps its marker
         settings["segmentation"] = r.segmentation.bpe
+    if r.segmentation.raw_text:  # named only when set
+        settings["char_spans"] = True
     if r.pair.multitask:  # named only when set: a folder prepared before it existed keeps its marker
         settings["multitask"] = {"seed": MULTITASK_SEED, "tags": list(TAGS), "target": r.pair.multitask_target}
     return settings
@@ -537,6 +552,12 @@ def _resolve(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path | Non
     if not segmentation.default and pair.multitask:
         raise PrepError(f"--bpe {segmentation.bpe}: the +MULTI-TASK data is built from subword-nmt pieces; expected "
                         "--bpe subword_nmt with --multitask")
+    if segmentation.raw_text and (pair.gold_parses or not pair.tokenize):
+        raise PrepError(f"--no-moses: corpus {corpus!r} comes tokenized with gold parses (no character spans to align "
+                        "raw text by); expected a corpus of raw text, or no --no-moses")
+    if segmentation.raw_text and parser == IMPORTED:
+        raise PrepError(f"--no-moses: --parser {IMPORTED} reads another parser's output for the Moses-tokenized text; "
+                        "expected stanza (or a model-free parser) to parse the raw text")
     if pair.langid:
         check_languages(pair.langs)
     if workers < 1 or parse_shards < 1:
@@ -685,7 +706,8 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
         codes_by_lang=codes, smoke=r.smoke, bpe_ops_by_lang={} if words else dict(r.ops),
         word_vocab=r.pair.word_vocab, recipe=r.recipe, views={lang: list(v) for lang, v in _lang_views(r).items()},
         ref_test_more=[r.out / "ref" / f"test.{r.tgt}.{k}" for k in range(2, 2 + len(r.pair.reference_files(r.tgt)))],
-        segmentation=r.segmentation.bpe, crossing=dict(infos["binarize"].get("crossing", {})))
+        segmentation=r.segmentation.bpe, crossing=dict(infos["binarize"].get("crossing", {})),
+        text_route=r.segmentation.text_route)
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
     # what `syntrans-prepare --again OUT` calls prepare_corpus with (all but the views, workers and launcher)

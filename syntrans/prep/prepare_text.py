@@ -33,12 +33,12 @@ from .tokenization import TokenizerSpec, looks_unsegmented, tokenize_lines
 BATCH = 2000  # pairs per unit of work
 
 
-def specs_for(pair: PairData) -> dict[str, TokenizerSpec]:
-    """The tokenizer of each language of ``pair``."""
+def specs_for(pair: PairData, moses: bool = True) -> dict[str, TokenizerSpec]:
+    """The tokenizer of each language of ``pair`` (``moses`` False: the raw-text route, no tokenization)."""
     return {lang: TokenizerSpec(lang, lowercase=pair.lowercase, aggressive_dashes=pair.aggressive_dashes,
                                 segmented=lang in pair.segmented, passthrough=not pair.tokenize,
                                 normalize_punctuation=pair.normalize_punctuation,
-                                remove_non_printing=pair.remove_non_printing)
+                                remove_non_printing=pair.remove_non_printing, moses=moses)
             for lang in pair.langs}
 
 
@@ -91,11 +91,14 @@ def _limit(a: int | None, b: int | None) -> int | None:
 
 
 def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[str, int | None], workers: int = 1,
-                    log: Callable[[str], None] = print, classify: Callable[[str], str] | None = None) -> dict:
+                    log: Callable[[str], None] = print, classify: Callable[[str], str] | None = None,
+                    moses: bool = True) -> dict:
     """Tokenize and clean every split; returns {"sizes": {split: pairs}, "dropped": {reason: n}, "read": {split: n}}.
 
     ``dropped`` has every reason of REASONS, and ``language`` too where ``pair.langid`` is on. ``classify``
-    (text → language code) replaces langid's identifier (a top-level function when ``workers`` > 1)."""
+    (text → language code) replaces langid's identifier (a top-level function when ``workers`` > 1). ``moses`` False:
+    the raw-text route: ``tok_dir`` gets the cleaned raw text (:mod:`.tokenization`), and the filters count its
+    whitespace-separated words."""
     tok_dir.mkdir(parents=True, exist_ok=True)
     check_segmented(pair, text_dir)
     a, b = pair.langs
@@ -104,7 +107,7 @@ def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[
         langid_filter.check_languages(pair.langs)
         langid_filter.load()  # before the pool forks
         classify = langid_filter.classify
-    specs = specs_for(pair)
+    specs = specs_for(pair, moses)
     work = partial(_tok_batch, (specs[a], specs[b]), None)
     work_train = partial(_tok_batch, (specs[a], specs[b]), classify if pair.langid else None)
     pool = None

@@ -34,6 +34,7 @@ class Segmentation:
     sentencepiece_model: str | None = None
     gpt2_encoder_json: str | None = None
     gpt2_vocab_bpe: str | None = None
+    raw_text: bool = False  # --no-moses: SentencePiece on the raw text, stanza's own tokenizer for the parse
 
     def __post_init__(self):
         if self.bpe not in SEGMENTATIONS:
@@ -52,6 +53,9 @@ class Segmentation:
                 if not value or "://" in value or not Path(value).is_file():
                     raise PrepError(f"--bpe gpt2 needs {flag} FILE, a local file (download it once from fairseq's "
                                     f"address); found {value or 'nothing'}")
+        if self.raw_text and self.bpe != "sentencepiece":
+            raise PrepError(f"--no-moses applies SentencePiece to the raw text: expected --bpe sentencepiece, found "
+                            f"--bpe {self.bpe}")
         if self.sentencepiece_model and not Path(self.sentencepiece_model).is_file():
             raise PrepError(f"--sentencepiece-model {self.sentencepiece_model}: no such file")
 
@@ -63,22 +67,33 @@ class Segmentation:
         """What the bpe and binarize steps' markers record: the segmentation and the sha256 of each model file it is
         given (a changed model redoes them); a trained model is named by the vocabulary size (the step's ``ops``)."""
         out = {"bpe": self.bpe}
+        if self.raw_text:  # named only when set: a folder prepared before keeps its markers
+            out["raw_text"] = True
         for name, value in asdict(self).items():
-            if name != "bpe" and value:
+            if name not in ("bpe", "raw_text") and value:
                 out[name] = file_digest(Path(value)).sha256
         if self.bpe == "sentencepiece" and not self.sentencepiece_model:
             out["sentencepiece_model"] = "trained on the training text"
         return out
 
+    @property
+    def text_route(self) -> str:
+        """What the pieces are of: ``raw`` (``--no-moses``) or ``moses`` (the Moses-tokenized text), as
+        ``prepared.json`` records it."""
+        return "raw" if self.raw_text else "moses"
+
     def record(self) -> dict:
-        """The fields, for ``prepared.json``'s ``again`` record (paths as given)."""
-        return asdict(self)
+        """The fields, for ``prepared.json``'s ``again`` record (paths as given; ``raw_text`` only when set)."""
+        out = asdict(self)
+        if not self.raw_text:
+            del out["raw_text"]
+        return out
 
     def preprocess_argv(self) -> list[str]:
         """syntrans-preprocess's flags for this segmentation (none for subword_nmt: its default)."""
         if self.default:
             return []
-        argv = ["--bpe", self.bpe]
+        argv = ["--bpe", self.bpe] + (["--char-spans"] if self.raw_text else [])
         if self.bpe == "gpt2":
             argv += ["--gpt2-encoder-json", str(Path(self.gpt2_encoder_json).resolve()),
                      "--gpt2-vocab-bpe", str(Path(self.gpt2_vocab_bpe).resolve())]
@@ -97,10 +112,16 @@ def add_segmentation_args(parser: argparse.ArgumentParser, merges_flag: str = "-
                         f"text, its vocabulary size {merges_flag} (the number of merges otherwise)")
     g.add_argument("--gpt2-encoder-json", metavar="FILE", help="--bpe gpt2: encoder.json (a local file)")
     g.add_argument("--gpt2-vocab-bpe", metavar="FILE", help="--bpe gpt2: vocab.bpe (a local file)")
+    g.add_argument("--no-moses", action="store_true",
+                   help="--bpe sentencepiece on the raw text: no Moses tokenization (tok/ holds the cleaned raw text), "
+                        "stanza tokenizes each line itself for the parse, keeping each word's character span, and the "
+                        "pieces are aligned to the words by those spans; the length filters count whitespace-separated "
+                        "words of the raw text")
 
 
 def segmentation_from_args(args: argparse.Namespace) -> Segmentation:
-    return Segmentation(args.bpe, args.sentencepiece_model, args.gpt2_encoder_json, args.gpt2_vocab_bpe)
+    return Segmentation(args.bpe, args.sentencepiece_model, args.gpt2_encoder_json, args.gpt2_vocab_bpe,
+                        bool(getattr(args, "no_moses", False)))
 
 
 def model_paths(bpe_dir: Path, langs: tuple[str, str], joint: bool, given: bool) -> dict[str, Path]:

@@ -13,6 +13,10 @@
   to pre-segmented languages, whose spacing is their segmentation), then ``remove_non_printing``
   (remove-non-printing-char.perl: every character of Unicode category C becomes a space).
 
+* The raw-text route (``moses`` False, ``syntrans-prepare --bpe sentencepiece --no-moses``): no tokenization and no
+  escaping; the line (after the recipe's normalisation and lowercasing as above) with its whitespace made single
+  spaces, as the parser's character spans index it (:func:`syntrans.syntax.word_spans.spanned_line`).
+
 Output: the tokens joined by single spaces (an empty or blank line gives an empty string).
 """
 from __future__ import annotations
@@ -41,6 +45,7 @@ class TokenizerSpec:
     passthrough: bool = False  # already tokenized (synthetic): the line, whitespace-normalised, unchanged
     normalize_punctuation: bool = False
     remove_non_printing: bool = False
+    moses: bool = True  # False: the raw-text route (no tokenization, no escaping)
 
 
 @lru_cache(maxsize=None)
@@ -72,7 +77,9 @@ def tokenize_line(line: str, spec: TokenizerSpec) -> str:
         line = _normalizer(spec.lang).normalize(line)
     if spec.remove_non_printing:
         line = NON_PRINTING.sub(" ", line)
-    if spec.segmented:
+    if not spec.moses:
+        tokens = line.split()
+    elif spec.segmented:
         tokens = [escape_token(t) for t in line.split()]
     elif not line.strip():
         tokens = []

@@ -7,7 +7,10 @@ Formats read by :func:`read_parsed`:
   corpus; several sentences may share a line, and a line with no sentence is an empty line. Without
   any ``# line`` comment, sentence k belongs to line k. A ``# parse_failed = REASON`` comment marks a
   sentence whose parse is a fallback. Words are CoNLL-U syntactic words (multi-word-token ranges are
-  read past; ``syntrans-parse`` never writes them), their IDs 1, 2, … in order.
+  read past; ``syntrans-parse`` never writes them), their IDs 1, 2, … in order. A word's MISC
+  ``start_char=S|end_char=E`` is its character span in the line (the raw-text route,
+  :mod:`.word_spans`): every word of a sentence has one or none does; a word inside a multi-word token
+  without one of its own takes the range line's.
 * PTB brackets, one tree per line or blank-line separated (no dependencies); tree k is line k.
 
 Errors name the file and the line (a byte that is not UTF-8, a bad word ID, a bracket that does not close); whether
@@ -26,6 +29,7 @@ from .gc_pause import gc_paused
 from .text_files import check_utf8
 from .tree_checks import BracketError, id_fault, is_word_id, tree_lines
 from .trees import count_leaves, scan_brackets, stanza_tree_classes, tree_distances
+from .word_spans import misc_span, span_misc
 
 if TYPE_CHECKING:
     from stanza.models.constituency.parse_tree import Tree
@@ -41,6 +45,8 @@ class ParsedSentence:
     tree: Optional[Union["Tree", str]] = None  # stanza Tree or PTB bracket string
     line: Optional[int] = None  # 1-based line of the text corpus
     failed: Optional[str] = None  # why the parser failed, when this is a fallback parse
+    #: each word's character span in its text line (the raw-text route: :mod:`.word_spans`), or None
+    spans: Optional[List[Tuple[int, int]]] = None
     _dists: Optional[List[int]] = field(default=None, repr=False, compare=False)  # cached by validate()
 
     def distances(self, binarize: bool = False) -> List[int]:
@@ -66,6 +72,8 @@ class ParsedSentence:
                 raise ValueError(f"{where}: heads must lie in 0..{n}, found {bad[:5]}")
         if self.deprels is not None and len(self.deprels) != n:
             raise ValueError(f"{where}: {n} words but {len(self.deprels)} dependency relations")
+        if self.spans is not None and len(self.spans) != n:
+            raise ValueError(f"{where}: {n} words but {len(self.spans)} character spans")
         if self.tree is not None:
             try:
                 if isinstance(self.tree, str):  # one scan gives the leaf count and the distances
@@ -214,6 +222,7 @@ def _sentence(rows: List[List[str]], notes: List[str], where: str) -> ParsedSent
             failed = val.strip() or "unknown"
         elif key == "constituency":
             tree = val.strip()
+    spans = _row_spans(rows, where) if any(r[9] != "_" for r in rows) else None
     rows = [r for r in rows if is_word_id(r[0])]
     words = [r[1] for r in rows]
     heads = deprels = None
@@ -223,9 +232,39 @@ def _sentence(rows: List[List[str]], notes: List[str], where: str) -> ParsedSent
         except ValueError:
             raise ValueError(f"{where}: heads must be integers, found {[r[6] for r in rows][:10]}") from None
         deprels = [r[7] for r in rows]
-    s = ParsedSentence(words, heads, deprels, tree, line, failed)
+    s = ParsedSentence(words, heads, deprels, tree, line, failed, spans)
     s.validate(where)
     return s
+
+
+def _row_spans(rows: List[List[str]], where: str) -> Optional[List[Tuple[int, int]]]:
+    """The character spans of a sentence's words from their MISC (a word inside a multi-word token without its own:
+    the range line's), or None when no row has one; a ValueError naming ``where`` when some words have none."""
+    ranges = {}  # first word ID of a multi-word token → (last word ID, its span)
+    spans: List[Optional[Tuple[int, int]]] = []
+    ids: List[str] = []
+    for r in rows:
+        span = misc_span(r[9], f"{where}, word {r[0]}")
+        if "-" in r[0] and r[0].replace("-", "").isdigit():
+            a, b = r[0].split("-")
+            ranges[int(a)] = (int(b), span)
+        elif is_word_id(r[0]):
+            spans.append(span)
+            ids.append(r[0])
+    if not any(x is not None for x in spans) and not any(v[1] is not None for v in ranges.values()):
+        return None
+    inside: dict = {}
+    for a, (b, span) in ranges.items():
+        for i in range(a, b + 1):
+            inside[i] = span
+    out = []
+    for i, (word_id, span) in enumerate(zip(ids, spans)):
+        span = span if span is not None else inside.get(int(word_id))
+        if span is None:
+            raise ValueError(f"{where}: word {word_id} has no character span (start_char/end_char in MISC, or its "
+                             "multi-word token's) but other words of the sentence have: all or none must")
+        out.append(span)
+    return out
 
 
 def head_fault(rows: List[List[str]]) -> Optional[Tuple[int, str]]:
@@ -348,10 +387,13 @@ def combine_views(have: ParsedSentence, new: ParsedSentence, where: str = "") ->
     if have.words != new.words or have.line != new.line:
         raise ValueError(f"{where}: the parses to combine differ: line {have.line} words {have.words[:8]} and line "
                          f"{new.line} words {new.words[:8]}")
+    if have.spans is not None and new.spans is not None and have.spans != new.spans:
+        raise ValueError(f"{where}: the parses to combine differ: line {have.line} character spans {have.spans[:8]} "
+                         f"and {new.spans[:8]}")
     deps = have if have.heads is not None else new
     tree = have.tree if have.tree is not None else new.tree
     failed = "; ".join(r for r in (have.failed, new.failed) if r) or None
-    out = ParsedSentence(list(have.words), deps.heads, deps.deprels, tree, have.line, failed)
+    out = ParsedSentence(list(have.words), deps.heads, deps.deprels, tree, have.line, failed, have.spans or new.spans)
     out.validate(where)
     return out
 
@@ -368,7 +410,8 @@ def only_views(s: ParsedSentence, deps: bool, trees: bool) -> ParsedSentence:
 
 
 def format_conllu(sentences: Iterable[ParsedSentence]) -> str:
-    """CoNLL-U text with ``# line``, ``# parse_failed`` and ``# constituency`` comments (heads '_' if unknown)."""
+    """CoNLL-U text with ``# line``, ``# parse_failed`` and ``# constituency`` comments (heads '_' if unknown), each
+    word's character span in MISC where the sentence has spans."""
     buf = io.StringIO()
     for s in sentences:
         if s.line is not None:
@@ -381,7 +424,8 @@ def format_conllu(sentences: Iterable[ParsedSentence]) -> str:
         for i, w in enumerate(s.words):
             head = "_" if s.heads is None else str(s.heads[i])
             rel = "_" if s.heads is None else ((s.deprels[i] if s.deprels else None) or ("root" if s.heads[i] == 0 else "dep"))
-            buf.write(f"{i + 1}\t{w}\t_\t_\t_\t_\t{head}\t{rel}\t_\t_\n")
+            misc = "_" if s.spans is None else span_misc(s.spans[i])
+            buf.write(f"{i + 1}\t{w}\t_\t_\t_\t_\t{head}\t{rel}\t_\t{misc}\n")
         buf.write("\n")
     return buf.getvalue()
 
