@@ -17,7 +17,7 @@ import re
 import subprocess
 
 import pytest
-from helpers import BIN, SHARED_DATA, USER_DIR, run, tiny_train_argv
+from helpers import BIN, SHARED_DATA, SMALL, USER_DIR, run
 
 from syntrans.data.build_sidecars import build_side
 from syntrans.data.piece_routes import PieceRoute
@@ -327,30 +327,54 @@ def test_the_parse_words_are_the_raw_lines_characters(raw_corpus):
 
 
 @pytest.mark.slow
-def test_a_pascal_model_trains_decodes_and_translates_raw_text(raw_corpus, tmp_path, single_threaded_tools):
-    """PASCAL trains 3 updates on the raw-route data; fairseq-generate decodes every test caption; syntrans-translate
-    --no-moses on the raw test source writes, line for line, fairseq-generate's hypotheses decoded from their pieces
-    (``--post-process sentencepiece``) as they are: no Moses detokenization."""
+def test_the_worked_example_vanilla_then_pascal_and_the_distance_mask_added(raw_corpus, tmp_path,
+                                                                             single_threaded_tools):
+    """docs/commands.md's worked example at a tiny size, step by step: a vanilla Transformer trained by stock
+    fairseq-train (translation task); PASCAL and the distance mask each added to it by warm start and fine-tuned
+    (3 updates each; the log says what was loaded); fairseq-generate decodes every test caption
+    of each (``--post-process sentencepiece``); syntrans-translate --no-moses on the raw test source writes, line for
+    line, PASCAL's fairseq-generate hypotheses as they are (no Moses detokenization), and sacreBLEU scores them
+    against the raw reference."""
+    import sacrebleu
+
     prepared, _, res = raw_corpus
-    data, save = prepared.data_bin, tmp_path / "pascal"
-    log = run("fairseq-train", *tiny_train_argv(data, save, "--arch", "pascal_transformer_iwslt_de_en", "--lr", "1e-3",
-                                                "--max-update", "3", "--disable-validation"))
-    losses = [float(x) for x in re.findall(r"\| loss ([-+0-9.eE]+|nan|inf) \|", log)]
-    assert losses and all(math.isfinite(x) for x in losses), log[-2000:]
-    out = run("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation",
-              "--path", save / "checkpoint_last.pt", "--gen-subset", "test", "--beam", "2", "--batch-size", "1",
-              "--max-len-b", "20", "--post-process", "sentencepiece", "--num-workers", "0")
-    hyps = dict((int(i), h) for i, h in re.findall(r"^D-(\d+)\t[^\t]*\t(.*)$", out, flags=re.M))
+    data, vanilla = prepared.data_bin, tmp_path / "vanilla"
+    common = [*SMALL, "--share-decoder-input-output-embed", "--label-smoothing", "0.1", "--optimizer", "adam",
+              "--lr", "1e-3", "--max-tokens", "1000", "--max-update", "3", "--disable-validation", "--num-workers",
+              "0", "--no-epoch-checkpoints", "--log-format", "simple", "--seed", "3"]
+    log = run("fairseq-train", data, "--task", "translation", "--arch", "transformer_iwslt_de_en",
+              "--criterion", "label_smoothed_cross_entropy", "--save-dir", vanilla, *common)
+    assert "num_updates 3" in log, log[-2000:]
     n_test = SIZES["test_2016_flickr"]
-    assert sorted(hyps) == list(range(n_test)), out[-2000:]
+    hyps = {}
+    for arch in ("pascal_transformer_iwslt_de_en", "distance_transformer_iwslt_de_en"):
+        save = tmp_path / arch
+        log = run("fairseq-train", data, "--user-dir", USER_DIR, "--task", "syntax_translation", "--arch", arch,
+                  "--criterion", "syntax_label_smoothed_cross_entropy", "--save-dir", save, *common,
+                  "--finetune-from-model", vanilla / "checkpoint_last.pt")
+        # the vanilla checkpoint checked and loaded: every stock tensor (a parameter-free method adds none; one that
+        # adds some lists them as new, tests/test_warm_start.py)
+        assert "a checkpoint of a transformer_iwslt_de_en model: its Transformer flags are this run's" in log, log
+        assert re.search(r"all \d+ of its tensors are this model's|\d+ tensors loaded from it, \d+ new", log), log
+        losses = [float(x) for x in re.findall(r"\| loss ([-+0-9.eE]+|nan|inf) \|", log)]
+        assert losses and all(math.isfinite(x) for x in losses), log[-2000:]
+        out = run("fairseq-generate", data, "--user-dir", USER_DIR, "--task", "syntax_translation",
+                  "--path", save / "checkpoint_last.pt", "--gen-subset", "test", "--beam", "2", "--batch-size", "1",
+                  "--max-len-b", "20", "--post-process", "sentencepiece", "--num-workers", "0")
+        hyps[arch] = dict((int(i), h) for i, h in re.findall(r"^D-(\d+)\t[^\t]*\t(.*)$", out, flags=re.M))
+        assert sorted(hyps[arch]) == list(range(n_test)), out[-2000:]
+    pascal = tmp_path / "pascal_transformer_iwslt_de_en" / "checkpoint_last.pt"
     env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
     env.update(STANZA_RESOURCES_DIR=str(res), PYTHONWARNINGS="ignore")
-    argv = [str(BIN / "syntrans-translate"), "--checkpoint", str(save / "checkpoint_last.pt"), "--data", str(data),
+    argv = [str(BIN / "syntrans-translate"), "--checkpoint", str(pascal), "--data", str(data),
             "--bpe", "sentencepiece", "--sentencepiece-model", str(prepared.codes), "--input",
             str(prepared.src_test_raw), "--device", "cpu", "--beam", "2", "--batch-size", "1", "--max-len-b", "20"]
     p = subprocess.run(argv + ["--no-moses"], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert p.stdout.splitlines() == [hyps[k] for k in range(n_test)], (p.stdout, hyps)
+    translations = p.stdout.splitlines()
+    assert translations == [hyps["pascal_transformer_iwslt_de_en"][k] for k in range(n_test)], (p.stdout, hyps)
+    refs = (MULTI30K / "test_2016_flickr.en").read_text(encoding="utf-8").splitlines()[:n_test]
+    assert math.isfinite(sacrebleu.corpus_bleu(translations, [refs]).score)
     wrong = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
     assert wrong.returncode == 2 and "took the raw route" in wrong.stderr and "add --no-moses" in wrong.stderr
 
