@@ -13,6 +13,9 @@
 #   SMOKE_ARGS (more syntrans-reproduce flags, e.g. "--launcher submitit-local")
 # A table that fails does not stop the others: its log is named, and the script exits 1 at the end naming every one.
 set -uo pipefail
+# tiny models: one thread each (torch's default, a thread per core, spins against anything else running: seen at
+# 10 s per update of a smoke model on a busy 2-core machine); OMP_NUM_THREADS set by the caller is kept
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v syntrans-reproduce >/dev/null || PATH="$here/.venv/bin:$PATH"
 py="$(dirname "$(command -v syntrans-reproduce)")/python"  # the Python that has syntrans

@@ -18,6 +18,7 @@ def _stand_in(tmp_path: Path, fail_on: str = "") -> Path:
     tool = bin_dir / "syntrans-reproduce"
     tool.write_text("#!/usr/bin/env bash\n"
                     f'echo "$*" >> "{tmp_path}/calls.txt"\n'
+                    f'echo "${{OMP_NUM_THREADS:-unset}}" >> "{tmp_path}/threads.txt"\n'
                     + (f'[[ "$1" == "{fail_on}" ]] && {{ echo boom; exit 3; }}\n' if fail_on else "")
                     + "exit 0\n")
     tool.chmod(0o755)
@@ -73,3 +74,16 @@ def test_make_reproduce_smoke_runs_the_script():
     p = subprocess.run(["make", "-C", str(ROOT), "-n", "reproduce-smoke", "VENV=/nonexistent-venv"], capture_output=True,
                        text=True, timeout=60, env={k: v for k, v in os.environ.items() if k != "MAKEFLAGS"})
     assert "bash scripts/reproduce_smoke.sh" in p.stdout, p.stdout + p.stderr
+
+
+def test_each_table_computes_with_one_thread_unless_told(tmp_path):
+    """Tiny models: OMP_NUM_THREADS=1 by default (torch's thread per core spins against other work); the caller's
+    value is kept."""
+    bin_dir = _stand_in(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    done = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env={**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}", "SMOKE_DIR": str(tmp_path / "a"),
+                               "SMOKE_TABLES": "pascal_table1"})
+    assert done.returncode == 0 and (tmp_path / "threads.txt").read_text() == "1\n", done.stderr
+    done = _run(tmp_path, bin_dir, SMOKE_DIR=str(tmp_path / "b"), SMOKE_TABLES="pascal_table1", OMP_NUM_THREADS="3")
+    assert done.returncode == 0 and (tmp_path / "threads.txt").read_text() == "1\n3\n", done.stderr
