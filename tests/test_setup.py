@@ -227,14 +227,18 @@ def _uv_pip(tmp_path, status: int, *args: str, **env):
 def test_uv_installs_with_pips_configuration(tmp_path):
     """uv gets pip's indexes, wheel folders and constraints as `pip install` reads them (environment first, then
     [install], then [global]; a local index or folder that does not exist left out, as pip ignores it), pip's
-    certificate bundle and timeout, pip's choice of the best version over every index, and this Python."""
+    certificate bundle and timeout, pip's choice of the best version over every index, pip's byte-compiling (the
+    .pyc files; --no-compile leaves it out), and this Python."""
     done, argv, env = _uv_pip(tmp_path, 0, "--quiet", "somepackage", PIP_CONSTRAINT=str(tmp_path / "pin.txt"))
     assert done.returncode == 0 and "pip install" not in done.stderr, done.stderr
     assert argv == ["pip", "install", "--python", str(tmp_path / "bin" / "python"),
-                    "--index-strategy", "unsafe-best-match", "--extra-index-url", "https://example.org/simple",
+                    "--index-strategy", "unsafe-best-match", "--compile-bytecode",
+                    "--extra-index-url", "https://example.org/simple",
                     "--find-links", str(tmp_path / "wheels"), "--constraint", str(tmp_path / "pin.txt"),
                     "--quiet", "somepackage"], argv
     assert env == [f"SSL_CERT_FILE={tmp_path / 'ca.pem'} UV_HTTP_TIMEOUT=7"], env
+    done, argv, _ = _uv_pip(tmp_path / "nc", 0, "--no-compile", "x")  # pip's --no-compile: uv's own default
+    assert "--compile-bytecode" not in argv and "--no-compile" not in argv and argv[-1] == "x", argv
 
 
 def test_pip_installs_where_uv_fails_or_is_turned_off(tmp_path):
