@@ -112,13 +112,18 @@ def test_a_job_that_ended_without_a_result_is_submitted_again(tmp_path, jobs_env
     units = [(str(tmp_path), "a")]
     run_units(blocked, units, local_opts(tmp_path, wait=False), log=lambda m: None)
     (job,) = [e["job_id"] for e in ledger(tmp_path).values()]
-    deadline = time.monotonic() + 20
+    # generous limits, each asserted: on a loaded machine the job's interpreter may take long to start, and a signal
+    # sent before the unit is running would test something else
+    deadline = time.monotonic() + 300
     while not (tmp_path / "a.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert (tmp_path / "a.pid").exists(), "the job never started its unit"
     os.kill(int(job), signal.SIGINT)  # the controller this test's run started: it stops the unit, no result
     stat = Path(f"/proc/{job}/stat")  # "pid (comm) STATE …": Z once it has ended (this process has not reaped it)
+    deadline = time.monotonic() + 300
     while stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z" and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z", "the job did not end on SIGINT"
     assert not (tmp_path / "jobs" / f"{job}_0_result.pkl").exists()
     (tmp_path / "go").write_text("")
     logs = []
