@@ -401,7 +401,7 @@ def serve(path: str) -> None:
     listener.listen(16)
     os.rename(tmp, path)  # clients connect only once everything is imported
     parent = os.getppid()
-    listener.settimeout(10)
+    listener.settimeout(2)  # how soon a server whose test process was killed notices (one cheap check each time)
     while True:
         try:
             conn, _ = listener.accept()

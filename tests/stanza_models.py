@@ -53,6 +53,9 @@ BUILT = ("pretrain", "tokenize", "mwt", "pos", "lemma", "depparse", "constituenc
 LANG_NAMES = {"en": "English", "de": "German"}
 DIM = 24  # word vector size
 SEED = 7
+#: the sentences (and trees) the networks train on: a few dozen steps see no more, and reading all of GUM (1,536
+#: sentences) made the English tagger, parser and constituency parser three times slower to build
+MODEL_SENTENCES = 400
 
 # ------------------------------------------------------------------ English data from GUM
 
@@ -403,11 +406,15 @@ def build_language(res: Path, lang: str, conllu: str, trees: str, raw_text: list
     name = f"{pkg}.pt"
     d = res / lang
     train, dev = work / f"{lang}.train.conllu", work / f"{lang}.dev.conllu"
-    train.write_text(conllu, encoding="utf-8")
+    train.write_text(conllu, encoding="utf-8")  # the dictionaries (mwt, lemma): every sentence
     blocks = [b for b in conllu.split("\n\n") if b.strip()]
+    small_train = work / f"{lang}.small.conllu"  # the networks (pos, depparse): the first MODEL_SENTENCES
+    small_train.write_text("".join(b + "\n\n" for b in blocks[:MODEL_SENTENCES]), encoding="utf-8")
     dev.write_text("".join(b + "\n\n" for b in blocks[:40]), encoding="utf-8")  # dev ⊂ train: every label known
     mrg, dev_mrg = work / f"{lang}.train.mrg", work / f"{lang}.dev.mrg"
     mrg.write_text(trees, encoding="utf-8")
+    model_trees = _read_trees(mrg)[:MODEL_SENTENCES]
+    mrg.write_text("\n".join(str(t) for t in model_trees) + "\n", encoding="utf-8")
 
     with timed(f"{lang} pretrain", times):
         types, vectors = random_indexing(conllu_forms(conllu) + raw_text)
@@ -435,7 +442,7 @@ def build_language(res: Path, lang: str, conllu: str, trees: str, raw_text: list
              "--char_emb_dim", "8", "--tag_emb_dim", "8", "--transformed_dim", "16", "--num_layers", "1",
              "--augment_nopunct", "0.0"]
     with timed(f"{lang} pos", times):
-        tagger.main([*pt, "--train_file", str(train), "--eval_file", str(dev), *small,
+        tagger.main([*pt, "--train_file", str(small_train), "--eval_file", str(dev), *small,
                      "--composite_deep_biaff_hidden_dim", "16", "--batch_size", "32", "--max_steps", "20",
                      "--eval_interval", "20", "--fix_eval_interval", "--save_dir", str(d / "pos"), "--save_name", name,
                      *with_lang])
@@ -443,16 +450,16 @@ def build_language(res: Path, lang: str, conllu: str, trees: str, raw_text: list
         lemmatizer.main(["--train_file", str(train), "--eval_file", str(dev), "--dict_only",
                          "--save_dir", str(d / "lemma"), "--save_name", name, *common])
     with timed(f"{lang} depparse", times):
-        parser.main([*pt, "--train_file", str(train), "--eval_file", str(dev), *small, "--model_type", "graph",
+        parser.main([*pt, "--train_file", str(small_train), "--eval_file", str(dev), *small, "--model_type", "graph",
                      "--deep_biaff_output_dim", "16", "--batch_size", "1000", "--max_steps", "20",
                      "--eval_interval", "20", "--no_checkpoint", "--save_dir", str(d / "depparse"),
                      "--save_name", name, *with_lang])
     with timed(f"{lang} constituency", times):
-        dev_mrg.write_text("\n".join(str(t) for t in _read_trees(mrg)[:30]) + "\n", encoding="utf-8")
+        dev_mrg.write_text("\n".join(str(t) for t in model_trees[:30]) + "\n", encoding="utf-8")
         args = constituency_parser.parse_args([
             *pt, "--train_file", str(mrg), "--eval_file", str(dev_mrg), "--shorthand", shorthand, "--lang", lang,
             "--save_dir", str(d / "constituency"), "--save_name", name, "--no_checkpoint", "--no_multistage",
-            "--epochs", "2", "--epoch_size", "100", "--train_batch_size", "30", "--eval_batch_size", "50",
+            "--epochs", "2", "--epoch_size", "40", "--train_batch_size", "30", "--eval_batch_size", "50",
             "--hidden_size", "32", "--transition_hidden_size", "16", "--transition_embedding_dim", "8",
             "--tag_embedding_dim", "8", "--delta_embedding_dim", "16", "--num_lstm_layers", "1",
             "--pattn_num_layers", "0", "--lattn_d_proj", "0", "--cpu", "--seed", str(SEED)])
