@@ -73,9 +73,16 @@ def model_argv(opts: BenchOptions, corpus: Corpus, arch: str, extra: List[str] =
             "--decoder-ffn-embed-dim", F, "--seed", str(opts.seed), "--max-tokens", str(opts.max_tokens), *extra]
 
 
-def parse_model_args(opts: BenchOptions, corpus: Corpus, arch: str, extra: List[str] = ()):
+def model_namespace(opts: BenchOptions, corpus: Corpus, arch: str, extra: List[str] = ()):
+    """fairseq-train's flat Namespace of one model's flags (its preset's values filled in)."""
     parser = options.get_training_parser()
-    ns = options.parse_args_and_arch(parser, model_argv(opts, corpus, arch, extra))
+    return options.parse_args_and_arch(parser, model_argv(opts, corpus, arch, extra))
+
+
+def parse_model_args(opts: BenchOptions, corpus: Corpus, arch: str, extra: List[str] = ()):
+    """(the flat Namespace, the config fairseq-train makes of it). The conversion (hydra's compose) takes about half
+    a second, so it is done only for the models built, not for reading a preset's values."""
+    ns = model_namespace(opts, corpus, arch, extra)
     return ns, convert_namespace_to_omegaconf(ns)
 
 
@@ -95,13 +102,12 @@ def plan_models(opts: BenchOptions, corpus: Corpus, archs: List[str]) -> List[di
     """What to build, in row order: the stock vanilla Transformer first; then for each preset, unless
     ``--no-matched-vanilla``, the stock Transformer with the preset's dropout rates (when they differ from
     the stock ones and no earlier row has them), which is the preset's reference, then the preset."""
-    stock_ns, _ = parse_model_args(opts, corpus, VANILLA)
-    stock = _dropouts(stock_ns)
+    stock = _dropouts(model_namespace(opts, corpus, VANILLA))
     plan = [{"name": VANILLA, "arch": VANILLA, "extra": [], "reference": VANILLA, "notes": []}]
     refs = {stock: VANILLA}
     for arch in archs:
         notes, extra = [], []
-        ns, cfg = parse_model_args(opts, corpus, arch)
+        ns = model_namespace(opts, corpus, arch)
         for M in MECHANISMS:  # a preset's heads per layer that do not fit --heads: all of them
             heads = getattr(ns, f"{M.key}_heads", None)  # the preset's, on the command line's flat Namespace
             if isinstance(heads, int) and heads > opts.heads:
@@ -123,13 +129,14 @@ def plan_models(opts: BenchOptions, corpus: Corpus, archs: List[str]) -> List[di
 
 def build_models(opts: BenchOptions, corpus: Corpus, archs: List[str]):
     """The task (train and test loaded) and one Bench per planned model (see :func:`plan_models`)."""
-    _, cfg = parse_model_args(opts, corpus, VANILLA)
-    task = tasks.setup_task(cfg.task)
+    stock = parse_model_args(opts, corpus, VANILLA)  # the first row's, too
+    task = tasks.setup_task(stock[1].task)
     for split in corpus.splits:
         task.load_dataset(split)
     benches = []
     for item in plan_models(opts, corpus, archs):
-        ns, cfg = parse_model_args(opts, corpus, item["arch"], item["extra"])
+        plain = item["arch"] == VANILLA and not item["extra"]
+        ns, cfg = stock if plain else parse_model_args(opts, corpus, item["arch"], item["extra"])
         torch.manual_seed(opts.seed)
         try:
             model = task.build_model(cfg.model)
