@@ -6,7 +6,10 @@ token blocks (``fairseq.data.token_block_utils_fast``). The other three are fair
 non-autoregressive models' edit distance (``libnat``) and an example's alignment operator; each includes torch's C++
 headers, and together they took about four minutes of a fresh install on a 2-core machine. So:
 
-1. the source distribution of the fairseq that setup.py asks for on this Python is downloaded (pip, no build);
+1. the source distribution of the fairseq that setup.py asks for on this Python is downloaded: its file is looked up
+   in pip's wheel folders and package indexes (``pip config list``, as ``scripts/uv_pip.py`` reads it; an index's
+   page in either of the simple API's forms, HTML or JSON) and checked against the index's sha256. Where that
+   finds nothing, ``pip download`` fetches it (which also builds fairseq's metadata: about 20 s more);
 2. its Python package is installed with fairseq's own switch for builds without extensions (``READTHEDOCS``), by
    uv where the venv has it (``scripts/uv_pip.py``);
 3. the three extensions are compiled from the same sources, Cython and numpy as fairseq's setup.py uses them, and
@@ -19,14 +22,22 @@ Run with the venv's Python, after the build requirements (torch pinned, numpy, c
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import os
 import re
+import shlex
 import shutil
+import ssl
 import subprocess
 import sys
 import tarfile
+import urllib.request
+from html.parser import HTMLParser
 from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+from urllib.parse import unquote, urljoin, urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,6 +72,93 @@ def _pip(*args: str, env=None) -> None:
     subprocess.run([sys.executable, "-m", "pip", *args], check=True, env=env)
 
 
+PYPI = "https://pypi.org/simple"
+
+
+class _Links(HTMLParser):
+    """The (file name, URL) of each link of a simple-API HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.links: List[Tuple[str, str]] = []
+        self._href: Optional[str] = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self._href = dict(attrs).get("href")
+
+    def handle_data(self, data):
+        if self._href is not None and data.strip():
+            self.links.append((data.strip(), self._href))
+            self._href = None
+
+
+def index_files(page: bytes, base: str) -> Dict[str, Tuple[str, Optional[str]]]:
+    """file name → (absolute URL, sha256 or None) of a project's simple-API page (PEP 691 JSON or PEP 503 HTML)."""
+    text = page.decode("utf-8")
+    if text.lstrip().startswith("{"):
+        return {f["filename"]: (urljoin(base, f["url"]), f.get("hashes", {}).get("sha256"))
+                for f in json.loads(text).get("files", [])}
+    parser = _Links()
+    parser.feed(text)
+    found = {}
+    for name, href in parser.links:
+        url, _, fragment = urljoin(base, href).partition("#")
+        found[name] = (url, fragment[len("sha256="):] if fragment.startswith("sha256=") else None)
+    return found
+
+
+def _read(url: str, context, accept: str = "*/*") -> bytes:
+    parsed = urlparse(url)
+    if parsed.scheme == "file":
+        path = Path(unquote(parsed.path))
+        return (path / "index.html" if path.is_dir() else path).read_bytes()
+    request = urllib.request.Request(url, headers={"Accept": accept})
+    with urllib.request.urlopen(request, timeout=60, context=context) as response:
+        return response.read()
+
+
+def fetch_source(requirement: str, build: Path, config: Dict[str, str]) -> Optional[Path]:
+    """The source archive of ``requirement`` copied from pip's wheel folders or downloaded from its indexes into
+    ``build`` (``config``: pip's configuration, as :func:`uv_pip.pip_config` reads it); None where none has it or
+    a download fails or does not match the index's sha256 (said on stderr)."""
+    name, version = requirement.split("==")
+    wanted = {f"{n}-{version}.tar.gz".lower() for n in (name, name.replace("-", "_"))}
+    for folder in shlex.split(config.get("find-links", "")):
+        if Path(folder).is_dir():
+            for p in Path(folder).iterdir():
+                if p.name.lower() in wanted:
+                    shutil.copy2(p, build / p.name)
+                    return build / p.name
+    context = ssl.create_default_context(cafile=config.get("cert") or None)
+    indexes = [config.get("index-url", PYPI)] + shlex.split(config.get("extra-index-url", ""))
+    project = re.sub(r"[-_.]+", "-", name).lower()
+    for index in indexes:
+        page_url = index.rstrip("/") + f"/{project}/"
+        try:
+            page = _read(page_url, context, "application/vnd.pypi.simple.v1+json, text/html;q=0.1")
+            files = {k.lower(): v for k, v in index_files(page, page_url).items()}
+        except (OSError, ValueError) as e:  # no such project on this index, or it is unreachable
+            print(f"[setup] {page_url}: {e}", file=sys.stderr)
+            continue
+        hit = next((files[w] for w in wanted if w in files), None)
+        if hit is None:
+            continue
+        url, sha256 = hit
+        try:
+            data = _read(url, context)
+        except (OSError, ValueError) as e:
+            print(f"[setup] {url}: {e}", file=sys.stderr)
+            return None
+        if sha256 and hashlib.sha256(data).hexdigest() != sha256:
+            print(f"[setup] {url}: its sha256 is not the index's {sha256}", file=sys.stderr)
+            return None
+        path = build / Path(urlparse(url).path).name
+        path.write_bytes(data)
+        return path
+    return None
+
+
 def download_source(requirement: str, build: Path) -> Path:
     """The unpacked source distribution of ``requirement`` under ``build`` (downloaded once)."""
     name, version = requirement.split("==")
@@ -69,8 +167,13 @@ def download_source(requirement: str, build: Path) -> Path:
     if (src / "setup.py").exists():
         return src
     build.mkdir(parents=True, exist_ok=True)
-    _pip("download", "--quiet", "--no-deps", "--no-binary", ":all:", "--no-build-isolation", "-d", str(build),
-         requirement)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from uv_pip import pip_config
+
+    if fetch_source(requirement, build, pip_config()) is None:
+        print(f"[setup] {requirement}: no source archive found directly; pip download", file=sys.stderr)
+        _pip("download", "--quiet", "--no-deps", "--no-binary", ":all:", "--no-build-isolation", "-d", str(build),
+             requirement)
     archives = [p for p in build.iterdir() if p.name.lower().startswith(stem.lower()) and p.name.endswith(".tar.gz")]
     if len(archives) != 1:
         raise SystemExit(f"{build}: expected one source archive {stem}*.tar.gz after pip download, found "

@@ -79,7 +79,7 @@ def test_generate_and_range_in_checkpoint(name, tiny_data, trained, tmp_path):
 
 # ---- the paper's unweighted loss (Ma et al. 2019, Eq. 17) trains ----
 
-SMOKE_UPDATES = 400
+SMOKE_UPDATES = 200
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +91,9 @@ def smoke_data(tmp_path_factory):
 
 def test_unweighted_paper_loss_trains(smoke_data, tmp_path):
     """Target-side NSD (the Ja→En/Zh→En preset) with L = L_NMT + L_dist + L_entdist, both weights 1: the translation
-    loss falls to well under half of its first logged value and the test BLEU is above 0 after 400 updates (with
-    L_dist summed over all pairs, as before its normalisation, the loss stayed above 70% and BLEU was 0)."""
+    loss falls to well under half of its first logged value and the test BLEU is above 0 after 200 updates (measured:
+    validation nll 2.7 against 7.7 over the first 25 updates, BLEU 1.6). With L_dist summed over all pairs, as before its normalisation, the loss stayed
+    above 70% and BLEU was 0 after 400 updates, so 200 fail all the more."""
     save = tmp_path / "ckpt"
     log = run("fairseq-train", *tiny_train_argv(smoke_data, save, "--arch", "nsd_tgt_transformer_base"),
               "--nsd-ce-weight", "1", "--nsd-dist-weight", "1", "--share-all-embeddings",

@@ -251,3 +251,44 @@ def test_pip_installs_where_uv_fails_or_is_turned_off(tmp_path):
     done, argv, _ = _uv_pip(tmp_path / "b", 0, "--help", SYNTRANS_NO_UV="1")
     assert argv == [] and done.returncode == 0 and "pip install (SYNTRANS_NO_UV is set)" in done.stderr
     assert "pip install [options]" in done.stdout
+
+
+def test_fairseqs_source_archive_comes_from_pips_folders_and_indexes_checked_by_sha256(tmp_path):
+    """The install script finds the source archive itself (no `pip download`, which builds fairseq's metadata first):
+    in a wheel folder of pip's, else on pip's indexes, from a simple-API page in HTML or JSON, the file checked
+    against the index's sha256; a mismatch or an index without it gives None (then pip download runs)."""
+    import hashlib
+    import json
+
+    script = _install_fairseq()
+    archive = b"not really a tar.gz, only its bytes"
+    digest = hashlib.sha256(archive).hexdigest()
+    html = tmp_path / "html-index"
+    (html / "fairseq-fixed").mkdir(parents=True)
+    (html / "files").mkdir()
+    (html / "files" / "fairseq_fixed-1.2.tar.gz").write_bytes(archive)
+    (html / "fairseq-fixed" / "index.html").write_text(
+        f'<html><body><a href="../files/fairseq_fixed-1.2.tar.gz#sha256={digest}">fairseq_fixed-1.2.tar.gz</a>'
+        f'<a href="../files/fairseq_fixed-1.1.tar.gz">fairseq_fixed-1.1.tar.gz</a></body></html>')
+    empty = tmp_path / "empty-index"
+    empty.mkdir()
+    config = {"index-url": f"file://{empty}", "extra-index-url": f"file://{tmp_path / 'absent'} file://{html}"}
+
+    def fetch(name, cfg):
+        build = tmp_path / name
+        build.mkdir()
+        return script.fetch_source("fairseq-fixed==1.2", build, cfg)
+
+    got = fetch("b1", config)
+    assert got == tmp_path / "b1" / "fairseq_fixed-1.2.tar.gz" and got.read_bytes() == archive
+    assert fetch("b2", {**config, "extra-index-url": ""}) is None  # on no index
+    page = html / "fairseq-fixed" / "index.html"
+    page.write_text(page.read_text().replace(digest, "0" * 64))
+    assert fetch("b3", config) is None  # the sha256 does not match
+    page.write_text(json.dumps({"files": [{"filename": "fairseq_fixed-1.2.tar.gz", "url": "../files/fairseq_fixed-1.2.tar.gz",
+                                           "hashes": {"sha256": digest}}]}))
+    assert fetch("b4", config).read_bytes() == archive  # the JSON form (PEP 691)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "fairseq_fixed-1.2.tar.gz").write_bytes(b"from the folder")
+    assert fetch("b5", {"find-links": f"{tmp_path / 'none'} {wheels}"}).read_bytes() == b"from the folder"
