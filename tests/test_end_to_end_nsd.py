@@ -91,9 +91,10 @@ def smoke_data(tmp_path_factory):
 
 def test_unweighted_paper_loss_trains(smoke_data, tmp_path):
     """Target-side NSD (the Ja→En/Zh→En preset) with L = L_NMT + L_dist + L_entdist, both weights 1: the translation
-    loss falls to well under half of its first logged value and the test BLEU is above 0 after 200 updates (measured:
-    validation nll 2.7 against 7.7 over the first 25 updates, BLEU 1.6). With L_dist summed over all pairs, as before its normalisation, the loss stayed
-    above 70% and BLEU was 0 after 400 updates, so 200 fail all the more."""
+    loss falls to well under half of its first logged value and the test BLEU is above 0 after 200 updates
+    (measured: validation nll 2.7 against 7.7 over the first 25 updates, BLEU 1.6). With L_dist summed over all
+    pairs, as before its normalisation, the loss stayed above 70% and BLEU was 0 after 400 updates, so 200 fail all
+    the more."""
     save = tmp_path / "ckpt"
     log = run("fairseq-train", *tiny_train_argv(smoke_data, save, "--arch", "nsd_tgt_transformer_base"),
               "--nsd-ce-weight", "1", "--nsd-dist-weight", "1", "--share-all-embeddings",
