@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import forkserver
+import hydra_memo
 import pytest
 from helpers import BIN, SHARED_DATA, make_bpe_corpus, slow_command
 
@@ -19,7 +20,9 @@ def pytest_configure(config):
     """Under pytest-xdist (`make test` runs one worker per core), each worker and the tools it starts compute with one
     thread: two workers of two threads each on two cores spin against each other. Each process that runs tests (not
     xdist's controller) starts the fork server of the console scripts in ``helpers.BIN`` (forkserver.py): it imports
-    torch and fairseq while the tests are collected."""
+    torch and fairseq while the tests are collected. hydra's override parsing is remembered per process
+    (hydra_memo.py: about 15% of each model build the way fairseq-train does it)."""
+    hydra_memo.install()  # each override string parsed once per process (tests/hydra_memo.py)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         os.environ["OMP_NUM_THREADS"] = "1"

@@ -250,6 +250,9 @@ def _preload_fairseq():
     if effect is not None:
         for module in FAIRSEQ[1:]:
             importlib.import_module(module)
+        import hydra_memo
+
+        hydra_memo.warm()  # the overrides of fairseq's defaults parsed once for every command (tests/hydra_memo.py)
         root.handlers[:] = handlers
         root.setLevel(level)
     warnings.filters[:] = filters

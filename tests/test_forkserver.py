@@ -84,6 +84,22 @@ def test_fairseq_is_imported_when_and_as_a_command_imports_it(tmp_path):
     assert "root: 10 [('StreamHandler', True," in real.stdout  # fairseq's handler, on stderr
 
 
+def test_commands_find_fairseqs_default_overrides_parsed(tmp_path):
+    """The server fills the tests' memo of hydra's override parsing (hydra_memo.py) before it forks: a command finds
+    the memo installed, holding the overrides of fairseq-train's and fairseq-generate's defaults; its configs equal
+    hydra's own (tests/test_hydra_memo.py)."""
+    wait_for_server()
+    (tmp_path / "memo_probe.py").write_text(
+        "import hydra_memo\n"
+        "from hydra.core.override_parser.overrides_parser import OverridesParser\n"
+        "print(getattr(OverridesParser.parse_rule, '_syntrans_memo', False), len(hydra_memo._CACHE))\n")
+    served = subprocess.run([str(BIN / "python"), "-m", "memo_probe"], capture_output=True, text=True, cwd=tmp_path,
+                            timeout=120, env={**os.environ, "PYTHONPATH": str(Path(forkserver.__file__).parent)})
+    assert served.returncode == 0, served.stderr[-2000:]
+    installed, size = served.stdout.split()
+    assert installed == "True" and int(size) > 200, served.stdout
+
+
 def test_python_dash_m_gets_stdin_and_the_working_folder(tmp_path):
     wait_for_server()
     (tmp_path / "in.json").write_text('{"b": 1, "a": [2]}')

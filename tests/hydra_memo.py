@@ -1,0 +1,73 @@
+"""A memo of hydra's override parsing, installed in the tests' own processes (the pytest workers and the fork server).
+
+fairseq turns its flat Namespace into its config through hydra's compose (``convert_namespace_to_omegaconf``): every
+fairseq command, and every model a test builds the way fairseq-train does, hands hydra about 250 ``key=value``
+overrides, each parsed by hydra's ANTLR grammar. That parsing is about a sixth of the 0.5 s a compose takes, and the
+same strings come back in every compose. A parse depends on the string and the rule alone (hydra's grammar and its
+built-in functions), so here each string is parsed once per process and each caller gets a deep copy of the result,
+as if it had been parsed anew. The fork server fills the memo with fairseq's default training and generation
+overrides before it forks (:func:`warm`), so a served command finds them parsed.
+
+tests/test_hydra_memo.py checks that a config composed through the memo equals hydra's own, that callers never
+share a parsed object, and that a bad override fails as it does without the memo. The product never installs it.
+"""
+from __future__ import annotations
+
+import copy
+
+_CACHE: dict = {}
+
+
+def install() -> None:
+    """Wrap ``OverridesParser.parse_rule`` (once per process)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if getattr(OverridesParser.parse_rule, "_syntrans_memo", False):
+        return
+    parse = OverridesParser.parse_rule
+
+    def parse_rule(self, s, rule_name):
+        key = (s, rule_name)
+        if key not in _CACHE:
+            _CACHE[key] = parse(self, s, rule_name)  # a failed parse raises and is not remembered
+        return copy.deepcopy(_CACHE[key])
+
+    parse_rule._syntrans_memo = True
+    parse_rule.__wrapped__ = parse
+    OverridesParser.parse_rule = parse_rule
+
+
+def uninstalled():
+    """A context in which hydra parses every override itself (the memo's comparison in the tests)."""
+    import contextlib
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    @contextlib.contextmanager
+    def context():
+        wrapped = OverridesParser.parse_rule
+        OverridesParser.parse_rule = getattr(wrapped, "__wrapped__", wrapped)
+        try:
+            yield
+        finally:
+            OverridesParser.parse_rule = wrapped
+
+    return context()
+
+
+def warm() -> int:
+    """Parse the overrides of fairseq-train's and fairseq-generate's defaults into the memo; returns how many are
+    remembered. Argument parsing only: nothing is composed, no config store or hydra singleton is touched."""
+    from fairseq import options
+    from fairseq.dataclass.utils import override_module_args
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    install()
+    parser = OverridesParser.create()
+    for make, argv in ((options.get_training_parser, ["data", "--arch", "transformer", "--optimizer", "adam",
+                                                      "--lr-scheduler", "inverse_sqrt"]),
+                       (options.get_generation_parser, ["data", "--path", "checkpoint.pt"])):
+        args = options.parse_args_and_arch(make(), argv)
+        overrides, _ = override_module_args(args)
+        parser.parse_overrides(overrides)
+    return len(_CACHE)
