@@ -25,10 +25,10 @@ def record(folder: str, name: str, hold_s: float = 0.0) -> dict:
 
 
 def blocked(folder: str, name: str) -> dict:
-    """Write the pid, then wait (at most 30 s) until <folder>/go exists."""
+    """Write the pid, then wait (at most 5 minutes) until <folder>/go exists."""
     here = Path(folder)
     (here / f"{name}.pid").write_text(str(os.getpid()))
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300
     while not (here / "go").exists():
         if time.monotonic() > deadline:
             raise TimeoutError(f"{here / 'go'} never appeared")

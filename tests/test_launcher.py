@@ -26,7 +26,7 @@ def jobs_env(monkeypatch):
 
 
 def local_opts(tmp_path, **kw):
-    return LaunchOptions(launcher="submitit-local", folder=tmp_path / "jobs", time_min=1, **kw)
+    return LaunchOptions(launcher="submitit-local", folder=tmp_path / "jobs", **{"time_min": 1, **kw})
 
 
 def ledger(tmp_path):
@@ -96,21 +96,23 @@ def test_a_failing_unit_is_named_with_its_log_and_a_rerun_submits_only_it(tmp_pa
 
 def test_a_rerun_reattaches_to_a_running_job_instead_of_submitting_it_again(tmp_path, jobs_env):
     units = [(str(tmp_path), "a")]
-    opts = local_opts(tmp_path, wait=False)
+    opts = local_opts(tmp_path, wait=False, time_min=10)  # no time-out signal while a loaded machine starts the job
     assert run_units(blocked, units, opts, log=lambda m: None) == [None]  # submitted, not waited for
     (job,) = [e["job_id"] for e in ledger(tmp_path).values()]
     logs = []
     assert run_units(blocked, units, opts, log=logs.append) == [None]
     assert any(f"still running as job {job}" in m for m in logs), logs
     (tmp_path / "go").write_text("")
-    out = run_units(blocked, units, local_opts(tmp_path), log=lambda m: None)  # now waits
+    out = run_units(blocked, units, local_opts(tmp_path, time_min=10), log=lambda m: None)  # now waits
     assert out[0]["pid"] == int((tmp_path / "a.pid").read_text())
     assert submitted(tmp_path) == [f"{job}_submitted.pkl"]
 
 
 def test_a_job_that_ended_without_a_result_is_submitted_again(tmp_path, jobs_env):
     units = [(str(tmp_path), "a")]
-    run_units(blocked, units, local_opts(tmp_path, wait=False), log=lambda m: None)
+    # a 10-minute limit: with one minute, submitit signals the job's time-out after 30 s, and a job whose start took
+    # that long on a loaded machine then ends with a result (its time-out error) before this test stops it
+    run_units(blocked, units, local_opts(tmp_path, wait=False, time_min=10), log=lambda m: None)
     (job,) = [e["job_id"] for e in ledger(tmp_path).values()]
     # generous limits, each asserted: on a loaded machine the job's interpreter may take long to start, and a signal
     # sent before the unit is running would test something else
