@@ -12,8 +12,8 @@ headers, and together they took about four minutes of a fresh install on a 2-cor
    finds nothing, ``pip download`` fetches it (which also builds fairseq's metadata: about 20 s more);
 2. its Python package is installed with fairseq's own switch for builds without extensions (``READTHEDOCS``), by
    uv where the venv has it (``scripts/uv_pip.py``);
-3. the three extensions are compiled from the same sources, Cython and numpy as fairseq's setup.py uses them, and
-   placed in the installed package;
+3. meanwhile, the three extensions are compiled from a copy of the same sources, with Cython and numpy as fairseq's
+   setup.py uses them, and then placed in the installed package;
 4. the three are imported, so a failed build stops the install here.
 
 ``make install FAIRSEQ_FULL=1`` leaves the whole build to pip instead (every extension).
@@ -185,9 +185,19 @@ def download_source(requirement: str, build: Path) -> Path:
     return src
 
 
-def build_extensions(src: Path, package_dir: Path) -> list[Path]:
-    """Compile :data:`EXTENSIONS` from ``src`` and copy them into the installed package (``package_dir`` = the folder
-    holding ``fairseq/``); returns the copied files."""
+def extension_sources(src: Path, dest: Path) -> Path:
+    """Copy the folders holding :data:`EXTENSIONS`' sources (with their headers) from the unpacked ``src`` into
+    ``dest``, so that they compile there while the package is built from ``src`` (two builds in one tree would share
+    its ``build/`` folder); returns ``dest``."""
+    for folder in sorted({Path(f).parent for sources in EXTENSIONS.values() for f in sources}):
+        shutil.rmtree(dest / folder, ignore_errors=True)
+        shutil.copytree(src / folder, dest / folder)
+    return dest
+
+
+def compile_extensions(tree: Path) -> list[Path]:
+    """Compile :data:`EXTENSIONS` in place in ``tree`` (as fairseq's setup.py would: Cython, numpy's headers, its
+    flags); returns the built files, in :data:`EXTENSIONS`' order."""
     import numpy
     from setuptools import Extension, setup
 
@@ -195,20 +205,28 @@ def build_extensions(src: Path, package_dir: Path) -> list[Path]:
                       include_dirs=[numpy.get_include()] if name in NUMPY_EXTENSIONS else [])
             for name, sources in EXTENSIONS.items()]
     here = os.getcwd()
-    os.chdir(src)
+    os.chdir(tree)
     try:
         jobs = str(max(1, min(len(exts), os.cpu_count() or 1)))  # the three compile side by side on several cores
         setup(name="fairseq-extensions", ext_modules=exts, script_args=["--quiet", "build_ext", "--inplace", "-j", jobs])
     finally:
         os.chdir(here)
-    copied = []
+    built = []
     for name in EXTENSIONS:
         rel = Path(*name.split("."))
-        built = sorted((src / rel.parent).glob(rel.name + ".*.so")) + sorted((src / rel.parent).glob(rel.name + ".*.pyd"))
-        if not built:
-            raise SystemExit(f"{src}: compiling {name} left no {rel}.*.so")
-        dest = package_dir / rel.parent / built[-1].name
-        shutil.copy2(built[-1], dest)
+        found = sorted((tree / rel.parent).glob(rel.name + ".*.so")) + sorted((tree / rel.parent).glob(rel.name + ".*.pyd"))
+        if not found:
+            raise SystemExit(f"{tree}: compiling {name} left no {rel}.*.so")
+        built.append(found[-1])
+    return built
+
+
+def place_extensions(built: list[Path], package_dir: Path) -> list[Path]:
+    """Copy the built extensions into the installed package (``package_dir`` = the folder holding ``fairseq/``)."""
+    copied = []
+    for name, path in zip(EXTENSIONS, built):
+        dest = package_dir / Path(*name.split(".")).parent / path.name
+        shutil.copy2(path, dest)
         copied.append(dest)
     return copied
 
@@ -253,14 +271,20 @@ def main(argv=None) -> int:
         print(f"[setup] {requirement} is installed with {', '.join(p.name for p in done)}: kept")
         return 0
     src = download_source(requirement, build)
-    print(f"[setup] {requirement}: installing the Python package, then compiling {', '.join(EXTENSIONS)}")
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "uv_pip.py"), "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", str(src)], check=True, env=dict(os.environ, READTHEDOCS="1"))
+    print(f"[setup] {requirement}: installing the Python package while {', '.join(EXTENSIONS)} compile")
+    package = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "uv_pip.py"), "install", "--quiet", "--no-deps",
+                                "--no-build-isolation", str(src)], env=dict(os.environ, READTHEDOCS="1"))
+    try:
+        built = compile_extensions(extension_sources(src, build / "extensions"))
+    finally:
+        if package.wait() != 0:
+            raise SystemExit(f"installing {src} failed (exit status {package.returncode})")
+    importlib.invalidate_caches()
     fairseq_spec = importlib.util.find_spec("fairseq")
     if fairseq_spec is None or not fairseq_spec.submodule_search_locations:
         raise SystemExit(f"{requirement} was installed, but this Python ({sys.executable}) cannot find fairseq")
     package_dir = Path(list(fairseq_spec.submodule_search_locations)[0]).parent
-    copied = build_extensions(src, package_dir)
+    copied = place_extensions(built, package_dir)
     for path in copied:  # a failed build stops the install here, not at the first fairseq-generate
         load_extension(path)
     print(f"[setup] {requirement} installed with {len(copied)} extensions: {', '.join(p.name for p in copied)}")
