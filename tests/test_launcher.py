@@ -112,7 +112,15 @@ def test_a_job_that_ended_without_a_result_is_submitted_again(tmp_path, jobs_env
     units = [(str(tmp_path), "a")]
     # a 10-minute limit: with one minute, submitit signals the job's time-out after 30 s, and a job whose start took
     # that long on a loaded machine then ends with a result (its time-out error) before this test stops it
-    run_units(blocked, units, local_opts(tmp_path, wait=False, time_min=10), log=lambda m: None)
+    # The job must not inherit an ignored SIGINT: a shell starts a background command (`make test &`) with SIGINT
+    # ignored, an ignored signal stays ignored across exec, and the job's controller would never see this test's
+    # SIGINT (the unit then ran on: this test's third failure). Python's own handler while it starts: the job's is
+    # the default.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        run_units(blocked, units, local_opts(tmp_path, wait=False, time_min=10), log=lambda m: None)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
     (job,) = [e["job_id"] for e in ledger(tmp_path).values()]
     # generous limits, each asserted: on a loaded machine the job's interpreter may take long to start, and a signal
     # sent before the unit is running would test something else
