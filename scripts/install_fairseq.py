@@ -176,7 +176,7 @@ def download_source(requirement: str, build: Path) -> Path:
              requirement)
     archives = [p for p in build.iterdir() if p.name.lower().startswith(stem.lower()) and p.name.endswith(".tar.gz")]
     if len(archives) != 1:
-        raise SystemExit(f"{build}: expected one source archive {stem}*.tar.gz after pip download, found "
+        raise SystemExit(f"{build}: expected one source archive {stem}*.tar.gz after the download, found "
                          f"{[p.name for p in build.iterdir()]}")
     with tarfile.open(archives[0]) as tar:
         tar.extractall(build, filter="data")

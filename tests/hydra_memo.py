@@ -13,6 +13,7 @@ share a parsed object, and that a bad override fails as it does without the memo
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 
 _CACHE: dict = {}
@@ -37,22 +38,17 @@ def install() -> None:
     OverridesParser.parse_rule = parse_rule
 
 
+@contextlib.contextmanager
 def uninstalled():
     """A context in which hydra parses every override itself (the memo's comparison in the tests)."""
-    import contextlib
-
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    @contextlib.contextmanager
-    def context():
-        wrapped = OverridesParser.parse_rule
-        OverridesParser.parse_rule = getattr(wrapped, "__wrapped__", wrapped)
-        try:
-            yield
-        finally:
-            OverridesParser.parse_rule = wrapped
-
-    return context()
+    wrapped = OverridesParser.parse_rule
+    OverridesParser.parse_rule = getattr(wrapped, "__wrapped__", wrapped)
+    try:
+        yield
+    finally:
+        OverridesParser.parse_rule = wrapped
 
 
 def warm() -> int:

@@ -110,12 +110,10 @@ def test_a_rerun_reattaches_to_a_running_job_instead_of_submitting_it_again(tmp_
 
 def test_a_job_that_ended_without_a_result_is_submitted_again(tmp_path, jobs_env):
     units = [(str(tmp_path), "a")]
-    # a 10-minute limit: with one minute, submitit signals the job's time-out after 30 s, and a job whose start took
-    # that long on a loaded machine then ends with a result (its time-out error) before this test stops it
     # The job must not inherit an ignored SIGINT: a shell starts a background command (`make test &`) with SIGINT
     # ignored, an ignored signal stays ignored across exec, and the job's controller would never see this test's
-    # SIGINT (the unit then ran on: this test's third failure). Python's own handler while it starts: the job's is
-    # the default.
+    # SIGINT (the unit then ran on). So Python's own handler is in place while the job starts: its SIGINT is the
+    # default. A 10-minute limit: with one minute, submitit signals the job's time-out after 30 s.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         run_units(blocked, units, local_opts(tmp_path, wait=False, time_min=10), log=lambda m: None)
@@ -130,10 +128,11 @@ def test_a_job_that_ended_without_a_result_is_submitted_again(tmp_path, jobs_env
     assert (tmp_path / "a.pid").exists(), "the job never started its unit"
     os.kill(int(job), signal.SIGINT)  # the controller this test's run started: it stops the unit, no result
     stat = Path(f"/proc/{job}/stat")  # "pid (comm) STATE …": Z once it has ended (this process has not reaped it)
+    ended = lambda: not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # noqa: E731
     deadline = time.monotonic() + 300
-    while stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z" and time.monotonic() < deadline:
+    while not ended() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z", "the job did not end on SIGINT"
+    assert ended(), "the job did not end on SIGINT"
     assert not (tmp_path / "jobs" / f"{job}_0_result.pkl").exists()
     (tmp_path / "go").write_text("")
     logs = []

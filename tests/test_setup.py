@@ -292,3 +292,33 @@ def test_fairseqs_source_archive_comes_from_pips_folders_and_indexes_checked_by_
     wheels.mkdir()
     (wheels / "fairseq_fixed-1.2.tar.gz").write_bytes(b"from the folder")
     assert fetch("b5", {"find-links": f"{tmp_path / 'none'} {wheels}"}).read_bytes() == b"from the folder"
+
+
+def test_pip_download_fetches_fairseqs_source_only_where_the_direct_fetch_finds_nothing(tmp_path, monkeypatch):
+    """download_source: the archive the direct fetch found is unpacked without pip; where it found none, `pip download`
+    fetches it (its --no-binary source archive)."""
+    import io
+    import tarfile
+    import types
+
+    script = _install_fairseq()
+    monkeypatch.setitem(sys.modules, "uv_pip", types.SimpleNamespace(pip_config=lambda: {"index-url": "file:///none"}))
+
+    def archive(build):
+        data = b"# fairseq's setup.py\n"
+        path = build / "fairseq_fixed-1.2.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            info = tarfile.TarInfo("fairseq_fixed-1.2/setup.py")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        return path
+
+    pip_calls = []
+    monkeypatch.setattr(script, "_pip", lambda *args, **kw: (pip_calls.append(args), archive(Path(args[args.index("-d") + 1]))))
+    monkeypatch.setattr(script, "fetch_source", lambda req, build, config: archive(build))
+    src = script.download_source("fairseq-fixed==1.2", tmp_path / "direct")
+    assert (src / "setup.py").read_bytes() == b"# fairseq's setup.py\n" and pip_calls == []
+    monkeypatch.setattr(script, "fetch_source", lambda req, build, config: None)
+    src = script.download_source("fairseq-fixed==1.2", tmp_path / "fallback")
+    assert (src / "setup.py").is_file() and len(pip_calls) == 1
+    assert pip_calls[0][0] == "download" and "--no-binary" in pip_calls[0] and pip_calls[0][-1] == "fairseq-fixed==1.2"

@@ -129,8 +129,9 @@ def plan_models(opts: BenchOptions, corpus: Corpus, archs: List[str]) -> List[di
 
 def build_models(opts: BenchOptions, corpus: Corpus, archs: List[str]):
     """The task (train and test loaded) and one Bench per planned model (see :func:`plan_models`)."""
-    stock = parse_model_args(opts, corpus, VANILLA)  # the first row's, too
-    task = tasks.setup_task(stock[1].task)
+    stock = parse_model_args(opts, corpus, VANILLA)  # (Namespace, config): the first row's, too
+    _, stock_cfg = stock
+    task = tasks.setup_task(stock_cfg.task)
     for split in corpus.splits:
         task.load_dataset(split)
     benches = []
