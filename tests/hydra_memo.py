@@ -8,6 +8,11 @@ built-in functions), so here each string is parsed once per process and each cal
 as if it had been parsed anew. The fork server fills the memo with fairseq's default training and generation
 overrides before it forks (:func:`warm`), so a served command finds them parsed.
 
+Each compose also starts by deep-copying hydra's config repository, and with it the config store that its structured
+config source holds: the whole store, every dataclass node fairseq and syntrans registered (about a third of a
+compose). The store is a process-wide singleton that a fresh source takes as it is (``ConfigStore.instance()``), and
+loading a config from it deep-copies the node loaded, so the copied source here shares the store instead.
+
 tests/test_hydra_memo.py checks that a config composed through the memo equals hydra's own, that callers never
 share a parsed object, and that a bad override fails as it does without the memo. The product never installs it.
 """
@@ -36,19 +41,36 @@ def install() -> None:
     parse_rule._syntrans_memo = True
     parse_rule.__wrapped__ = parse
     OverridesParser.parse_rule = parse_rule
+    _share_store_on_copy(True)
+
+
+def _share_store_on_copy(on: bool) -> None:
+    """A deep copy of hydra's config store (a process-wide singleton) is the store itself; ``on=False`` restores
+    hydra's full copy. (The structured config source that holds it is a class hydra's plugin scan imports anew, so the
+    store's own class is the one to patch.)"""
+    from hydra.core.config_store import ConfigStore
+
+    if on:
+        ConfigStore.__deepcopy__ = lambda self, memo: self
+    elif "__deepcopy__" in ConfigStore.__dict__:
+        del ConfigStore.__deepcopy__
 
 
 @contextlib.contextmanager
 def uninstalled():
-    """A context in which hydra parses every override itself (the memo's comparison in the tests)."""
+    """A context in which hydra parses every override itself and copies the whole config store with its repository
+    (the memo's comparison in the tests)."""
+    from hydra.core.config_store import ConfigStore
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    wrapped = OverridesParser.parse_rule
+    wrapped, sharing = OverridesParser.parse_rule, "__deepcopy__" in ConfigStore.__dict__
     OverridesParser.parse_rule = getattr(wrapped, "__wrapped__", wrapped)
+    _share_store_on_copy(False)
     try:
         yield
     finally:
         OverridesParser.parse_rule = wrapped
+        _share_store_on_copy(sharing)
 
 
 def warm() -> int:

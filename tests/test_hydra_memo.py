@@ -1,6 +1,6 @@
-"""tests/hydra_memo.py, the tests' memo of hydra's override parsing: configs composed through it are hydra's own,
-no two callers share a parsed override, and a bad override fails as without it (the fork server's side:
-tests/test_forkserver.py)."""
+"""tests/hydra_memo.py, the tests' memo of hydra's override parsing and its shared config store: configs composed
+through it are hydra's own, no two callers share a parsed override or a loaded config, and a bad override fails as
+without it (the fork server's side: tests/test_forkserver.py)."""
 import os
 
 import hydra_memo
@@ -65,3 +65,31 @@ def test_a_bad_override_fails_as_without_the_memo():
         plain = error()
     assert error() == error() == plain  # a failed parse is not remembered: it fails again, the same way
     assert ("common.seed=[1,", "override") not in hydra_memo._CACHE
+
+
+def test_the_repository_copy_shares_the_store_and_composes_stay_apart(tiny_data):
+    """With the memo, hydra's copy of its repository takes the config store itself (without it, a copy of the whole
+    store); a config composed and then changed leaves the next compose as it was (the store hands out copies)."""
+    import copy
+
+    from hydra.core.config_store import ConfigStore
+
+    hydra_memo.install()
+    store = ConfigStore.instance()
+    assert copy.deepcopy(store) is store
+    with hydra_memo.uninstalled():
+        copied = copy.deepcopy(store)
+        assert copied is not store and copied.repo == store.repo and copied.repo is not store.repo
+    assert copy.deepcopy(store) is store  # installed again on leaving
+
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(tiny_data), "--user-dir", os.path.dirname(syntrans.__file__), "--task", "syntax_translation", *SMALL,
+        *ARGVS["stock"]])
+    first = convert_namespace_to_omegaconf(args)
+    seed = first.common.seed
+    first.common.seed, first.optimization.lr[0] = seed + 1, 123.0
+    second = convert_namespace_to_omegaconf(args)
+    assert second.common.seed == seed and second.optimization.lr[0] != 123.0
