@@ -9,9 +9,10 @@ as if it had been parsed anew. The fork server fills the memo with fairseq's def
 overrides before it forks (:func:`warm`), so a served command finds them parsed.
 
 Each compose also starts by deep-copying hydra's config repository, and with it the config store that its structured
-config source holds: the whole store, every dataclass node fairseq and syntrans registered (about a third of a
-compose). The store is a process-wide singleton that a fresh source takes as it is (``ConfigStore.instance()``), and
-loading a config from it deep-copies the node loaded, so the copied source here shares the store instead.
+config source holds: the whole store, every dataclass node fairseq and syntrans registered (measured: a conversion
+takes 0.24 s with that copy, 0.17 s without). The store is a process-wide singleton that a fresh source takes as it
+is (``ConfigStore.instance()``), and loading a config from it deep-copies the node loaded, so the copy here is the
+store itself.
 
 tests/test_hydra_memo.py checks that a config composed through the memo equals hydra's own, that callers never
 share a parsed object, and that a bad override fails as it does without the memo. The product never installs it.
