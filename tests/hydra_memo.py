@@ -15,7 +15,8 @@ is (``ConfigStore.instance()``), and loading a config from it deep-copies the no
 store itself.
 
 tests/test_hydra_memo.py checks that a config composed through the memo equals hydra's own, that callers never
-share a parsed object, and that a bad override fails as it does without the memo. The product never installs it.
+share a parsed object, that the repository's copy takes the store itself while composes stay apart, and that a bad
+override fails as it does without the memo. The product never installs it.
 """
 from __future__ import annotations
 

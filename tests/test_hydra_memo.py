@@ -1,6 +1,7 @@
 """tests/hydra_memo.py, the tests' memo of hydra's override parsing and its shared config store: configs composed
 through it are hydra's own, no two callers share a parsed override or a loaded config, and a bad override fails as
 without it (the fork server's side: tests/test_forkserver.py)."""
+import copy
 import os
 
 import hydra_memo
@@ -18,14 +19,19 @@ ARGVS = {
 }
 
 
-def _compose(data, argv):
+def _args(data, argv):
+    """fairseq-train's Namespace for ``argv`` on ``data`` (the syntax task, the small model)."""
     from fairseq import options
+
+    return options.parse_args_and_arch(options.get_training_parser(), [
+        str(data), "--user-dir", os.path.dirname(syntrans.__file__), "--task", "syntax_translation", *SMALL, *argv])
+
+
+def _compose(data, argv):
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from omegaconf import OmegaConf
 
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(data), "--user-dir", os.path.dirname(syntrans.__file__), "--task", "syntax_translation", *SMALL, *argv])
-    cfg = convert_namespace_to_omegaconf(args)
+    cfg = convert_namespace_to_omegaconf(_args(data, argv))
     groups = OmegaConf.to_yaml({k: v for k, v in cfg.items() if k != "model"})  # model: fairseq's legacy Namespace
     return groups, sorted(vars(cfg.model).items())
 
@@ -70,8 +76,7 @@ def test_a_bad_override_fails_as_without_the_memo():
 def test_the_repository_copy_shares_the_store_and_composes_stay_apart(tiny_data):
     """With the memo, hydra's copy of its repository takes the config store itself (without it, a copy of the whole
     store); a config composed and then changed leaves the next compose as it was (the store hands out copies)."""
-    import copy
-
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from hydra.core.config_store import ConfigStore
 
     hydra_memo.install()
@@ -82,12 +87,7 @@ def test_the_repository_copy_shares_the_store_and_composes_stay_apart(tiny_data)
         assert copied is not store and copied.repo == store.repo and copied.repo is not store.repo
     assert copy.deepcopy(store) is store  # installed again on leaving
 
-    from fairseq import options
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(tiny_data), "--user-dir", os.path.dirname(syntrans.__file__), "--task", "syntax_translation", *SMALL,
-        *ARGVS["stock"]])
+    args = _args(tiny_data, ARGVS["stock"])
     first = convert_namespace_to_omegaconf(args)
     seed = first.common.seed
     first.common.seed, first.optimization.lr[0] = seed + 1, 123.0
