@@ -108,10 +108,20 @@ def test_the_route_and_the_parse_must_agree_and_wrong_spans_are_refused(tmp_path
 @pytest.mark.fast
 def test_a_multi_word_token_whose_words_do_not_spell_it_leaves_a_word_without_a_piece():
     """``zum`` read as the syntactic words ``zu dem`` (stanza's own CoNLL-U): the token's characters go to ``zu``, and
-    ``dem`` has no piece of its own: refused, as on every route (docs/commands.md)."""
+    ``dem`` has no piece of its own: refused where the caller asks for every word to have one (--strict), else
+    joined to ``zu`` as on every route (docs/commands.md): one word ``zudem`` spanning the token, headed as the pair's
+    external word (``zu`` → Strand, case), the index of ``▁Strand`` moved to word 1."""
     pieces = ["▁zum", "▁Strand"]
     with pytest.raises(ValueError, match=r"parse word 2 'dem' has no subword piece of its own"):
         RAW_ROUTE.subword_words(pieces, ["zu", "dem", "Strand"], "t.de, line 3", [(0, 3), (0, 3), (4, 10)])
+    from syntrans.syntax.parsed import ParsedSentence
+
+    s = ParsedSentence(["zu", "dem", "Strand"], [3, 3, 0], ["case", "det", "root"], line=3,
+                       spans=[(0, 3), (0, 3), (4, 10)])
+    got = RAW_ROUTE.line_words(pieces, [s], "t.de, line 3", s.spans)
+    assert got.subwords.index == [0, 1] and got.joins.words == 1
+    (j,) = got.sentences
+    assert (j.words, j.heads, j.deprels, j.spans) == (["zudem", "Strand"], [2, 0], ["case", "root"], [(0, 3), (4, 10)])
 
 
 @pytest.mark.fast

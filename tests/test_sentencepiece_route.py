@@ -2,7 +2,8 @@
 SentencePiece model trained on it, right-branching parses), every method preset trained a few updates on it and
 decoded by stock ``fairseq-generate --post-process sentencepiece``, and ``syntrans-translate`` with the model on raw
 text. The ``@@`` route writes the sidecars main wrote, byte for byte (a fixture built by main's code); pieces
-crossing a word boundary are counted in the reports; a word without a piece of its own is refused.
+crossing a word boundary are counted in the reports; a word without a piece of its own is joined to the word whose
+piece holds it (refused under --strict).
 """
 from __future__ import annotations
 
@@ -45,11 +46,11 @@ def conllu(sentences):
     return "\n".join(blocks) + "\n"
 
 
-def test_crossing_pieces_are_counted_and_a_word_without_a_piece_is_refused(tmp_path):
+def test_crossing_pieces_are_counted_and_a_word_without_a_piece_is_joined(tmp_path):
     """SentencePiece pieces of a parse that splits ``don't`` into ``do n't``: ``▁don`` holds characters of both words
     (a crossing piece, the word of its first character), ``'t`` opens ``n't``; the report counts it, names the line
-    and says so in its summary. A piece ``▁a.`` swallowing the word ``.`` leaves it without a piece: refused, the file,
-    the line and the word named."""
+    and says so in its summary. A piece ``▁a.`` swallowing the word ``.`` leaves it without a piece: joined to ``a``
+    (one word, the root), counted; under --strict refused, the file, the line and the word named."""
     text, parse = tmp_path / "t.en", tmp_path / "p.en.conllu"
     text.write_text("▁I ▁don 't ▁know\n▁yes\n", encoding="utf-8")
     parse.write_text(conllu([["I", "do", "n't", "know"], ["yes"]]), encoding="utf-8")
@@ -61,8 +62,11 @@ def test_crossing_pieces_are_counted_and_a_word_without_a_piece_is_refused(tmp_p
     assert list(binarized_sizes(str(tmp_path / "out.word"))) == [4, 1]
     text.write_text("▁a.\n", encoding="utf-8")
     parse.write_text(conllu([["a", "."]]), encoding="utf-8")
+    rep = build_side(str(text), str(parse), str(tmp_path / "out3"), route=PieceRoute("sentencepiece"))
+    assert (rep.joined, rep.joined_lines, rep.words) == (1, [1], 1)
+    assert list(binarized_sizes(str(tmp_path / "out3.head"))) == [1]
     with pytest.raises(ValueError, match=r"t\.en, line 1: parse word 2 '\.' has no subword piece of its own"):
-        build_side(str(text), str(parse), str(tmp_path / "out2"), route=PieceRoute("sentencepiece"))
+        build_side(str(text), str(parse), str(tmp_path / "out2"), route=PieceRoute("sentencepiece"), strict=True)
     assert not list(tmp_path.glob("out2.*"))  # nothing half-written
 
 

@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="parse of each side the views the models of these configs/*.args files read (repeatable), "
                             "e.g. --for-config pascal/wmt16_en_de.args: the source's dependencies, no target parse")
     p.add_argument("--force", action="store_true", help="redo every step (downloads are only verified again)")
+    p.add_argument("--strict", action="store_true",
+                   help="stop the sidecar build at the first per-line fault it would otherwise count and work around "
+                        "(a word without a subword piece of its own, a multi-sentence or empty line, a failed parse, "
+                        "dependency heads that are no tree: syntrans-preprocess --strict)")
     p.add_argument("--checksums", type=Path, metavar="FILE",
                    help="known sha256 sums of the raw files (sha256sum format) to verify them against")
     r = p.add_argument_group(
@@ -153,6 +157,7 @@ def _run(call: dict, args) -> int:
         before = call.pop("views", None)  # --again: the views OUT was prepared with, unless others are asked for
         views = _views(args)
         prepare_corpus(**call, views=before if views is None else views, workers=args.workers, force=args.force,
+                       strict=args.strict,
                        log=lambda m: print(m, flush=True), launch=launch if launch.launcher != "local" else None)
     except PrepPending as e:
         print(f"syntrans-prepare: {e}", flush=True)
@@ -180,7 +185,7 @@ def again(args, parser) -> int:
              if value not in (None, False)]
     if given or recipe_from_args(args) is not None or args.parser != "auto" or args.parse_shards != 1:
         parser.error(f"--again OUT takes OUT's own settings: leave out {', '.join(given) or 'the recipe flags'} "
-                     "(only --views/--for-config, --workers, --force and the launcher flags go with it)")
+                     "(only --views/--for-config, --workers, --force, --strict and the launcher flags go with it)")
     try:
         call = again_call(args.again)
     except PrepError as e:

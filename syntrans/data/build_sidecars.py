@@ -45,6 +45,9 @@ class SidecarReport:
     by_chars: bool = False  # pieces aligned to words by characters (--bpe sentencepiece or gpt2)
     crossing: int = 0  # pieces holding characters of two or more words (aligned by characters)
     crossing_lines: List[int] = field(default_factory=list)  # the lines holding them
+    joined: int = 0  # words without a piece of their own, joined to the word whose piece holds them
+    joined_lines: List[int] = field(default_factory=list)  # the lines holding them
+    merged_sentences: int = 0  # sentences merged into the one before by such a join
 
     def summary(self) -> str:
         def some(xs):
@@ -66,8 +69,13 @@ class SidecarReport:
             return ""
         lines = self.crossing_lines
         shown = f" (lines {', '.join(map(str, lines[:5]))}{', …' if len(lines) > 5 else ''})" if lines else ""
+        joined = self.joined_lines
+        merged = f", {self.merged_sentences} sentences merged into the one before" if self.merged_sentences else ""
+        shown_joined = (f" (lines {', '.join(map(str, joined[:5]))}{', …' if len(joined) > 5 else ''})"
+                        if joined else "")
         return (f"pieces crossing a word boundary {self.crossing} in {len(lines)} lines{shown} (each belongs to the "
-                "word of its first character); ")
+                f"word of its first character); words without a piece of their own {self.joined} in {len(joined)} "
+                f"lines{shown_joined} (each joined to the word whose piece holds it{merged}); ")
 
 
 def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "@@", binarize: bool = False,
@@ -79,7 +87,9 @@ def build_side(text_file: str, parse_file: str, out_prefix: str, marker: str = "
     lines, empty lines, failed parses, respelled words and dependency heads that are no tree (several roots or none, a
     word its own head, a cycle: :func:`~syntrans.syntax.tree_checks.dependency_fault`) are counted and reported (errors
     under ``strict``); such heads are replaced by :func:`~syntrans.syntax.tree_checks.chain_heads` (relations ``root`` and
-    ``dep``, as the parser's fallback has them). The text and the parses are read line by line and sentence by
+    ``dep``, as the parser's fallback has them). Pieces aligned by characters: a word without a piece of its own is
+    joined to the word whose piece holds it and counted (:meth:`~.piece_routes.PieceRoute.line_words`; an error under
+    ``strict``). The text and the parses are read line by line and sentence by
     sentence (CoNLL-U; PTB brackets are read whole), and the sidecars written as they grow: memory does not grow with
     the corpus (the line numbers of the lines reported aside).
     """
@@ -147,8 +157,8 @@ def _build_side(text_file, parse_file, out_prefix, route, binarize, strict) -> S
             pieces = text.split()
             try:
                 where = f"{text_file}, line {ln}"
-                subwords, alignment = route.subword_words(pieces, [w for s in sents for w in s.words], where,
-                                                          line_spans(sents, f"{parse_file}, line {ln}"))
+                subwords, sents, alignment, joins = route.line_words(
+                    pieces, sents, where, line_spans(sents, f"{parse_file}, line {ln}"), strict)
                 items = line_items(subwords, sents, f"{text_file}, line {ln}", parse_file, binarize, need_heads,
                                    need_tree)
             except ValueError as e:
@@ -158,6 +168,10 @@ def _build_side(text_file, parse_file, out_prefix, route, binarize, strict) -> S
             if alignment is not None and alignment.crossing:
                 rep.crossing += alignment.crossing
                 rep.crossing_lines.append(ln)
+            if joins is not None:
+                rep.joined += joins.words
+                rep.joined_lines.append(ln)
+                rep.merged_sentences += joins.merged_sentences
             if not pieces:
                 rep.empty.append(ln)
             if len(sents) > 1:

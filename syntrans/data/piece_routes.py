@@ -9,8 +9,10 @@
   spaces, :func:`~syntrans.syntax.piece_spans.pretokenized_spans`), and a piece belongs to the word holding its
   first non-space character. Pieces holding characters of two or more words are **crossing** pieces: counted
   (the report says how many, on which lines), never silent. A word left with no piece of its own (all its
-  characters inside a piece that begins in an earlier word) is **refused**: the build stops with a
-  ValueError naming the file, the line and the word (no sidecar can give a word without a piece a row).
+  characters inside a piece that begins in an earlier word) is **joined** to the word whose piece holds it
+  (:meth:`PieceRoute.line_words`, :mod:`syntrans.syntax.word_joins`: its dependents and head moved to that word, the
+  tree contracted as for a multi-word token), counted by the caller; under ``strict`` it is refused with a
+  ValueError naming the file, the line and the word.
 
 The raw-text route (``char_spans``: ``syntrans-preprocess --char-spans``): the parse words carry their character spans
 in the line they were parsed from (:mod:`syntrans.syntax.word_spans`), and those spans, checked against the text the
@@ -23,11 +25,13 @@ Pure: :mod:`syntrans.syntax` (:mod:`~syntrans.syntax.byte_bpe` for gpt2's bytes)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..syntax.byte_bpe import ByteLevelBPE
 from ..syntax.char_align import CharAlignment, align_piece_bytes, align_piece_texts
+from ..syntax.parsed import ParsedSentence
 from ..syntax.piece_spans import Span, sequential_spans
+from ..syntax.word_joins import LineJoins, join_uncovered
 from ..syntax.word_spans import check_word_spans, spanned_line, spans_in_text
 from .sidecar_format import SubwordWords, bpe_subword_words
 
@@ -36,6 +40,17 @@ SEGMENTATIONS = ("subword_nmt", "sentencepiece", "gpt2")
 SPACE_MARK = "\u2581"  # SentencePiece's ▁
 
 _BYTE_TABLES: Dict[Tuple[str, str], object] = {}  # (encoder.json, vocab.bpe) → ByteLevelBPE, loaded once per process
+
+
+class LineWords(NamedTuple):
+    """One line's pieces mapped to its parse (:meth:`PieceRoute.line_words`): ``subwords`` (each piece's word),
+    ``sentences`` (the parse, with words joined where some had no piece), ``alignment`` (by characters; None on the
+    ``@@`` route), ``joins`` (what was joined; None when nothing was)."""
+
+    subwords: SubwordWords
+    sentences: List[ParsedSentence]
+    alignment: Optional[CharAlignment]
+    joins: Optional[LineJoins]
 
 
 @dataclass(frozen=True)
@@ -68,11 +83,28 @@ class PieceRoute:
             return f"{self.marker} marker"
         return f"{self.bpe}, aligned by characters" + (" (the parse's character spans)" if self.char_spans else "")
 
+    def line_words(self, pieces: Sequence[str], sentences: Sequence[ParsedSentence], where: str,
+                   word_spans: Optional[Sequence[Span]] = None, strict: bool = False) -> LineWords:
+        """The word of each piece of a line whose parse is ``sentences``; a word without a piece of its own joined to
+        the word whose piece holds it (module docstring), or refused under ``strict`` (ValueError naming ``where``,
+        the word and the piece's word). Other ValueErrors: :meth:`subword_words`."""
+        words = [w for s in sentences for w in s.words]
+        subwords, alignment = self.subword_words(pieces, words, where, word_spans, refuse_uncovered=strict)
+        if alignment is None or not alignment.uncovered:
+            return LineWords(subwords, list(sentences), alignment, None)
+        joins = join_uncovered(sentences, alignment.uncovered, where)
+        index = [joins.word_map[w] for w in alignment.word_index]  # (n_pieces,) over the joined words
+        joined = SubwordWords(index, [w for s in joins.sentences for w in s.words])
+        return LineWords(joined, joins.sentences, alignment, joins)
+
     def subword_words(self, pieces: Sequence[str], parse_words: Sequence[str], where: str,
-                      word_spans: Optional[Sequence[Span]] = None) -> Tuple[SubwordWords, Optional[CharAlignment]]:
+                      word_spans: Optional[Sequence[Span]] = None,
+                      refuse_uncovered: bool = True) -> Tuple[SubwordWords, Optional[CharAlignment]]:
         """The word of each piece, and the character alignment (None on the ``@@`` route). ``word_spans``: the parse
         words' spans in the spanned line (the raw-text route; required there, refused elsewhere). ValueError naming
-        ``where`` when the pieces do not spell the parse words' text, or a word has no piece (the rule above)."""
+        ``where`` when the pieces do not spell the parse words' text, or (``refuse_uncovered``) a word has no piece;
+        without ``refuse_uncovered`` such words are in ``alignment.uncovered`` and no piece's index names them (the
+        caller joins them: :meth:`line_words`)."""
         if word_spans is not None and not self.char_spans:
             raise ValueError(f"{where}: the parse gives its words character spans (start_char/end_char: the raw-text "
                              f"route, syntrans-parse --char-spans) but the pieces are aligned as {self.describe()}: "
@@ -95,15 +127,16 @@ class PieceRoute:
                 raise ValueError(f"{where}: the gpt2 pieces' bytes are not UTF-8 text ({e})") from None
             spans = self._spans(text, parse_words, word_spans, where)
             alignment = align_piece_bytes(text, parse_words, spans, data, where)
-        if alignment.uncovered:
+        if alignment.uncovered and refuse_uncovered:
             j = alignment.uncovered[0]
             before = max((k for k in alignment.word_index if k < j), default=None)
             raise ValueError(f"{where}: parse word {j + 1} {parse_words[j]!r} has no subword piece of its own (its "
                              f"characters lie in a piece that begins in word {'?' if before is None else before + 1} "
                              f"{'' if before is None else repr(parse_words[before])}; {len(alignment.uncovered)} such "
-                             "word(s) in the line): such a line is refused (docs/commands.md, SentencePiece and "
-                             "byte-level BPE): segment so that every word starts a piece (a model trained on the "
-                             "parse's tokens) or parse the text so that the words follow the pieces")
+                             "word(s) in the line): --strict refuses such a line (without it the word is joined to "
+                             "the word whose piece holds it, and counted): segment so that every word starts a piece "
+                             "(a model trained on the parse's tokens) or parse the text so that the words follow the "
+                             "pieces")
         return SubwordWords(alignment.word_index, list(parse_words)), alignment
 
     @staticmethod

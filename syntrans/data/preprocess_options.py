@@ -9,7 +9,8 @@ FAIRSEQ_OPTIONS = ("and every option of fairseq-preprocess (source/target langua
 
 BPE_HELP = ("fairseq's option: how the text was segmented, which decides how pieces map to parse words: subword_nmt "
             "(default: pieces ending in --bpe-marker continue their word), sentencepiece or gpt2 (aligned to the parse "
-            "words by characters; crossing pieces are reported, a word without a piece of its own refused)")
+            "words by characters; crossing pieces are reported, a word without a piece of its own joined to the word whose "
+            "piece holds it and reported)")
 
 
 def add_syntax_args(parser: argparse.ArgumentParser) -> None:
@@ -28,8 +29,9 @@ def add_syntax_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--binarize-trees", action="store_true",
                    help="distances on CNF-binarized trees (the released distance-mask code); default: the paper's")
     g.add_argument("--strict", action="store_true",
-                   help="error on multi-sentence lines, empty lines, failed parses, respelled words and dependency heads that "
-                        "are no tree, instead of reporting them (such heads get the chain fallback)")
+                   help="error on multi-sentence lines, empty lines, failed parses, respelled words, dependency heads that "
+                        "are no tree and words without a subword piece of their own, instead of reporting them (such "
+                        "heads get the chain fallback; such words are joined to the word whose piece holds them)")
     g.add_argument("--sidecars-only", action="store_true", help="skip fairseq's binarization (data already in --destdir)")
 
 

@@ -66,13 +66,11 @@ def line_arrays(pieces: Sequence[str], sentences: Sequence[ParsedSentence], wher
     Raises ValueError naming ``where`` when the BPE text and the parse disagree on the number of words.
     """
     route = route or PieceRoute(marker=marker)
-    if route.by_chars:  # SentencePiece: without a parse, the words are the text's whitespace-separated fields
-        words = [w for s in sentences for w in s.words]
-        spans = line_spans(sentences, where)
-        if not sentences:
-            words, spans = whitespace_spans("".join(pieces).replace(SPACE_MARK, " "))
-            spans = spans if route.char_spans else None
-        subwords = route.subword_words(pieces, words, where, spans)[0]
+    if route.by_chars and sentences:  # a word without a piece of its own joined as syntrans-preprocess joins it
+        subwords, sentences = route.line_words(pieces, sentences, where, line_spans(sentences, where))[:2]
+    elif route.by_chars:  # SentencePiece without a parse: the words are the text's whitespace-separated fields
+        words, spans = whitespace_spans("".join(pieces).replace(SPACE_MARK, " "))
+        subwords = route.subword_words(pieces, words, where, spans if route.char_spans else None)[0]
     else:
         subwords = bpe_subword_words(pieces, marker, where)
     if not sentences:

@@ -12,17 +12,9 @@ Alignment (:func:`align_to_tokens`) is by position only, never by string search:
   a token may hold several syntactic words (a multi-word token, ``sentence.tokens[i].words``) and
   words may be re-spelled (``-LRB-`` for ``(``, unescaped or normalised quotes, …): the spelling is
   ignored, the output has exactly one word per input token, spelled as in the input;
-* a token's head is the token holding the head of the token's *external* word, the word of the
-  token whose head lies outside the token (0 = root stays 0). Where several words of a token have
-  their heads outside it, the one closest to the root is taken (the first such on a tie): that word
-  is always external, and this choice keeps the token-level heads a tree (taking simply the first
-  external word can create a cycle when a token's words are not connected). The token's relation is
-  that word's relation. The "first word" default of a token with no external word can only arise
-  from a malformed (cyclic) parse, which is rejected instead;
-* constituency leaves are matched to words by position (leaf j = word j). For a multi-word token,
-  the leaf of its first word is kept, under that word's preterminal, and relabelled with the input
-  token; the leaves of its other words are dropped, and every node left with no children is removed
-  (a node left with one child is kept, a unary node). The resulting tree's leaves are the input tokens.
+* a token's head and relation, and its place in the constituency tree (leaf j = word j), follow the rules of
+  :mod:`syntrans.syntax.word_groups` (the token's *external* word gives its head and relation; the leaf of its first
+  word is kept, relabelled with the input token): the resulting tree's leaves are the input tokens.
 
 Multi-word tokens (:func:`mwt_rule`, :func:`pretokenized_document`): stanza's models for languages with
 contractions (German ``zum`` = ``zu dem``, ``im`` = ``in dem``, …) are trained on the expanded syntactic
@@ -70,12 +62,12 @@ from typing import Any, NamedTuple
 import stanza
 import torch
 from stanza.models.common.doc import ID, MISC, TEXT
-from stanza.models.constituency.parse_tree import Tree
 from stanza.resources import common as stanza_resources
 
 from ..data.parse_views import VIEWS, parse_views
 from ..syntax.parsed import ParsedSentence
-from ..syntax.trees import TreeLike, as_tree
+from ..syntax.trees import TreeLike
+from ..syntax.word_groups import group_heads, group_tree
 from ..syntax.word_spans import spanned_line
 from .stanza_processors import processors as view_processors
 
@@ -147,24 +139,6 @@ def from_stanza(sentence: Any, views=VIEWS) -> StanzaLikeSentence:
     return StanzaLikeSentence(tokens, tree)
 
 
-def _depths(heads: Sequence[int]) -> list[int]:
-    """Arcs from each word to the root; ValueError when the heads are not a tree (a cycle)."""
-    n = len(heads)
-    depth: list[int | None] = [None] * n
-    for start in range(n):
-        path = []
-        j = start
-        while j >= 0 and depth[j] is None:
-            path.append(j)
-            if len(path) > n:
-                raise ValueError(f"the dependency heads contain a cycle through word {start + 1}")
-            j = heads[j] - 1
-        base = -1 if j < 0 else depth[j]
-        for k, p in enumerate(reversed(path)):
-            depth[p] = base + 1 + k
-    return depth  # type: ignore[return-value]
-
-
 def align_to_tokens(tokens: Sequence[str], sentence: StanzaLikeSentence,
                     line: int | None = None) -> ParsedSentence:
     """One word per input token, heads and tree mapped back by position (rules: module docstring)."""
@@ -179,64 +153,23 @@ def align_to_tokens(tokens: Sequence[str], sentence: StanzaLikeSentence,
     tok_heads, deprels = _token_heads(sentence, word_tok)
     tree = None
     if sentence.tree is not None:
-        tree = _tree_to_tokens(as_tree(sentence.tree), word_tok, tokens)
+        tree = group_tree(sentence.tree, word_tok, tokens)
     out = ParsedSentence(words=tokens, heads=tok_heads, deprels=deprels, tree=tree, line=line)
     out.validate(f"line {line}" if line is not None else "aligned sentence")
     return out
 
 
 def _token_heads(sentence: StanzaLikeSentence, word_tok: Sequence[int]) -> tuple[list[int] | None, list[str] | None]:
-    """(token heads, token relations) of the words' dependencies (rules: module docstring); (None, None) when the
-    parse has none (every word's head None)."""
+    """(token heads, token relations) of the words' dependencies (:func:`~syntrans.syntax.word_groups.group_heads`);
+    (None, None) when the parse has none (every word's head None)."""
     words = sentence.words
-    m = len(words)
     heads = [w.head for w in words]
     if all(h is None for h in heads):
         return None, None
     if any(h is None for h in heads):
-        raise ValueError(f"the parser gave {sum(h is None for h in heads)} of {m} words no head")
-    bad = [h for h in heads if not 0 <= h <= m]
-    if bad:
-        raise ValueError(f"word heads must lie in 0..{m}, found {bad[:5]}")
-    depth = _depths(heads)
-
-    tok_heads: list[int] = []
-    tok_rels: list[str | None] = []
-    j0 = 0
-    for t, ws in enumerate(sentence.tokens):
-        idx = range(j0, j0 + len(ws))
-        external = [j for j in idx if heads[j] == 0 or word_tok[heads[j] - 1] != t]
-        j = min(external, key=lambda k: (depth[k], k)) if external else j0
-        tok_heads.append(0 if heads[j] == 0 else word_tok[heads[j] - 1] + 1)
-        tok_rels.append(words[j].deprel)
-        j0 += len(ws)
+        raise ValueError(f"the parser gave {sum(h is None for h in heads)} of {len(words)} words no head")
+    tok_heads, tok_rels = group_heads(heads, [w.deprel for w in words], word_tok)
     return tok_heads, (None if any(r is None for r in tok_rels) else list(tok_rels))
-
-
-def _tree_to_tokens(tree, word_tok: Sequence[int], tokens: Sequence[str]):
-    """Rebuild ``tree`` so its leaves are ``tokens`` (leaf j belongs to token word_tok[j])."""
-    n_leaves = len(tree.leaf_labels())
-    if n_leaves != len(word_tok):
-        raise ValueError(f"the constituency tree has {n_leaves} leaves but the parser returned {len(word_tok)} words")
-    leaf_no = 0
-    built = {}
-    stack = [(tree, False)]
-    while stack:  # iterative post-order, children left to right
-        node, done = stack.pop()
-        if not node.children:
-            t = word_tok[leaf_no]
-            first = leaf_no == 0 or word_tok[leaf_no - 1] != t
-            built[id(node)] = Tree(label=tokens[t]) if first else None
-            leaf_no += 1
-            continue
-        if not done:
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(node.children))
-            continue
-        kids = [built.pop(id(c)) for c in node.children]
-        kids = [k for k in kids if k is not None]
-        built[id(node)] = Tree(label=node.label, children=kids) if kids else None
-    return built[id(tree)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -69,8 +69,10 @@ def run_binarize(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str
             report = preprocess(args, log=log)
     except (ValueError, FileNotFoundError) as e:  # SidecarError included
         parses = "" if parse_dir is None else f" and {parse_dir}/{{split}}.{{{src},{tgt}}}.conllu"
-        raise PrepError(f"syntrans-preprocess failed: {e}; inputs: {bpe_dir}/{{split}}.{{{src},{tgt}}}{parses}; "
-                        f"run again with --force to redo every step") from None
+        # a fault in a line of the inputs comes back with --force: that advice only for a file gone missing
+        again = "; run again with --force to redo every step" if isinstance(e, FileNotFoundError) else ""
+        raise PrepError(f"syntrans-preprocess failed: {e}; inputs: {bpe_dir}/{{split}}.{{{src},{tgt}}}{parses}"
+                        f"{again}") from None
     missing = [p for p in binary_outputs(src, tgt, sidecars=parse_dir is not None, kinds=kinds)
                if not (data_bin / p).exists()]
     if missing:

@@ -114,6 +114,9 @@ class Prepared:
     #: stanza's own tokenizer with character spans); syntrans-translate checks it against its own flags
     text_route: str = "moses"
     crossing: dict = field(default_factory=dict)  # {split.lang: pieces crossing a word boundary} (not subword_nmt)
+    #: {split.lang: {"words": n, "lines": [...], "merged_sentences": n}}: words without a piece of their own, joined
+    #: to the word whose piece holds them (not subword_nmt)
+    joined: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -145,6 +148,8 @@ class Prepared:
         if self.segmentation != "subword_nmt":
             crossing = ", ".join(f"{k} {n}" for k, n in self.crossing.items()) or "none built"
             bpe += f" (pieces crossing a word boundary, aligned by characters: {crossing})"
+            joined = ", ".join(f"{k} {j['words']} in {len(j['lines'])} lines" for k, j in self.joined.items())
+            bpe += f" (words without a piece of their own, joined to the word whose piece holds them: {joined or 'none built'})"
         return (f"prepared {self.corpus} {self.src}->{self.tgt}{' (smoke)' if self.smoke else ''}: {sizes} pairs "
                 f"(train dropped: {dropped or 'no filters'}); {bpe}; "
                 f"parsers {parsers} (views {views}); data-bin {self.data_bin}; reference {self.ref_test}{recipe}")
@@ -173,6 +178,7 @@ class _Run:
     views: dict = field(default_factory=dict)  # {lang: the views of its parse} (syntrans.data.parse_views)
     launch: object = None  # a syntrans.jobs.launcher.LaunchOptions for the parse shards; None: here
     segmentation: Segmentation = field(default_factory=Segmentation)  # --bpe and its model files
+    strict: bool = False  # --strict: a per-line fault of the sidecar build stops it (syntrans-preprocess --strict)
 
     @property
     def direction(self) -> str:
@@ -390,6 +396,8 @@ def _binarize_settings(r: _Run) -> dict:
         settings["char_spans"] = True
     if r.pair.multitask:  # named only when set: a folder prepared before it existed keeps its marker
         settings["multitask"] = {"seed": MULTITASK_SEED, "tags": list(TAGS), "target": r.pair.multitask_target}
+    if r.strict:  # named only when set: a folder built without it is built again, and checked
+        settings["strict"] = True
     return settings
 
 
@@ -405,10 +413,13 @@ def _binarize(r: _Run) -> tuple[list[str], dict]:
     any_kinds = any(kinds.values())
     report = run_binarize(r.out / "bpe", r.out / "parse" if any_kinds else None, r.out / "data-bin", r.src, r.tgt,
                           r.pair.joint, r.workers, r.log, nwords=r.pair.word_vocab, kinds=kinds,
-                          extra=r.segmentation.preprocess_argv())
+                          extra=r.segmentation.preprocess_argv() + ["--strict"] * r.strict)
     info = {}
-    if not r.segmentation.default and report is not None:  # the crossing pieces of every side built
+    if not r.segmentation.default and report is not None:  # the crossing pieces and joined words of every side built
         info["crossing"] = {f"{split}.{lang}": rep.crossing for split, lang, rep in report.sides}
+        info["joined"] = {f"{split}.{lang}": {"words": rep.joined, "lines": list(rep.joined_lines),
+                                              "merged_sentences": rep.merged_sentences}
+                          for split, lang, rep in report.sides}
     return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=any_kinds, kinds=kinds)], info
 
 
@@ -664,7 +675,7 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
                    parser: str = "auto", bpe_ops: int | None = None, workers: int = 1, force: bool = False,
                    log: Callable[[str], None] = print, smoke_sizes: dict | None = None,
                    checksums: Path | None = None, parse_shards: int = 1, recipe: Recipe | None = None,
-                   views=None, launch=None, segmentation: Segmentation | None = None) -> Prepared:
+                   views=None, launch=None, segmentation: Segmentation | None = None, strict: bool = False) -> Prepared:
     """Prepare ``corpus`` for direction src→tgt into ``out_dir`` (layout: module docs); returns its summary.
 
     ``recipe``: a paper's settings on top of the corpus' (:mod:`syntrans.prep.recipe`); an ``out_dir``
@@ -673,12 +684,14 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
     …}`` each side's; a side with none is not parsed and gets no sidecars); ``launch``: the launcher options of the parse shards
     (:class:`~syntrans.jobs.launcher.LaunchOptions`; None: here), :class:`~syntrans.prep.parse_step.PrepPending`
     when they are left running. ``segmentation``: ``--bpe`` and its model files
-    (:class:`~syntrans.prep.segmentation.Segmentation`; default subword_nmt). Raises :class:`~syntrans.prep.errors.PrepError`
+    (:class:`~syntrans.prep.segmentation.Segmentation`; default subword_nmt). ``strict``: the sidecar build's per-line
+    faults stop it (``syntrans-preprocess --strict``) instead of being counted. Raises :class:`~syntrans.prep.errors.PrepError`
     for anything the user can fix (missing files, network errors, checksum mismatches, a pair the corpus
     lacks, missing stanza models, a recipe that does not fit the pair or the folder).
     """
     r = _resolve(corpus, src, tgt, out_dir, raw_dir, smoke, parser, bpe_ops, workers, force, log, smoke_sizes,
                  checksums, parse_shards, recipe, views, launch, segmentation)
+    r.strict = strict
     r.out.mkdir(parents=True, exist_ok=True)
     _check_recipe(r)
     if r.recipe:
@@ -707,6 +720,7 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
         word_vocab=r.pair.word_vocab, recipe=r.recipe, views={lang: list(v) for lang, v in _lang_views(r).items()},
         ref_test_more=[r.out / "ref" / f"test.{r.tgt}.{k}" for k in range(2, 2 + len(r.pair.reference_files(r.tgt)))],
         segmentation=r.segmentation.bpe, crossing=dict(infos["binarize"].get("crossing", {})),
+        joined=dict(infos["binarize"].get("joined", {})),
         text_route=r.segmentation.text_route)
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
