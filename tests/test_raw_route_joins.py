@@ -57,6 +57,7 @@ def test_the_caption_that_stopped_the_build_is_joined_and_counted(model_2000, st
     prepared.json with its line; the sidecars have a row per joined word. With --strict the same build stops, naming
     a line and the word."""
     from syntrans.data.sidecars import Sidecar
+    from syntrans.syntax.parsed import read_conllu
     from syntrans.prep.errors import PrepError
 
     _raw(tmp_path / "raw", SLICE, 8)
@@ -66,6 +67,15 @@ def test_the_caption_that_stopped_the_build_is_joined_and_counted(model_2000, st
     joined = json.loads((out / "prepared.json").read_text(encoding="utf-8"))["joined"]
     assert joined == prepared.joined
     assert 33 in joined["train.de"]["lines"] and joined["train.de"]["words"] >= len(joined["train.de"]["lines"])
+    # every fallback of every side is in prepared.json with its lines: the joined words as above, the failed parses
+    # the lines whose sentences the parse file marks failed (stanza's tokenizer making one token across a space)
+    fallbacks = json.loads((out / "prepared.json").read_text(encoding="utf-8"))["fallbacks"]
+    assert fallbacks["train.de"]["joined_words"] == {"count": joined["train.de"]["words"],
+                                                     "lines": joined["train.de"]["lines"]}
+    for side in fallbacks:
+        split, lang = side.split(".")
+        marked = sorted({s.line for s in read_conllu(str(out / "parse" / f"{split}.{lang}.conllu")) if s.failed})
+        assert fallbacks[side]["failed_parse"] == {"count": len(marked), "lines": marked}, side
     # every side built has its count; each line's pieces index exactly the words its head sidecar has rows for
     assert set(joined) == {f"{s}.{lang}" for s in ("train", "valid", "test") for lang in ("de", "en")}
     word, head = (Sidecar(str(out / "data-bin" / f"train.de-en.de.{k}")) for k in ("word", "head"))

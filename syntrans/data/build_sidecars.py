@@ -48,6 +48,24 @@ class SidecarReport:
     joined: int = 0  # words without a piece of their own, joined to the word whose piece holds them
     joined_lines: List[int] = field(default_factory=list)  # the lines holding them
     merged_sentences: int = 0  # sentences merged into the one before by such a join
+    merged_lines: List[int] = field(default_factory=list)  # the lines holding them
+
+    def fallbacks(self) -> dict:
+        """Each per-line fault this build counted and worked around instead of stopping (``--strict`` stops at it):
+        ``{name: {"count": n, "lines": [...]}}`` (lines 1-based; ``count`` words or pieces where it says so)."""
+        out = {
+            "multi_sentence": (len(self.multi_sentence), self.multi_sentence),  # lines: gap 999 between sentences
+            "empty": (len(self.empty), self.empty),  # lines: empty sidecars
+            "failed_parse": (len(self.failed), self.failed),  # lines: the parser's fallback parse
+            "respelled": (len(self.respelled), self.respelled),  # lines whose words the parse spells otherwise
+            "not_a_tree": (len(self.not_trees), self.not_trees),  # lines: the chain fallback
+            "other_label": (len(self.other_labels), self.other_labels),  # lines: a relation outside UD v2
+        }
+        if self.by_chars:
+            out["crossing_pieces"] = (self.crossing, self.crossing_lines)  # pieces, in these lines
+            out["joined_words"] = (self.joined, self.joined_lines)  # words, in these lines
+            out["merged_sentences"] = (self.merged_sentences, self.merged_lines)
+        return {k: {"count": n, "lines": list(lines)} for k, (n, lines) in out.items()}
 
     def summary(self) -> str:
         def some(xs):
@@ -172,6 +190,8 @@ def _build_side(text_file, parse_file, out_prefix, route, binarize, strict) -> S
                 rep.joined += joins.words
                 rep.joined_lines.append(ln)
                 rep.merged_sentences += joins.merged_sentences
+                if joins.merged_sentences:
+                    rep.merged_lines.append(ln)
             if not pieces:
                 rep.empty.append(ln)
             if len(sents) > 1:

@@ -117,6 +117,9 @@ class Prepared:
     #: {split.lang: {"words": n, "lines": [...], "merged_sentences": n}}: words without a piece of their own, joined
     #: to the word whose piece holds them (not subword_nmt)
     joined: dict = field(default_factory=dict)
+    #: {split.lang: {fallback: {"count": n, "lines": [...]}}}: every per-line fault of the sidecar build that was
+    #: counted and worked around (syntrans.data.build_sidecars.SidecarReport.fallbacks; --strict stops at them)
+    fallbacks: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -415,6 +418,8 @@ def _binarize(r: _Run) -> tuple[list[str], dict]:
                           r.pair.joint, r.workers, r.log, nwords=r.pair.word_vocab, kinds=kinds,
                           extra=r.segmentation.preprocess_argv() + ["--strict"] * r.strict)
     info = {}
+    if report is not None:  # every per-line fallback of every side built, with its lines
+        info["fallbacks"] = {f"{split}.{lang}": rep.fallbacks() for split, lang, rep in report.sides}
     if not r.segmentation.default and report is not None:  # the crossing pieces and joined words of every side built
         info["crossing"] = {f"{split}.{lang}": rep.crossing for split, lang, rep in report.sides}
         info["joined"] = {f"{split}.{lang}": {"words": rep.joined, "lines": list(rep.joined_lines),
@@ -720,7 +725,7 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
         word_vocab=r.pair.word_vocab, recipe=r.recipe, views={lang: list(v) for lang, v in _lang_views(r).items()},
         ref_test_more=[r.out / "ref" / f"test.{r.tgt}.{k}" for k in range(2, 2 + len(r.pair.reference_files(r.tgt)))],
         segmentation=r.segmentation.bpe, crossing=dict(infos["binarize"].get("crossing", {})),
-        joined=dict(infos["binarize"].get("joined", {})),
+        joined=dict(infos["binarize"].get("joined", {})), fallbacks=dict(infos["binarize"].get("fallbacks", {})),
         text_route=r.segmentation.text_route)
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
