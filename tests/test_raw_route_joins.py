@@ -7,9 +7,14 @@ words oddly: the harsh case). Skipped without the shared real-data folder."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from helpers import SHARED_DATA
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 MULTI30K = SHARED_DATA / "multi30k"
 SLICE = 60  # captions of the slice parsed; line 33 of the training text lies in it
@@ -57,8 +62,8 @@ def test_the_caption_that_stopped_the_build_is_joined_and_counted(model_2000, st
     prepared.json with its line; the sidecars have a row per joined word. With --strict the same build stops, naming
     a line and the word."""
     from syntrans.data.sidecars import Sidecar
-    from syntrans.syntax.parsed import read_conllu
     from syntrans.prep.errors import PrepError
+    from syntrans.syntax.parsed import read_conllu
 
     _raw(tmp_path / "raw", SLICE, 8)
     prepared = _prepare(tmp_path, model_2000, stanza_res)
@@ -82,6 +87,15 @@ def test_the_caption_that_stopped_the_build_is_joined_and_counted(model_2000, st
     assert len(word) == len(head) == prepared.sizes["train"]
     for i in range(len(word)):
         assert sorted(set(word[i].tolist())) == list(range(len(head[i]))), f"line {i + 1}"
+    # each step's own time is recorded, and scripts/routes_summary.py sums the folder up from prepared.json
+    summary = json.loads((out / "prepared.json").read_text(encoding="utf-8"))
+    assert all(isinstance(summary["step_seconds"][s], float) for s in ("tokenize", "bpe", "parse", "binarize"))
+    table = subprocess.run([sys.executable, str(SCRIPTS / "routes_summary.py"), str(tmp_path), "out"],
+                           capture_output=True, text=True, check=True, timeout=60).stdout
+    de_joined = sum(fallbacks[f"{s}.de"]["joined_words"]["count"] for s in ("train", "valid", "test"))
+    row = table.splitlines()[2]
+    assert row.startswith(f"| out | SentencePiece on raw text | {prepared.sizes['train']:,} / 8 / 8 |")
+    assert f"joined_words de {de_joined:,}" in row
     with pytest.raises(PrepError, match=r"line \d+: parse word \d+ '[^']+' has no subword piece of its own .*--strict "
                                         r"refuses"):
         _prepare(tmp_path, model_2000, stanza_res, strict=True)

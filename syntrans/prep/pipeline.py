@@ -504,6 +504,7 @@ def run_steps(r: _Run) -> dict[str, dict]:
         markers.clear(r.out, step)
         t0 = time.time()
         outputs, info = run_fn(r)
+        info = dict(info, seconds=round(time.time() - t0, 1))  # the step's own time (of its last run)
         if step == "fetch":
             settings = dict(_fetch_settings(r, info), after=after)  # the digests of what is there now
         ids[step] = markers.save(r.out, step, settings, outputs, info,
@@ -729,6 +730,8 @@ def prepare_corpus(corpus: str, src: str, tgt: str, out_dir: Path, raw_dir: Path
         text_route=r.segmentation.text_route)
     summary = p.to_json()
     summary["seconds"] = round(time.time() - t0, 1)
+    # each step's own time, when it ran (this call or an earlier one): a resumed preparation keeps the first ones'
+    summary["step_seconds"] = {step: infos[step].get("seconds") for step in STEPS}
     # what `syntrans-prepare --again OUT` calls prepare_corpus with (all but the views, workers and launcher)
     summary["again"] = {"corpus": corpus, "src": src, "tgt": tgt, "raw_dir": None if raw_dir is None else str(r.raw),
                         "smoke": smoke, "parser": parser, "bpe_ops": bpe_ops, "smoke_sizes": smoke_sizes,
