@@ -214,6 +214,11 @@ def test_every_stated_quote_is_the_papers_own_words(path):
     each layer and no regularisation are stated, the gate's form is not)."""
     import re
 
+    from syntrans.reproduce.published import OURS_FOLDERS
+
+    if path.parent.name in OURS_FOLDERS:  # our own recipe (the Multi30k table): no paper, nothing marked stated
+        assert not any(n.startswith("stated") for n in read_args_file(path).notes.values()), path
+        return
     raw = (PAPERS / PAPER_TEXT[path.parent.name]).read_text(encoding="utf-8")
     text = " ".join(re.sub(r"(\w)-\n(\w)", r"\1\2", raw).split()) + "\n" + " ".join(
         re.sub(r"(\w)-\n(\w)", r"\1-\2", raw).split())

@@ -3,6 +3,7 @@
     syntrans-reproduce distance_table1 [--raw-dir DOWNLOADS] [--seeds 1,2,3] [--average-last 5] [--datasets iwslt14_de_en]
     syntrans-reproduce distance_table1 --smoke --raw-dir ../shared/data/multi30k     # minutes on CPU, real text
     syntrans-reproduce distance_table1 --smoke --synthetic                             # the built-in synthetic corpus
+    syntrans-reproduce multi30k --raw-dir ../shared/data --parser-scores RES/scores.json  # ours: Multi30k, 5 systems
 
 Steps per dataset: prepare the corpus (syntrans-prepare: download or --raw-dir, Moses, cleaning, BPE, parse, binarize),
 then per system and seed fairseq-train with the config file, optional checkpoint averaging, fairseq-generate with the
@@ -69,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="decode the average of the last N epoch checkpoints (default: the paper's selection, e.g. the last 5 for "
                         "Hou et al. 2022's WMT14 row; else checkpoint_best.pt, the smallest validation loss)")
     p.add_argument("--datasets", type=_names, default=None, help="only these datasets (keys as in the table, e.g. nc11_de_en)")
-    p.add_argument("--systems", type=_names, default=None, help="only these systems (e.g. baseline,PASCAL)")
+    p.add_argument("--systems", type=_names, default=None,
+                   help="only these systems (e.g. baseline,PASCAL); all: every system (default: every system, or the "
+                        "table's own default where it has one: multi30k runs its first comparison)")
     p.add_argument("--parser", default="auto", help="syntrans-prepare's parser (default auto: stanza, or right-branching "
                    "in a smoke run without stanza models; imported: the paper's parser's output, see docs/reproduce.md)")
     p.add_argument("--train-args", default="", help="extra fairseq-train flags, e.g. \"--fp16 --update-freq 8\"")
@@ -79,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parse-shards", type=positive_int, default=1, metavar="N",
                    help="parse each file in N shards: with --launcher slurm or submitit-local, one job each (default 1). "
                         "Only the views of the parse the selected systems read are parsed")
+    p.add_argument("--parser-scores", type=Path, default=None, metavar="FILE",
+                   help="a JSON file of the parsers' own scores per language (uas, las, upos, bracket_f1, test_file, "
+                        "train_files), printed under the table with the file named (docs/reproduce.md)")
     add_cluster_args(p, "each (dataset, system, seed), and each shard of a parse (--parse-shards),", "WORK_DIR/jobs")
     return p
 
@@ -113,7 +119,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    seeds=args.seeds, average_last=args.average_last, datasets=args.datasets, systems=args.systems,
                    parser=args.parser, train_args=shlex.split(args.train_args), generate_args=shlex.split(args.generate_args),
                    config_dir=args.config_dir or CONFIG_DIR, workers=args.workers, launch=launch_opts,
-                   parse_shards=args.parse_shards,
+                   parse_shards=args.parse_shards, parser_scores=args.parser_scores,
                    command=" ".join([PROG, *map(shlex.quote, argv)]))
     try:
         reproduce(opts, log=lambda message: print(message, flush=True))  # flushed: progress shows in a piped log

@@ -104,7 +104,7 @@ RELEASED: Tuple[ReleasedCode, ...] = (
         "whole tokens (syntrans-prepare --multitask, syntrans/prep/multitask.py)",
         "the translation side then has the same subwords as the baseline's data, so the two rows differ by the added "
         "parsing pairs alone; relearning the BPE would also change the translation pairs' segmentation",
-        configs=("pascal/*.multitask.args",), names=("+MULTI-TASK",), tables=("cross_paper",)),
+        configs=("pascal/*.multitask.args",), names=("+MULTI-TASK",), tables=("cross_paper", "multi30k")),
     ReleasedCode(
         "+MULTI-TASK data: the parser's input",
         f"not stated ({BO}, §3.1: Stanford CoreNLP parses the source sentences)",
@@ -113,7 +113,7 @@ RELEASED: Tuple[ReleasedCode, ...] = (
         "the tokenized source as it is, parsed by syntrans-prepare's --parser (stanza by default)",
         "the same parse feeds every system of the table (PASCAL, LISA, +S&H read it too); normalising the parser's "
         "input for one system alone would parse the source twice",
-        configs=("pascal/*.multitask.args",), names=("+MULTI-TASK",), tables=("cross_paper",)),
+        configs=("pascal/*.multitask.args",), names=("+MULTI-TASK",), tables=("cross_paper", "multi30k")),
     ReleasedCode(
         "SLA: the neighbours of a word's window",
         "Hou et al. (gated self-attention), §5.2: the distance is the shortest path in the dependency tree, from the "
@@ -124,7 +124,7 @@ RELEASED: Tuple[ReleasedCode, ...] = (
         "union restricted to the word's own tree (ours), --sla-window neighbours-unrestricted the released code's",
         "the results of the gated paper's Table 3 come from its own re-implementation, which it describes as the "
         "distance from the word; the options give the released code's forms",
-        configs=("gated/*.sla.args",), names=("SLA",), tables=("cross_paper",)),
+        configs=("gated/*.sla.args",), names=("SLA",), tables=("cross_paper", "multi30k")),
     ReleasedCode(
         "SLA: the sentence-boundary token",
         "not stated (Hou et al., gated self-attention, §5.2)",
@@ -133,7 +133,7 @@ RELEASED: Tuple[ReleasedCode, ...] = (
         "EOS sees only itself and is in no other token's window; --sla-boundary-visible gives the released code's "
         "visibility",
         "the gated paper says nothing of the boundary token; an encoder with a window only over words keeps EOS out",
-        configs=("gated/*.sla.args",), names=("SLA",), tables=("cross_paper",)),
+        configs=("gated/*.sla.args",), names=("SLA",), tables=("cross_paper", "multi30k")),
     ReleasedCode(
         "SLA: the gate",
         "Hou et al. (gated self-attention), §5.2: \"a naive gating network controlling the combination of syntax and "
@@ -143,7 +143,7 @@ RELEASED: Tuple[ReleasedCode, ...] = (
         "the gated paper's own gate network per sentence and head, without its regularisation (--gate-layers); "
         "--sla-token-gate gives the released code's gate",
         "the gated paper describes a gate per head; the configs mark this reading as ours",
-        configs=("gated/*.sla.args",), names=("SLA",), tables=("cross_paper",)),
+        configs=("gated/*.sla.args",), names=("SLA",), tables=("cross_paper", "multi30k")),
 )
 
 

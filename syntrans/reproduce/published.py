@@ -35,6 +35,8 @@ MA = "Ma et al. 2019, Improving Neural Machine Translation with Neural Syntactic
 #: the paper of each configs/ folder
 PAPER_OF_FOLDER = {"distance_mask": HOU2022, "gated": GATED, "pascal": BUGLIARELLO, "lisa": BUGLIARELLO,
                    "dbsa": DEGUCHI, "syncattn": DEGUCHI, "nsd": MA}
+#: configs/ folders of our own recipes: no paper states any of their settings (every flag is marked ours)
+OURS_FOLDERS = ("multi30k",)
 
 
 def _s(where: str, **flags) -> Settings:
@@ -229,8 +231,11 @@ def stated(config: str) -> Settings:
 
     File names: ``<folder>/<dataset>.args`` (the method), ``<dataset>.baseline.args``, ``gated/<dataset>.{lisa,pascal,sla}
     .args`` (the gated paper's baselines), ``pascal/<dataset>.sh.args`` (Bugliarello & Okazaki's +S&H baseline) and
-    ``nsd/<dataset>.rowNN.args`` (Ma et al. 2019, Table 1 row NN)."""
+    ``nsd/<dataset>.rowNN.args`` (Ma et al. 2019, Table 1 row NN). A folder of :data:`OURS_FOLDERS` (our own
+    recipes, e.g. ``multi30k/en_de.baseline.args``) has no stated setting: every flag of its files is ours."""
     folder, name = config.split("/", 1)
+    if folder in OURS_FOLDERS:
+        return {}
     parts = name[: -len(".args")].split(".")
     ds, variant = parts[0], (parts[1] if len(parts) > 1 else "method")
     if folder == "distance_mask":
@@ -283,6 +288,9 @@ def protocol(table: str, dataset: str) -> Protocol:
     """How many seeds and which checkpoint each table's row reports."""
     if table in RUNS_OF:
         return protocol(RUNS_OF[table], dataset)
+    if table == "multi30k":  # ours: no paper reports it
+        return Protocol(2, "best", "ours (no paper reports this table): 2 seeds and the smallest validation loss, "
+                                   "the run ended by early stopping (configs/multi30k/en_de.baseline.args)")
     if table == "cross_paper":  # ours: no paper reports it
         return Protocol(5, "best", "ours (no paper reports this table): 5 seeds and the smallest validation loss, as "
                                    "Hou et al. 2022 (§4.2: 5 seeds) and the gated paper (§5.1) for these datasets")

@@ -371,6 +371,29 @@ _CROSS_PARSER = ("no single paper's: syntrans-prepare's --parser for every syste
                  "the views its systems read (each paper's own parser: the tables of that paper)",
                  "not applicable (the systems come from five papers with four parsers; docs/reproduce.md, Parsers)")
 
+def _m30k(what: str) -> str:
+    """The source of one of the Multi30k table's settings: all ours."""
+    return f"not stated: ours ({what}; no paper reports the Multi30k table)"
+
+
+#: the Multi30k table (ours): the data of ``syntrans-prepare multi30k --pair en-de --bpe-ops 10000 --ratio off --max-len
+#: off``, every setting that command sets given explicitly; the others are the corpus' (syntrans.prep.corpora)
+_MULTI30K = _entry(
+    max_len=(OFF, _m30k("no length filter, every caption kept: syntrans-prepare --max-len off")),
+    ratio=(OFF, _m30k("no length-ratio filter, every caption kept: syntrans-prepare --ratio off")),
+    lowercase=(None, _m30k("the corpus' setting: cased text")),
+    aggressive_dashes=(None, _m30k("the corpus' setting: Moses tokenization without -a")),
+    bpe_ops=(10000, _m30k("10,000 subword-nmt merges: syntrans-prepare --bpe-ops 10000")),
+    joint=(True, _m30k("one BPE model and dictionary for both sides, the corpus' setting; shared embeddings")),
+    eval_tokenize=("13a", _m30k("sacreBLEU's default BLEU tokenizer, 13a; chrF++ has none")),
+    eval_lowercase=(False, _m30k("case-sensitive BLEU and chrF++ of the cased text")),
+    parser=("no paper's: syntrans-prepare's --parser for every system (stanza by default), both sides parsed into "
+            "dependencies and constituency trees whatever systems run (one parse serves every selection)",
+            "not applicable (no paper reports the Multi30k table; docs/reproduce.md, Parsers)"),
+    valid_split=(None, "not applicable (the corpus' own validation files: val.en and val.de, 1,014 captions)"),
+    notes=("Multi30k task 1, raw captions (github.com/multi30k/dataset, data/task1/raw): train (29,000), val (1,014) and "
+           "test_2016_flickr (1,000), read from --raw-dir DIR/multi30k.",))
+
 # ------------------------------------------------------------------------------------------------------------
 
 PUBLISHED_DATA: Dict[Tuple[str, str], DataSettings] = {key: _settings(values) for key, values in {
@@ -403,6 +426,7 @@ PUBLISHED_DATA: Dict[Tuple[str, str], DataSettings] = {key: _settings(values) fo
        for key in ("nc11_en_de", "nc11_de_en")},
     ("cross_paper", "iwslt14_de_en"): {**_HOU_IWSLT, "parser": _CROSS_PARSER},
     ("cross_paper", "nc11_de_en"): {**_HOU_NC11, "parser": _CROSS_PARSER},
+    ("multi30k", "multi30k_en_de"): _MULTI30K,
     ("syncattn_table1", "wmt14_en_de"): _SYNC_WMT14,
     ("syncattn_table1", "wmt16_en_ro"): _SYNC_WMT16_EN_RO,
     ("syncattn_table1", "aspec_ja_en"): _SYNC_ASPEC_JA_EN,

@@ -1,8 +1,8 @@
 """Rebuild one published table or figure: prepare each dataset, train every system over the seeds, (average
 checkpoints), decode the table's split with the paper's beam and length penalty, score detokenized output with
-sacreBLEU (RIBES where the paper reports it), test every system against the row's reference with sacreBLEU's paired
-bootstrap, and write results/<table>.md (and the figure's PNG beside it). Every step is skipped when it finished before
-(and says so), so a re-run resumes a job.
+sacreBLEU (RIBES where the paper reports it; chrF++ for the cross kind), test every system against the row's reference
+with sacreBLEU's paired bootstrap, and write results/<table>.md (and the figure's PNG beside it). Every step is skipped
+when it finished before (and says so), so a re-run resumes a job.
 
 The work is a list of units, one (dataset, system, seed) each: train, average, decode, score (:func:`run_unit`, a
 module-level function a cluster job can run). The data of every unit is prepared first, by this process; the units then
@@ -29,10 +29,11 @@ from ..prep.parse_step import PrepPending
 from .batching import world_size_of
 from .config_file import CONFIG_DIR, ArgsFile, ConfigError, config_batch, read_args_file
 from .deviations import deviation_lines
+from .parser_report import ParserScoresError, parser_score_lines, read_parser_scores
 from .published import protocol
 from .published_data import data_settings
 from .report import results_markdown
-from .scoring import TokenizerMissing, bleu, check_tokenizer, detokenize, generate_hypotheses, ribes, sacrebleu_tokenizer
+from .scoring import TokenizerMissing, bleu, check_tokenizer, chrf, detokenize, generate_hypotheses, ribes, sacrebleu_tokenizer
 from .significance import paired_bootstrap
 from .tables import LICENSED, TABLES, Dataset, Row, System, Table
 
@@ -66,6 +67,8 @@ class Options:
     command: str = ""  # the command line, quoted in the results file
     launch: Any = None  # a launcher.LaunchOptions; None: every unit in this process, one after another
     parse_shards: int = 1  # each parse file in this many shards (jobs of ``launch`` where it is a cluster's)
+    #: a JSON file of the parsers' own scores (UAS, LAS, UPOS, bracket F1 per language), printed under the table
+    parser_scores: Optional[Path] = None
 
 
 #: flags after a config's in a --smoke run: a tiny model, a few hundred updates, a short warm-up (later flags win)
@@ -203,6 +206,10 @@ def resolve_names(requested: Optional[List[str]], known: List[str], flag: str, w
     return list(dict.fromkeys(out))
 
 
+#: ``--systems all``: every system of the selected rows, whatever the table runs by default
+ALL_SYSTEMS = "all"
+
+
 def failure_summary(message: str) -> str:
     """The first line of a failure's message, fit for a table cell (its pipes escaped)."""
     first = next((line.strip() for line in str(message).splitlines() if line.strip()), "an unnamed error")
@@ -226,6 +233,8 @@ class Reproduction:
         self.facts: Dict[str, str] = {}  # per dataset: what data and parser it ran on
         self.parsers: Dict[str, str] = {}  # per dataset: the parsers we used and the paper's
         self.signatures: set = set()
+        self.chrf_signatures: set = set()  # chrF++'s (the cross kind)
+        self.test_descriptions: Dict[str, str] = {}  # per metric: the paired test's description
         self.protocols: Dict[str, str] = {}  # per dataset: seeds and checkpoint selection
         self._prepared: Dict[tuple, Any] = {}
         if opts.smoke and not opts.synthetic and opts.raw_dir is None:
@@ -233,9 +242,22 @@ class Reproduction:
         opts.datasets = resolve_names(opts.datasets, [r.dataset.key for r in self.table.rows], "--datasets",
                                       f"{self.table.key}'s datasets")
         rows = [r for r in self.table.rows if not opts.datasets or r.dataset.key in opts.datasets]
-        opts.systems = resolve_names(opts.systems, [s.name for r in rows for s in r.systems], "--systems",
+        names = [s.name for r in rows for s in r.systems]
+        #: how the systems were chosen: "asked" (--systems NAMES), "all" (--systems all, or a table without a default)
+        #: or "default" (the table's default_systems)
+        self.selection = "asked" if opts.systems is not None else "all"
+        if opts.systems is not None and [n.strip().casefold() for n in opts.systems] == [ALL_SYSTEMS]:
+            opts.systems, self.selection = list(dict.fromkeys(names)), "all"
+        elif opts.systems is None and self.table.default_systems:
+            opts.systems, self.selection = list(self.table.default_systems), "default"
+        opts.systems = resolve_names(opts.systems, names, "--systems",
                                      f"{self.table.key}'s systems" + (" on " + ", ".join(opts.datasets)
                                                                        if opts.datasets else ""))
+        #: the parsers' own scores (--parser-scores), read now: a bad file stops the command before any work
+        try:
+            self.parser_scores = read_parser_scores(opts.parser_scores) if opts.parser_scores else None
+        except ParserScoresError as e:
+            raise RunError(str(e)) from None
         #: (dataset, system) → why it failed: its row says so, the others go on, the run ends non-zero naming it
         self.failures: Dict[Tuple[str, str], str] = {}
 
@@ -411,16 +433,17 @@ class Reproduction:
 
     def score(self, prepared, cfg: ArgsFile, ckpt: Path, run_dir: Path, label: str, ds: Dataset) -> dict:
         """Decode the table's split with ``ckpt`` and score it: {"bleu", "signature", "checkpoint", "hyps", "refs",
-        and "ribes", "ribes_signature" where the table reports RIBES}; skipped when the score file is newer than the
-        checkpoint."""
+        and "ribes", "ribes_signature" where the table reports RIBES, "chrf", "chrf_signature" where it reports
+        chrF++}; skipped when the score file is newer than the checkpoint and holds every score the table reports (a
+        score file of an earlier run without chrF++ is scored again from its hypotheses, not decoded again)."""
         split = self.table.split
         tag = ckpt.stem if split == "test" else f"{split}.{ckpt.stem}"  # test files keep their earlier names
         score_file = run_dir / f"score.{tag}.json"
         hyp_file = run_dir / f"hyp.{tag}.detok.txt"
-        ribes_wanted = self.table.ribes
+        ribes_wanted, chrf_wanted = self.table.ribes, self.table.chrf
         if score_file.exists() and score_file.stat().st_mtime >= ckpt.stat().st_mtime:
             result = json.loads(score_file.read_text(encoding="utf-8"))
-            if not ribes_wanted or "ribes" in result:
+            if (not ribes_wanted or "ribes" in result) and (not chrf_wanted or "chrf" in result):
                 self.log(f"   [{label}] decoded and scored before: skipped (BLEU {result['bleu']:.2f})")
                 self.signatures.add(result["signature"])
                 return result
@@ -452,6 +475,9 @@ class Reproduction:
         if ribes_wanted:
             result["ribes"], result["ribes_signature"] = ribes(hyps, refs, prepared.tgt, tokenize=tokenize)
             message += f"; RIBES {result['ribes']:.2f}"
+        if chrf_wanted:
+            result["chrf"], result["chrf_signature"] = chrf(hyps, refs, lowercase, more_refs=more_refs)
+            message += f"; chrF++ {result['chrf']:.2f}"
         score_file.write_text(json.dumps(result, indent=1), encoding="utf-8")
         self.log(f"   [{label}] {message}")
         return result
@@ -531,7 +557,9 @@ class Reproduction:
                 continue
             for system in (self._find(ds.key, s.name)[1] for s in shown.systems):
                 if o.systems and system.name not in o.systems:
-                    skipped[(ds.key, system.name)] = {"skipped": "not selected (--systems)"}
+                    why = ("not selected (not among the table's default systems; --systems all runs every system)"
+                           if self.selection == "default" else "not selected (--systems)")
+                    skipped[(ds.key, system.name)] = {"skipped": why}
                     continue
                 chosen.append((ds, system))
         views: Dict[tuple, Dict[str, set]] = {}  # per prepared folder (dataset, recipe) and side: what its systems read
@@ -544,7 +572,9 @@ class Reproduction:
             except (RunError, ConfigError) as e:
                 self.fail(ds, system, e, skipped)
                 continue
-            folder = views.setdefault(key, {"source": set(), "target": set()})
+            # the table's own views of each side (Table.source_views, target_views), then what each system reads
+            folder = views.setdefault(key, {"source": set(self.runs.source_views),
+                                            "target": set(self.runs.target_views)})
             for side, side_views in read.items():
                 folder[side].update(side_views)
                 for view in side_views:
@@ -624,6 +654,8 @@ class Reproduction:
             got["seeds"].append(seed)
             if "signature" in result:
                 self.signatures.add(result["signature"])
+            if "chrf_signature" in result:
+                self.chrf_signatures.add(result["chrf_signature"])
         self.summarise(outcomes)
         minutes = (time.time() - start) / 60
         path = self.write(outcomes, minutes)
@@ -647,7 +679,8 @@ class Reproduction:
                          done=lambda args: self.unit_done(*args[1:4]), log=self.log, label=unit_label, load=run_unit)
 
     def summarise(self, outcomes: Dict[tuple, dict]) -> None:
-        """Per (dataset, system): the scores per seed, and the paired bootstrap against the row's reference."""
+        """Per (dataset, system): the scores per seed, and the paired bootstrap against the row's reference (of BLEU:
+        "scores", "p_values"; of chrF++ where the table reports it: "chrf", "chrf_p_values")."""
         for row in self.runs.rows:
             ref = outcomes.get((row.dataset.key, row.systems[0].name), {})
             for s in row.systems:
@@ -659,12 +692,16 @@ class Reproduction:
                     got["scores"] = [r["bleu"] for r in results]
                     if self.table.ribes:
                         got["ribes"] = [r["ribes"] for r in results]
+                    if self.table.chrf:
+                        got["chrf"] = [r["chrf"] for r in results]
                     if s is not row.systems[0] and ref.get("results"):
                         got["p_values"] = self.significance(row.dataset, got, ref)
+                        if self.table.chrf:
+                            got["chrf_p_values"] = self.significance(row.dataset, got, ref, metric="chrF++")
 
-    def significance(self, ds: Dataset, got: dict, ref: dict) -> List[float]:
-        """sacreBLEU's paired bootstrap (Koehn 2004) of each seed of a system against the same seed of the row's
-        reference system (seeds the reference lacks are not tested)."""
+    def significance(self, ds: Dataset, got: dict, ref: dict, metric: str = "BLEU") -> List[float]:
+        """sacreBLEU's paired bootstrap (Koehn 2004) of ``metric`` (BLEU, or chrF++) of each seed of a system against
+        the same seed of the row's reference system (seeds the reference lacks are not tested)."""
         p_values = []
         by_seed = dict(zip(ref["seeds"], ref["results"]))
         lowercase, tokenize = self.evaluation(got["prepared"], ds)
@@ -679,8 +716,9 @@ class Reproduction:
             more = [Path(x).read_text(encoding="utf-8").splitlines() for x in result.get("more_refs", [])]
             p, description = paired_bootstrap(Path(base["hyps"]).read_text(encoding="utf-8").splitlines(),
                                               Path(result["hyps"]).read_text(encoding="utf-8").splitlines(), refs,
-                                              got["prepared"].tgt, lowercase, tokenize=tokenize, more_refs=more)
-            self.test_description = description
+                                              got["prepared"].tgt, lowercase, tokenize=tokenize, more_refs=more,
+                                              metric=metric)
+            self.test_descriptions[metric] = description
             p_values.append(p)
         return p_values
 
@@ -703,10 +741,15 @@ class Reproduction:
             header.append("Parsers (ours and the paper's; parses differ between parsers, and so can BLEU: "
                           "docs/reproduce.md, Parsers):")
             header += [f"- {k}: {v}" for k, v in self.parsers.items()]
+        if self.selection == "default":
+            header.append(f"Systems: the table's default, {', '.join(t.default_systems)} (`--systems all` runs every "
+                          "system; `--systems NAMES` any of them).")
         for sig in sorted(self.signatures):
             header.append(f"sacreBLEU signature: `{sig}`")
-        if getattr(self, "test_description", None):
-            header.append(f"Significance: {self.test_description}")
+        for sig in sorted(self.chrf_signatures):
+            header.append(f"chrF++ signature (sacreBLEU CHRF, word_order=2): `{sig}`")
+        for metric, description in self.test_descriptions.items():
+            header.append(f"Significance{'' if metric == 'BLEU' else f' ({metric})'}: {description}")
         footer = [f"- data, {k}: {v}" for k, v in self.facts.items()] + [f"- {n}" for n in dict.fromkeys(self.notes)]
         footer.append(f"- wall time of this run: {minutes:.1f} min (finished steps of earlier runs are skipped, not counted)")
         footer.append(f"- command: `{o.command or 'syntrans-reproduce ' + o.table}`")
@@ -714,12 +757,20 @@ class Reproduction:
         out_dir = o.results_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"{o.table}.md"
-        path.write_text(render(t, self.runs, outcomes, header, footer, out_dir), encoding="utf-8")
+        below = parser_score_lines(o.parser_scores, self.parser_scores) if self.parser_scores is not None else []
+        path.write_text(render(t, self.runs, outcomes, header, footer, out_dir, below), encoding="utf-8")
         return path
 
 
-def render(table: Table, runs: Table, outcomes, header: List[str], footer: List[str], out_dir: Path) -> str:
-    """The results file of any kind of table (figures also write their PNG into ``out_dir``)."""
+def render(table: Table, runs: Table, outcomes, header: List[str], footer: List[str], out_dir: Path,
+           below: List[str] = ()) -> str:
+    """The results file of any kind of table (figures also write their PNG into ``out_dir``); ``below``: lines under
+    the table (the parsers' scores): right under the cross kind's tables, else before the footer."""
+    if table.kind == "cross":
+        from .cross import cross_markdown
+
+        return cross_markdown(table, outcomes, header, footer, out_dir / f"{table.key}.png", below=list(below))
+    footer = list(below) + list(footer)
     if table.kind in ("bleu", "curve"):
         text = results_markdown(table, outcomes, header, footer)
         if table.kind == "curve":
@@ -739,10 +790,6 @@ def render(table: Table, runs: Table, outcomes, header: List[str], footer: List[
         from .figures import gates_markdown
 
         return gates_markdown(table, outcomes, header, footer, out_dir / f"{table.key}.png")
-    if table.kind == "cross":
-        from .cross import cross_markdown
-
-        return cross_markdown(table, outcomes, header, footer, out_dir / f"{table.key}.png")
     raise RunError(f"{table.key}: unknown kind {table.kind!r}")
 
 

@@ -1,4 +1,5 @@
-"""Hypotheses from fairseq-generate output, Moses detokenization, and sacreBLEU and RIBES on the detokenized text."""
+"""Hypotheses from fairseq-generate output, Moses detokenization, and sacreBLEU (BLEU, chrF++) and RIBES on the
+detokenized text."""
 from __future__ import annotations
 
 import re
@@ -110,6 +111,29 @@ def bleu(hyps: List[str], refs: List[str], lang: str, lowercase: bool,
     metric = bleu_metric(lang, lowercase, tokenize)
     score = metric.corpus_score(hyps, streams)
     return score.score, str(metric.get_signature())
+
+
+#: chrF++ (Popović 2017, "chrF++: words helping character n-grams"): sacreBLEU's CHRF with word bigrams added to its
+#: character 6-grams (its defaults: char_order 6, beta 2)
+CHRF_WORD_ORDER = 2
+
+
+def chrf_metric(lowercase: bool):
+    """sacreBLEU's chrF++ metric, CHRF(word_order=2), as :func:`chrf` scores with it (also the metric of the paired
+    bootstrap test). ``lowercase`` True: case-insensitive. chrF has no tokenizer: characters and whitespace-split
+    words of the detokenized text."""
+    from sacrebleu.metrics import CHRF
+
+    return CHRF(word_order=CHRF_WORD_ORDER, lowercase=lowercase)
+
+
+def chrf(hyps: List[str], refs: List[str], lowercase: bool,
+         more_refs: Optional[List[List[str]]] = None) -> Tuple[float, str]:
+    """Corpus chrF++ of detokenized hypotheses against the raw references: (score, signature); ``more_refs`` as
+    :func:`bleu`'s (sacreBLEU's chrF keeps the best-matching reference per segment)."""
+    streams = reference_streams(refs, more_refs, len(hyps))
+    metric = chrf_metric(lowercase)
+    return metric.corpus_score(hyps, streams).score, str(metric.get_signature())
 
 
 #: nltk's corpus_ribes defaults (its docstring: the RIBES of shared tasks such as WAT)
