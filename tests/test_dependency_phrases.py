@@ -36,6 +36,8 @@ def test_a_non_projective_arc_is_lifted_to_the_heads_head():
 def test_brackets_are_escaped_and_bad_input_is_refused():
     tree, _ = phrase_tree(["(", "x", ")"], [2, 0, 2], ["PUNCT", "NOUN", "PUNCT"])
     assert tree == "(ROOT (NP (PUNCT -LRB-) (NOUN x) (PUNCT -RRB-)))"
+    tree, _ = phrase_tree(["super", ":-)", "100 000"], [0, 1, 1], ["ADJ", "SYM", "NUM"])
+    assert tree == "(ROOT (AP (ADJ super) (SYM :--RRB-) (NUM 100_000)))"
     with pytest.raises(ValueError, match="expected one root, found 2"):
         phrase_tree(["a", "b"], [0, 0], ["X", "X"])
     with pytest.raises(ValueError, match="2 words but 1 heads"):

@@ -22,7 +22,8 @@ from typing import List, Optional, Sequence, Tuple
 #: the phrase label a head of each UPOS projects (others: ``XP``)
 PHRASE_OF = {"NOUN": "NP", "PROPN": "NP", "PRON": "NP", "NUM": "NP", "VERB": "VP", "AUX": "VP", "ADJ": "AP",
              "ADV": "ADVP"}
-_BRACKETS = {"(": "-LRB-", ")": "-RRB-"}
+#: what a bracket (or a space) inside a word is written as in a PTB leaf
+_LEAF_ESCAPES = (("(", "-LRB-"), (")", "-RRB-"), (" ", "_"))
 
 
 def _nonprojective(heads: Sequence[int]) -> List[int]:
@@ -81,7 +82,9 @@ def phrase_tree(words: Sequence[str], heads: Sequence[int], upos: Sequence[str],
             kids[h - 1].append(d)
 
     def leaf(j: int) -> str:
-        w = _BRACKETS.get(words[j], words[j])
+        w = words[j]
+        for a, b in _LEAF_ESCAPES:  # brackets anywhere in a word (the emoticon ``:-)``), spaces (``100 000``)
+            w = w.replace(a, b)
         return f"({upos[j] or 'X'} {w})"
 
     def phrase(j: int) -> str:  # iterative would be safer for very deep trees; UD sentences are shallow
