@@ -16,10 +16,11 @@ tokens) serves the raw-text route, where stanza tokenizes each line itself; pret
 * German: no German treebank is at hand, so :func:`german_sentences` writes a small one from templates
   (caption-like sentences as in Multi30k), with contractions such as ``zum`` = ``zu dem`` as multi-word
   token lines, and the matching trees.
-* Word vectors: random indexing (Sahlgren 2005, "An introduction to random indexing"): each word type
-  gets a sparse random index vector; a word's vector is the sum of the index vectors of its neighbours
-  (window 2) over the text, L2-normalised. The text is the training CoNLL-U plus, when given, the
-  Multi30k training captions of the language.
+* Word vectors: random indexing (Sahlgren 2005, "An introduction to random indexing") over the training CoNLL-U
+  plus, when given, the first 5,000 Multi30k training captions of the language.
+
+The training code is :mod:`syntrans.parsing.model_training` (shared with ``scripts/train_parsers.py``, which trains
+real-size parsers on the UD treebanks); this file holds the tests' data and their :data:`TINY` sizes.
 
 The models are tiny (hidden sizes 16 to 32, a few dozen training steps): their parses are poor, and
 that is all the tests need. The build runs in a process of its own: stanza's training entry points
@@ -31,58 +32,51 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import sys
 import time
-import zlib
-from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import torch
-from stanza.models import constituency_parser, lemmatizer, mwt_expander, parser, tagger, tokenizer
-from stanza.models.common.pretrain import Pretrain
-from stanza.models.constituency import parser_training, tree_reader
-from stanza.protobuf import EvaluateParserResponse
-from stanza.resources.common import get_md5
+
+from syntrans.parsing.model_training import (
+    ConstituencySize,
+    NetworkSize,
+    Preset,
+    TokenizerSize,
+    build_language,
+    clean_conllu,
+    raw_sentences,
+    token_sentences,
+    write_resources,
+)
 
 #: the package name of each language's models in resources.json
 PACKAGES = {"en": "gum", "de": "tiny"}
-#: the processors built for each language (tokenize is not needed for pretokenized input)
-BUILT = ("pretrain", "tokenize", "mwt", "pos", "lemma", "depparse", "constituency")
-LANG_NAMES = {"en": "English", "de": "German"}
-DIM = 24  # word vector size
-SEED = 7
-#: the sentences (and trees) the networks train on: a few dozen steps see no more, and all of GUM (1,536 sentences)
-#: made the English tagger and parser slower to build (measured: 11 s → 7 s and 9 s → 6 s with 400)
-MODEL_SENTENCES = 400
+SEED = 7  # the German templates' generator
+#: Multi30k captions read for the word vectors
+RAW_LINES = 5000
+#: the tiny sizes: hidden sizes 16 to 32, a few dozen steps. The networks train on the first 400 sentences (and
+#: trees): a few dozen steps see no more, and all of GUM (1,536 sentences) made the English tagger and parser slower
+#: to build (measured: 11 s → 7 s and 9 s → 6 s with 400); the dev sets are the first 40 sentences and 30 trees
+TINY = Preset(
+    name="tiny", vector_dim=24, model_sentences=400, dev_sentences=40, dev_trees=30,
+    tokenize=TokenizerSize(emb_dim=16, hidden_dim=16, steps=200, eval_steps=1000, batch_size=16),
+    network=NetworkSize(hidden_dim=32, char_hidden_dim=16, deep_biaff_hidden_dim=32, word_emb_dim=16, char_emb_dim=8,
+                        tag_emb_dim=8, transformed_dim=16, num_layers=1),
+    pos_steps=20, pos_batch=32, pos_biaff_dim=16, dep_steps=20, dep_batch=1000, dep_biaff_output_dim=16,
+    eval_interval=20,
+    constituency=ConstituencySize(epochs=2, epoch_size=40, train_batch_size=30, hidden_size=32,
+                                  transition_hidden_size=16, transition_embedding_dim=8, tag_embedding_dim=8,
+                                  delta_embedding_dim=16, num_lstm_layers=1, pattn_num_layers=0, lattn_d_proj=0),
+    augment_nopunct=0.0,
+)
 
 # ------------------------------------------------------------------ English data from GUM
 
 
 def gum_conllu(gum: Path) -> str:
-    """The GUM documents' CoNLL-U, concatenated: sentence ids and text kept, empty nodes dropped, DEPS and MISC
-    blanked (MISC holds long entity strings), multi-word token lines kept."""
-    out = []
-    for path in sorted((gum / "dep").glob("*.conllu")):
-        block = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                if any(not x.startswith("#") for x in block):
-                    out.append("\n".join(block) + "\n\n")
-                block = []
-            elif line.startswith("#"):
-                if line.startswith(("# sent_id", "# text")):
-                    block.append(line)
-            else:
-                cols = line.split("\t")
-                if "." in cols[0]:
-                    continue  # an empty node of the enhanced graph
-                cols[8] = cols[9] = "_"
-                block.append("\t".join(cols))
-        if any(not x.startswith("#") for x in block):
-            out.append("\n".join(block) + "\n\n")
-    return "".join(out)
+    """The GUM documents' CoNLL-U, concatenated, as stanza's trainers read it (:func:`clean_conllu`)."""
+    return "".join(clean_conllu(p.read_text(encoding="utf-8")) for p in sorted((gum / "dep").glob("*.conllu")))
 
 
 def gum_trees(gum: Path) -> str:
@@ -92,60 +86,8 @@ def gum_trees(gum: Path) -> str:
 
 
 def gum_tokens(gum: Path) -> list[list[list[tuple]]]:
-    """The GUM documents as tokenizer data: per document its sentences, a sentence its tokens, a token (its text,
-    whether a space follows it (MISC ``SpaceAfter=No``), the words of a multi-word token or None)."""
-    docs = []
-    for path in sorted((gum / "dep").glob("*.conllu")):
-        sents, cur, mwt_end, mwt = [], [], 0, None
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                if cur:
-                    sents.append(cur)
-                cur, mwt_end = [], 0
-                continue
-            if line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            space = "SpaceAfter=No" not in cols[9]
-            if "-" in cols[0]:
-                a, b = (int(x) for x in cols[0].split("-"))
-                mwt_end, mwt = b, [cols[1], space, []]
-                cur.append(mwt)
-            elif "." in cols[0]:
-                continue
-            elif int(cols[0]) <= mwt_end:
-                mwt[2].append(cols[1])
-            else:
-                cur.append([cols[1], space, None])
-        if cur:
-            sents.append(cur)
-        docs.append([[tuple(t) for t in s] for s in sents])
-    return docs
-
-
-def tokenizer_files(docs: list[list[list[tuple]]], txt: Path, labels: Path, mwt_json: Path) -> None:
-    """stanza's tokenizer training files: the raw text (a paragraph per document), a label per character (0 inside,
-    1 the end of a token, 2 the end of a sentence; 3 and 4 the same for a multi-word token), and the multi-word
-    tokens' expansions ([[token, words], count] items)."""
-    paras, marks, expansions = [], [], {}
-    for doc in docs:
-        text, lab = [], []
-        for sent in doc:
-            for k, (form, space, words) in enumerate(sent):
-                end = k == len(sent) - 1
-                text.append(form)
-                lab.append("0" * (len(form) - 1) + ("24"[words is not None] if end else "13"[words is not None]))
-                if words is not None:
-                    key = (form, tuple(words))
-                    expansions[key] = expansions.get(key, 0) + 1
-                if space or end:
-                    text.append(" ")
-                    lab.append("0")
-        paras.append("".join(text).rstrip())
-        marks.append("".join(lab)[:len(paras[-1])])
-    txt.write_text("\n\n".join(paras) + "\n", encoding="utf-8")
-    labels.write_text("\n\n".join(marks) + "\n", encoding="utf-8")
-    mwt_json.write_text(json.dumps([[[f, list(w)], n] for (f, w), n in expansions.items()]), encoding="utf-8")
+    """The GUM documents as tokenizer data, one document per file (:func:`token_sentences`)."""
+    return [token_sentences(p.read_text(encoding="utf-8")) for p in sorted((gum / "dep").glob("*.conllu"))]
 
 
 # ------------------------------------------------------------------ German data from templates
@@ -281,218 +223,7 @@ def german_trees(sentences) -> str:
     return "\n".join(out) + "\n"
 
 
-# ------------------------------------------------------------------ word vectors
-
-_WORD_RE = re.compile(r"\w+|[^\w\s]")
-
-
-def conllu_forms(text: str) -> list[list[str]]:
-    """The lowercased word forms of each sentence of a CoNLL-U text (range lines skipped)."""
-    sents, cur = [], []
-    for line in text.splitlines():
-        if not line.strip():
-            if cur:
-                sents.append(cur)
-            cur = []
-        elif not line.startswith("#"):
-            cols = line.split("\t")
-            if cols[0].isdigit():
-                cur.append(cols[1].lower())
-    if cur:
-        sents.append(cur)
-    return sents
-
-
-def random_indexing(sentences: list[list[str]], dim: int = DIM, window: int = 2, nonzero: int = 4,
-                    max_types: int = 30000) -> tuple[list[str], np.ndarray]:
-    """Word vectors by random indexing (Sahlgren 2005): v(w) = Σ over w's occurrences of the index vectors of the
-    words within ``window`` of it, L2-normalised; an index vector has ``nonzero`` entries ±1 at positions drawn
-    from a generator seeded by the word. Returns (word types by frequency, vectors [types, dim])."""
-    counts: dict[str, int] = {}
-    for s in sentences:
-        for w in s:
-            counts[w] = counts.get(w, 0) + 1
-    types = sorted(counts, key=lambda w: (-counts[w], w))[:max_types]
-    ids = {w: i for i, w in enumerate(types)}
-    index = np.zeros((len(types), dim), dtype=np.float32)  # [types, dim]
-    for w, i in ids.items():
-        r = np.random.default_rng(zlib.crc32(w.encode("utf-8")))
-        index[i, r.choice(dim, nonzero, replace=False)] = r.choice([-1.0, 1.0], nonzero)
-    ctx = np.zeros_like(index)
-    for s in sentences:
-        seq = np.array([ids.get(w, -1) for w in s])  # [len]
-        for d in range(1, window + 1):
-            a, b = seq[:-d], seq[d:]
-            ok = (a >= 0) & (b >= 0)
-            np.add.at(ctx, a[ok], index[b[ok]])
-            np.add.at(ctx, b[ok], index[a[ok]])
-    ctx += 0.01 * index  # a word seen alone still gets its own direction
-    ctx /= np.linalg.norm(ctx, axis=1, keepdims=True)
-    return types, ctx
-
-
-def write_vec(path: Path, types: list[str], vectors: np.ndarray) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(f"{len(types)} {vectors.shape[1]}\n")
-        for w, v in zip(types, vectors):
-            f.write(w + " " + " ".join(f"{x:.5f}" for x in v) + "\n")
-
-
-def raw_sentences(path: Path, limit: int = 5000) -> list[list[str]]:
-    """Lowercased word and punctuation tokens of the first ``limit`` lines of a raw text file."""
-    with open(path, encoding="utf-8") as f:
-        return [_WORD_RE.findall(line.lower()) for _, line in zip(range(limit), f)]
-
-
-# ------------------------------------------------------------------ training
-
-
-class BracketF1:
-    """Stands in for stanza's EvalB scorer (a Java CoreNLP process, absent here): the labelled bracket F1 of the
-    dev parses (PARSEVAL, Black et al. 1991: F1 = 2·matched / (gold brackets + predicted brackets), preterminals
-    not counted), which picks the epoch stanza saves."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    @staticmethod
-    def brackets(tree) -> list[tuple]:
-        out, pos = [], [0]
-
-        def walk(node):
-            if node.is_leaf():
-                pos[0] += 1
-                return
-            start = pos[0]
-            for c in node.children:
-                walk(c)
-            if not node.is_preterminal():
-                out.append((node.label, start, pos[0]))
-
-        walk(tree)
-        return out
-
-    def process(self, results):
-        hit = gold = pred = 0
-        for r in results:
-            g, p = self.brackets(r.gold), self.brackets(r.predictions[0].tree)
-            gold, pred = gold + len(g), pred + len(p)
-            rest = list(g)
-            for b in p:
-                if b in rest:
-                    rest.remove(b)
-                    hit += 1
-        f1 = 2 * hit / (gold + pred) if gold + pred else 0.0
-        response = EvaluateParserResponse()
-        response.f1 = f1
-        return response
-
-
-@contextmanager
-def timed(what: str, times: dict):
-    t0 = time.time()
-    yield
-    times[what] = round(time.time() - t0, 2)
-    print(f"built {what} in {times[what]:.1f} s", flush=True)
-
-
-def build_language(res: Path, lang: str, conllu: str, trees: str, raw_text: list[list[str]], work: Path,
-                   shorthand: str, times: dict, token_docs: list | None = None) -> None:
-    """All models of ``lang`` into RES/lang/<processor>/<package>.pt."""
-    pkg = PACKAGES[lang]
-    name = f"{pkg}.pt"
-    d = res / lang
-    train, dev = work / f"{lang}.train.conllu", work / f"{lang}.dev.conllu"
-    train.write_text(conllu, encoding="utf-8")  # the dictionaries (mwt, lemma): every sentence
-    blocks = [b for b in conllu.split("\n\n") if b.strip()]
-    small_train = work / f"{lang}.small.conllu"  # the networks (pos, depparse): the first MODEL_SENTENCES
-    small_train.write_text("".join(b + "\n\n" for b in blocks[:MODEL_SENTENCES]), encoding="utf-8")
-    dev.write_text("".join(b + "\n\n" for b in blocks[:40]), encoding="utf-8")  # dev ⊂ train: every label known
-    mrg, dev_mrg = work / f"{lang}.train.mrg", work / f"{lang}.dev.mrg"
-    mrg.write_text(trees, encoding="utf-8")  # stanza's reader reads a file; then the file keeps the first trees only
-    model_trees = _read_trees(mrg)[:MODEL_SENTENCES]
-    mrg.write_text("\n".join(str(t) for t in model_trees) + "\n", encoding="utf-8")
-
-    with timed(f"{lang} pretrain", times):
-        types, vectors = random_indexing(conllu_forms(conllu) + raw_text)
-        vec = work / f"{lang}.vec"
-        write_vec(vec, types, vectors)
-        pretrain = d / "pretrain" / name
-        Pretrain(str(pretrain), str(vec), max_vocab=-1).load()
-    common = ["--cpu", "--seed", str(SEED), "--shorthand", shorthand]  # the lemmatizer takes lang from shorthand
-    with_lang = [*common, "--lang", lang]
-    pt = ["--wordvec_pretrain_file", str(pretrain)]
-    if token_docs:
-        with timed(f"{lang} tokenize", times):
-            txt, labels, mwt_json = work / f"{lang}.tok.txt", work / f"{lang}.tok.labels", work / f"{lang}.mwt.json"
-            tokenizer_files(token_docs, txt, labels, mwt_json)
-            tokenizer.main(["--txt_file", str(txt), "--label_file", str(labels), "--mwt_json_file", str(mwt_json),
-                            "--dev_txt_file", str(txt), "--dev_label_file", str(labels), "--lang", lang,
-                            "--shorthand", shorthand, "--emb_dim", "16", "--hidden_dim", "16", "--steps", "200",
-                            "--eval_steps", "1000", "--report_steps", "1000", "--batch_size", "16",
-                            "--max_seqlen", "100", "--save_dir", str(d / "tokenize"), "--save_name", name,
-                            "--seed", str(SEED), "--cpu"])
-    with timed(f"{lang} mwt", times):
-        mwt_expander.main(["--train_file", str(train), "--eval_file", str(dev), "--gold_file", str(dev),
-                           "--dict_only", "--save_dir", str(d / "mwt"), "--save_name", name, *with_lang])
-    small = ["--hidden_dim", "32", "--char_hidden_dim", "16", "--deep_biaff_hidden_dim", "32", "--word_emb_dim", "16",
-             "--char_emb_dim", "8", "--tag_emb_dim", "8", "--transformed_dim", "16", "--num_layers", "1",
-             "--augment_nopunct", "0.0"]
-    with timed(f"{lang} pos", times):
-        tagger.main([*pt, "--train_file", str(small_train), "--eval_file", str(dev), *small,
-                     "--composite_deep_biaff_hidden_dim", "16", "--batch_size", "32", "--max_steps", "20",
-                     "--eval_interval", "20", "--fix_eval_interval", "--save_dir", str(d / "pos"), "--save_name", name,
-                     *with_lang])
-    with timed(f"{lang} lemma", times):
-        lemmatizer.main(["--train_file", str(train), "--eval_file", str(dev), "--dict_only",
-                         "--save_dir", str(d / "lemma"), "--save_name", name, *common])
-    with timed(f"{lang} depparse", times):
-        parser.main([*pt, "--train_file", str(small_train), "--eval_file", str(dev), *small, "--model_type", "graph",
-                     "--deep_biaff_output_dim", "16", "--batch_size", "1000", "--max_steps", "20",
-                     "--eval_interval", "20", "--no_checkpoint", "--save_dir", str(d / "depparse"),
-                     "--save_name", name, *with_lang])
-    with timed(f"{lang} constituency", times):
-        dev_mrg.write_text("\n".join(str(t) for t in model_trees[:30]) + "\n", encoding="utf-8")
-        args = constituency_parser.parse_args([
-            *pt, "--train_file", str(mrg), "--eval_file", str(dev_mrg), "--shorthand", shorthand, "--lang", lang,
-            "--save_dir", str(d / "constituency"), "--save_name", name, "--no_checkpoint", "--no_multistage",
-            "--epochs", "2", "--epoch_size", "40", "--train_batch_size", "30", "--eval_batch_size", "50",
-            "--hidden_size", "32", "--transition_hidden_size", "16", "--transition_embedding_dim", "8",
-            "--tag_embedding_dim", "8", "--delta_embedding_dim", "16", "--num_lstm_layers", "1",
-            "--pattn_num_layers", "0", "--lattn_d_proj", "0", "--cpu", "--seed", str(SEED)])
-        saved = parser_training.EvaluateParser
-        parser_training.EvaluateParser = lambda **kw: BracketF1()  # no Java CoreNLP process
-        try:
-            parser_training.train(args, None, None)  # None: no retagging pipeline (it would download)
-        finally:
-            parser_training.EvaluateParser = saved
-
-
-def _read_trees(path: Path):
-    return tree_reader.read_treebank(str(path))
-
-
-def write_resources(res: Path) -> None:
-    """RES/resources.json as stanza.download writes it, for the models on disk (with their md5 sums)."""
-    out = {}
-    for lang, pkg in PACKAGES.items():
-        entry = {"lang_name": LANG_NAMES[lang]}
-        for proc in BUILT:
-            if not (res / lang / proc / f"{pkg}.pt").is_file():
-                continue
-            item = {"md5": get_md5(str(res / lang / proc / f"{pkg}.pt"))}
-            if proc in ("pos", "depparse", "constituency"):
-                item["dependencies"] = [{"model": "pretrain", "package": pkg}]
-            entry[proc] = {pkg: item}
-        default = {proc: pkg for proc in BUILT if proc != "pretrain" and (res / lang / proc / f"{pkg}.pt").is_file()}
-        entry["default_processors"] = dict(default)
-        entry["packages"] = {"default": dict(default)}
-        out[lang] = entry
-        out[LANG_NAMES[lang].lower()] = {"alias": lang}
-    (res / "resources.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
+# ------------------------------------------------------------------ the build
 
 
 def build(res: Path, gum: Path, multi30k: Path | None = None, langs=("en", "de")) -> dict:
@@ -505,14 +236,16 @@ def build(res: Path, gum: Path, multi30k: Path | None = None, langs=("en", "de")
     times: dict = {}
     t0 = time.time()
     for lang in langs:
-        raw = raw_sentences(multi30k / f"train.{lang}") if multi30k and (multi30k / f"train.{lang}").exists() else []
+        m30 = multi30k / f"train.{lang}" if multi30k else None
+        raw = raw_sentences(m30, RAW_LINES) if m30 and m30.exists() else []
         if lang == "en":
-            build_language(res, "en", gum_conllu(gum), gum_trees(gum), raw, work, "en_gum", times, gum_tokens(gum))
+            build_language(res, "en", PACKAGES["en"], "en_gum", TINY, work, times, train_conllu=gum_conllu(gum),
+                           trees=gum_trees(gum), vector_text=raw, token_docs=gum_tokens(gum))
         else:
             sents = german_sentences()
-            build_language(res, "de", german_conllu(sents), german_trees(sents), raw, work, "de_gsd", times,
-                           german_tokens(sents))
-    write_resources(res)
+            build_language(res, "de", PACKAGES["de"], "de_gsd", TINY, work, times, train_conllu=german_conllu(sents),
+                           trees=german_trees(sents), vector_text=raw, token_docs=german_tokens(sents))
+    write_resources(res, PACKAGES)
     times["total"] = round(time.time() - t0, 2)
     return times
 
