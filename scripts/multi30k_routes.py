@@ -36,6 +36,12 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=2, help="parser processes")
     p.add_argument("--routes", default=",".join(ROUTES), help=f"some of {', '.join(ROUTES)}")
     args = p.parse_args(argv)
+    routes = [x.strip() for x in args.routes.split(",") if x.strip()]
+    unknown = [x for x in routes if x not in ROUTES]
+    if unknown or not routes:
+        p.error(f"--routes: expected some of {', '.join(ROUTES)} (comma-separated), found {args.routes!r}")
+    if args.workers < 1:
+        p.error(f"--workers: expected 1 or more parser processes, found {args.workers}")
     from syntrans.prep import prepare_corpus
     from syntrans.prep.recipe import Recipe
     from syntrans.prep.segmentation import Segmentation
@@ -49,7 +55,7 @@ def main(argv=None) -> int:
     segmentations = {"moses-bpe": Segmentation(), "moses-sp": Segmentation("sentencepiece"),
                      "raw-sp": Segmentation("sentencepiece", raw_text=True)}
     (args.work / "routes").mkdir(parents=True, exist_ok=True)
-    for name in args.routes.split(","):
+    for name in routes:
         out = folders[name]
         if name == "moses-sp" and not (out / ".done").exists():  # the Moses tokens and their parses, copied
             src = folders["moses-bpe"]

@@ -77,16 +77,11 @@ def treebank(lang: str, data: Path) -> dict:
 def converted_trees(conllu: str) -> list[str]:
     """The phrase-structure tree of each sentence of a CoNLL-U text (multi-word-token and empty-node lines skipped):
     :func:`syntrans.syntax.dependency_phrases.phrase_tree`."""
+    from syntrans.parsing.parser_scores import read_conllu
     from syntrans.syntax.dependency_phrases import phrase_tree
 
-    out = []
-    for block in conllu.split("\n\n"):
-        rows = [line.split("\t") for line in block.splitlines() if line and not line.startswith("#")]
-        rows = [c for c in rows if c[0].isdigit()]
-        if rows:
-            out.append(phrase_tree([c[1] for c in rows], [int(c[6]) for c in rows], [c[3] for c in rows],
-                                   [c[7] for c in rows])[0])
-    return out
+    return [phrase_tree([w.form for w in s], [w.head for w in s], [w.upos for w in s], [w.deprel for w in s])[0]
+            for s in read_conllu(conllu)]
 
 
 def build(lang: str, res: Path, data: Path, multi30k: Path | None, preset, force: bool, times: dict) -> dict:

@@ -77,6 +77,9 @@ def test_the_caption_that_stopped_the_build_is_joined_and_counted(model_2000, st
     fallbacks = json.loads((out / "prepared.json").read_text(encoding="utf-8"))["fallbacks"]
     assert fallbacks["train.de"]["joined_words"] == {"count": joined["train.de"]["words"],
                                                      "lines": joined["train.de"]["lines"]}
+    documented = {"failed_parse", "multi_sentence", "empty", "respelled", "not_a_tree", "other_label",  # commands.md
+                  "crossing_pieces", "joined_words", "merged_sentences"}
+    assert all(set(f) == documented for f in fallbacks.values())
     for side in fallbacks:
         split, lang = side.split(".")
         marked = sorted({s.line for s in read_conllu(str(out / "parse" / f"{split}.{lang}.conllu")) if s.failed})

@@ -43,7 +43,7 @@ from stanza.models.constituency import parser_training, tree_reader
 from stanza.protobuf import EvaluateParserResponse
 from stanza.resources.common import get_md5
 
-from .parser_scores import bracket_counts, brackets
+from .parser_scores import bracket_counts, brackets, read_conllu
 
 #: the processors a model set may hold, in resources.json's order
 BUILT = ("pretrain", "tokenize", "mwt", "pos", "lemma", "depparse", "constituency")
@@ -256,19 +256,7 @@ _WORD_RE = re.compile(r"\w+|[^\w\s]")
 
 def conllu_forms(text: str) -> list[list[str]]:
     """The lowercased word forms of each sentence of a CoNLL-U text (range lines skipped)."""
-    sents, cur = [], []
-    for line in text.splitlines():
-        if not line.strip():
-            if cur:
-                sents.append(cur)
-            cur = []
-        elif not line.startswith("#"):
-            cols = line.split("\t")
-            if cols[0].isdigit():
-                cur.append(cols[1].lower())
-    if cur:
-        sents.append(cur)
-    return sents
+    return [[w.form.lower() for w in sent] for sent in read_conllu(text)]
 
 
 def raw_sentences(path: Path, limit: int | None = None) -> list[list[str]]:

@@ -419,12 +419,11 @@ def _binarize(r: _Run) -> tuple[list[str], dict]:
                           extra=r.segmentation.preprocess_argv() + ["--strict"] * r.strict)
     info = {}
     if report is not None:  # every per-line fallback of every side built, with its lines
-        info["fallbacks"] = {f"{split}.{lang}": rep.fallbacks() for split, lang, rep in report.sides}
-    if not r.segmentation.default and report is not None:  # the crossing pieces and joined words of every side built
-        info["crossing"] = {f"{split}.{lang}": rep.crossing for split, lang, rep in report.sides}
-        info["joined"] = {f"{split}.{lang}": {"words": rep.joined, "lines": list(rep.joined_lines),
-                                              "merged_sentences": rep.merged_sentences}
-                          for split, lang, rep in report.sides}
+        info["fallbacks"] = falls = {f"{split}.{lang}": rep.fallbacks() for split, lang, rep in report.sides}
+        if not r.segmentation.default:  # the crossing pieces and joined words of every side built, read from them
+            info["crossing"] = {side: f["crossing_pieces"]["count"] for side, f in falls.items()}
+            info["joined"] = {side: {"words": f["joined_words"]["count"], "lines": f["joined_words"]["lines"],
+                                     "merged_sentences": f["merged_sentences"]["count"]} for side, f in falls.items()}
     return [f"data-bin/{p}" for p in binary_outputs(r.src, r.tgt, sidecars=any_kinds, kinds=kinds)], info
 
 
