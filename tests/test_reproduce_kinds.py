@@ -118,6 +118,19 @@ def test_curve_points_and_png(tmp_path):
     assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "![layers](c.png)" in md
 
 
+def test_a_curve_with_nothing_to_draw_warns_nothing(tmp_path):
+    """A smoke table whose systems were all skipped and that publishes nothing draws an empty figure without
+    matplotlib's "no artists with labels" warning (it was the one warning of ours in `make test`)."""
+    import warnings
+    table = Table("c", "layers", "Paper X, Figure 2", (Row(DS, (
+        System("baseline", "distance_mask/iwslt14_de_en.baseline.args", None),
+        System("layer 1", "distance_mask/iwslt14_de_en.args", None, x=1))),), kind="curve", x_label="layer")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        curve_figure(table, {}, tmp_path / "c.png")
+    assert (tmp_path / "c.png").exists()
+
+
 def test_gate_maps_average_the_seeds_last_validation(tmp_path):
     runs = []
     for seed, (g00, g01) in enumerate(((0.2, 0.6), (0.4, 0.8)), 1):

@@ -75,7 +75,8 @@ def curve_figure(table, outcomes: Dict[tuple, dict], png: Path) -> str:
     ax.set_xlabel(table.x_label or "x")
     ax.set_ylabel(f"BLEU ({table.split})")
     ax.set_title(table.paper, fontsize=9)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # nothing scored and nothing published: no legend (matplotlib would warn)
+        ax.legend(fontsize=7)
     png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=150, bbox_inches="tight")
     return (f"\n![{table.title}]({png.name})\n\n- `{png.name}`: ours (circles, mean ± sd over seeds) and the published "
