@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
+from ..atomic_write import write_text
+
 _peak: Dict[int, int] = {}  # device → the largest max_memory_allocated seen in this process
 
 
@@ -47,8 +49,7 @@ def peak_bytes(torch) -> int:
 
 
 def _write(out: str, name: str, value: int) -> None:
-    path = Path(f"{out}.{name}")
-    path.write_text(json.dumps({name: value}), encoding="utf-8")
+    write_text(Path(f"{out}.{name}"), json.dumps({name: value}))
 
 
 def _spawned(out: str, fn, rank: int, *args):
@@ -96,7 +97,7 @@ def main(argv: List[str] = None) -> int:
         if torch.cuda.is_available():
             _write(out, "main", peak_bytes(torch))
         peaks = collect(out)
-        Path(out).write_text(json.dumps({"peak_gpu_bytes": peaks}), encoding="utf-8")
+        write_text(out, json.dumps({"peak_gpu_bytes": peaks}))
     return 0
 
 
