@@ -4,10 +4,11 @@ such write in the package (markers, sums, summaries, parses, BPE text, checkpoin
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-from typing import IO, Iterator, Union
+from contextlib import ExitStack, contextmanager
+from typing import IO, Dict, Hashable, Iterator, Mapping, TypeVar, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
+K = TypeVar("K", bound=Hashable)
 
 
 @contextmanager
@@ -34,6 +35,15 @@ def atomic_file(path: PathLike, mode: str = "w", suffix: str = ".tmp", fsync: bo
             if fsync:
                 f.flush()
                 os.fsync(f.fileno())
+
+
+@contextmanager
+def atomic_files(paths: Mapping[K, PathLike], suffix: str = ".tmp") -> Iterator[Dict[K, IO]]:
+    """Several text files written together ({key: open file}): each into its temporary sibling; when the block ends
+    without an error every one replaces its path, else every one is removed (e.g. the two sides of a parallel
+    corpus, never one side new and the other old)."""
+    with ExitStack() as stack:
+        yield {key: stack.enter_context(atomic_file(path, suffix=suffix)) for key, path in paths.items()}
 
 
 def write_text(path: PathLike, text: str) -> None:

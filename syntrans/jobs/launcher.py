@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from ..atomic_write import atomic_file
+
 LAUNCHERS = ("local", "slurm", "submitit-local")
 CLUSTER = {"slurm": "slurm", "submitit-local": "local"}  # launcher → submitit's executor name
 DEFAULT_TIME_MIN = 24 * 60  # submitit's own defaults (5 min on slurm, 2 min locally) would kill any training
@@ -174,9 +176,8 @@ class _Ledger:
     def record(self, entries: Dict[str, dict]) -> None:
         data = self.read()
         data.update(entries)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(self.path)
+        with atomic_file(self.path, suffix=f".{os.getpid()}.tmp") as f:  # one temporary file per process
+            f.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def _local_alive(job_id: str) -> bool:

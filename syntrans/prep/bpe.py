@@ -23,19 +23,16 @@ from .corpora import SPLITS
 def learn_codes(inputs: Iterable[Path], codes: Path, ops: int, workers: int = 1) -> None:
     """Learn ``ops`` merges on the concatenation of ``inputs`` into ``codes`` (written atomically)."""
     inputs = list(inputs)
-    tmp = codes.with_name(codes.name + ".tmp")
     joined = codes.with_name(codes.name + ".input.tmp")
     try:
         with open(joined, "wb") as out:
             for p in inputs:
                 with open(p, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 20)
-        with open(joined, encoding="utf-8") as fin, open(tmp, "w", encoding="utf-8", newline="\n") as fout:
+        with open(joined, encoding="utf-8") as fin, atomic_file(codes) as fout:
             learn_bpe(fin, fout, ops, num_workers=workers)
-        tmp.replace(codes)
     finally:
         joined.unlink(missing_ok=True)
-        tmp.unlink(missing_ok=True)
 
 
 def apply_codes(codes: Path, inp: Path, out: Path, workers: int = 1) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import BinaryIO
 from xml.etree.ElementTree import ParseError, iterparse
 
+from ..atomic_write import atomic_files
 from .corpora import ONE_LANGUAGE_FORMATS, SPLITS, PairData, Part
 from .errors import PrepError
 
@@ -270,10 +271,8 @@ def write_split(parts: Iterable[Part], langs: tuple[str, str], sources: _Sources
 
     Each part's two sides must have the same number of lines (PrepError naming both files and counts).
     """
-    tmp = {lang: p.with_name(p.name + ".tmp") for lang, p in out.items()}
-    files = {lang: open(t, "w", encoding="utf-8", newline="\n") for lang, t in tmp.items()}
     total = 0
-    try:
+    with atomic_files(out) as files:  # both sides replace their files together, or neither does
         for part in parts:
             if part.fmt in ONE_LANGUAGE_FORMATS:
                 counts, wheres = {}, {}
@@ -296,16 +295,6 @@ def write_split(parts: Iterable[Part], langs: tuple[str, str], sources: _Sources
                     files[langs[0]].write(one_line(x) + "\n")
                     files[langs[1]].write(one_line(y) + "\n")
                     total += 1
-    except BaseException:
-        for f in files.values():
-            f.close()
-        for t in tmp.values():
-            t.unlink(missing_ok=True)
-        raise
-    for f in files.values():
-        f.close()
-    for lang, t in tmp.items():
-        t.replace(out[lang])
     return total
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ..atomic_write import atomic_files
 from . import langid_filter
 from .clean import LANGUAGE, REASONS, drop_reason, is_holdout
 from .corpora import SPLITS, PairData
@@ -127,13 +128,12 @@ def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[
             if holdout:
                 outs.update({("valid", lang): tok_dir / f"valid.{lang}" for lang in (a, b)})
                 outs.update({("raw-valid", lang): text_dir / f"valid.{lang}" for lang in (a, b)})
-            tmp = {k: p.with_name(p.name + ".tmp") for k, p in outs.items()}
-            files = {k: open(p, "w", encoding="utf-8", newline="\n") for k, p in tmp.items()}
             n_read = n_kept = n_valid = 0
             batches = _batches(pairs, BATCH)
             fn = work_train if split == "train" else work
             results = pool.imap(fn, batches) if pool else map(fn, batches)
-            try:
+            # every file of the split replaces its path when the split is whole (an error leaves the old files)
+            with atomic_files(outs) as files:
                 with tqdm(unit="pair", desc=f"tokenize {split}", file=sys.stderr,
                           mininterval=1.0 if sys.stderr.isatty() else 30.0) as bar:
                     for raw, ta, tb, found in results:
@@ -160,11 +160,6 @@ def tokenize_corpus(pair: PairData, text_dir: Path, tok_dir: Path, limits: dict[
                             files[(split, a)].write(x + "\n")
                             files[(split, b)].write(y + "\n")
                         bar.update(len(raw))
-            finally:
-                for f in files.values():
-                    f.close()
-            for k, t in tmp.items():
-                t.replace(outs[k])
             read[split] = n_read
             sizes[split] = n_kept - n_valid
             if holdout:
