@@ -507,3 +507,23 @@ def test_layout_names_every_mechanism_module():
         assert f"`{name}`" in text, f"docs/layout.md does not name the mechanism module {name}"
     for baseline in ("+S&H", "+MULTI-TASK", "source_labels.py"):
         assert baseline in text, f"docs/layout.md does not mention {baseline}"
+
+
+def every_file_section():
+    """The module paths (relative to syntrans/) that docs/layout.md's "Every file of the package" lists."""
+    import re
+
+    text = LAYOUT.read_text(encoding="utf-8")
+    start = text.index("## Every file of the package")
+    section = text[start:text.index("\n## ", start + 1)]
+    return re.findall(r"^- `([^`]+\.py)`:", section, re.M)
+
+
+def test_layout_lists_every_module_and_nothing_else():
+    """docs/layout.md is checked both ways: each module of the package (not ``__init__.py``) has its line, once, and
+    each listed path is a module of the package."""
+    listed = every_file_section()
+    modules = sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
+    assert sorted(set(listed)) == sorted(listed), "a module is listed twice"
+    assert sorted(set(modules) - set(listed)) == [], "modules docs/layout.md does not list"
+    assert sorted(set(listed) - set(modules)) == [], "docs/layout.md lists modules that do not exist"
