@@ -12,7 +12,7 @@ import torch
 from fairseq import options, tasks
 from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from multilingual import LANG_PAIRS, LANGS, make_multilingual_data
+from multilingual import LANG_PAIRS, LANGS
 
 import syntrans  # noqa: F401  (registers the task)
 from syntrans.data import sidecars
@@ -35,8 +35,8 @@ OPTIONS = {
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return make_multilingual_data(tmp_path_factory.mktemp("multilingual"))
+def data(multilingual_data):
+    return multilingual_data
 
 
 def setup(data, flags, *pair):
