@@ -110,6 +110,15 @@ def tiny_data(tmp_path_factory) -> Path:
     return make_bpe_corpus(tmp_path_factory.mktemp("tiny"))
 
 
+@pytest.fixture(scope="session")
+def multilingual_data(tmp_path_factory) -> Path:
+    """The tiny multilingual data-bin (tests/multilingual.py): three languages, each pair with its sidecars,
+    binarized with one fixed dictionary."""
+    from multilingual import make_multilingual_data
+
+    return make_multilingual_data(tmp_path_factory.mktemp("multilingual"))
+
+
 @pytest.fixture(scope="module")
 def single_threaded_tools():
     """The fairseq tools a test module starts run with one OpenMP thread: on a few shared cores, spinning

@@ -22,7 +22,7 @@ from ..syntax.parents import subword_parents_array
 #: Parent position of a token that has none (EOS, padding).
 NO_PARENT = -1
 
-__all__ = ["BOS_NSD", "FEATURES", "Feature", "NO_NSD", "NO_PARENT"]  # the NSD fillers are defined in syntax.nsd_labels
+__all__ = ["BOS_NSD", "FEATURES", "Feature", "NO_NSD", "NO_PARENT", "after_prefix"]  # the NSD fillers are defined in syntax.nsd_labels
 
 
 @dataclass
@@ -50,6 +50,21 @@ class Feature:
     finish: Callable[[torch.Tensor], torch.Tensor] = lambda t: t  # (B, T) padded → what the model gets
     positions: bool = False  # values ≥ 0 are token positions in the sentence: shifted by the left padding
     fillers: Tuple[int, ...] = ()  # values that stand for no value (besides ``pad``), e.g. at EOS or BOS
+    before: int = NO_PARENT  # value of a token fairseq puts before the sentence's first piece (a language token)
+    first: int = 0  # index of the sentence's first piece in the values (1: decoder-input coordinates, BOS first)
+
+
+def after_prefix(f: Feature, values: np.ndarray, n: int) -> np.ndarray:
+    """``values`` (one sentence's feature, :attr:`Feature.build`'s) for the sentence with ``n`` tokens put before its
+    first piece (``translation_multi_simple_epoch``'s language token, ``PrependTokenDataset``): ``n`` times
+    ``f.before`` at index ``f.first``, and positions (values ≥ 0 of a ``positions`` feature) moved ``n`` on:
+    (len + n,)."""
+    if n == 0:
+        return values
+    out = np.insert(values, f.first, np.full(n, f.before, dtype=values.dtype))
+    if f.positions:
+        out = np.where(out >= 0, out + n, out).astype(values.dtype)
+    return out
 
 
 def _gaps_per_token(arrays: Dict[str, np.ndarray]) -> np.ndarray:
@@ -114,13 +129,15 @@ def _nsd_features() -> Dict[str, Feature]:
         needs = ("word", "head" if kind == "dD" else "dist")
         for name, side, where in ((f"src_nsd_{kind}", "source", "end"), (f"tgt_nsd_in_{kind}", "target", "start"),
                                   (f"tgt_nsd_out_{kind}", "target", "end")):
-            out[name] = Feature(name, side, needs, NO_NSD, _nsd_per_token(kind, where), fillers=(NO_NSD, BOS_NSD))
+            out[name] = Feature(name, side, needs, NO_NSD, _nsd_per_token(kind, where), fillers=(NO_NSD, BOS_NSD),
+                                before=NO_NSD, first=1 if where == "start" else 0)
     return out
 
 
 FEATURES: Dict[str, Feature] = {
     # gaps between consecutive source tokens, (B, T−1) after padding like src_tokens
-    "src_gaps": Feature("src_gaps", "source", ("word", "dist"), EOS_GAP, _gaps_per_token, lambda t: t[:, :-1]),
+    "src_gaps": Feature("src_gaps", "source", ("word", "dist"), EOS_GAP, _gaps_per_token, lambda t: t[:, :-1],
+                        before=EOS_GAP),  # a language token is set apart from the words as EOS is
     # "middle" parents: mean position of the head word's subwords (x.5 between two), (B, T) float64 in padded
     # coordinates:
     # fairseq's --fp16/--bf16 cast every float32 tensor of a batch to half precision (Trainer._fp_convert_sample),
@@ -139,11 +156,11 @@ FEATURES: Dict[str, Feature] = {
     "src_word_first": Feature("src_word_first", "source", ("word",), NO_PARENT, _word_first_per_token, positions=True),
     # chain parents of the decoder input tokens, (B, T) int64 padded like prev_output_tokens
     "tgt_parent_chain": Feature("tgt_parent_chain", "target", ("word", "head"), NO_PARENT,
-                                _decoder_input_parents, positions=True),
+                                _decoder_input_parents, positions=True, first=1),
     # dependency label ids (syntax.deprels) per source token, its word's; NO_LABEL at EOS, PAD_LABEL at padding:
     # (B, T) int64
     "src_dep_label": Feature("src_dep_label", "source", ("word", "label"), PAD_LABEL, _labels_per_token,
-                             fillers=(NO_LABEL,)),
+                             fillers=(NO_LABEL,), before=NO_LABEL),
     # syntactic distances of kind K (dS, dG, dR, dD; syntax.nsd_labels): src_nsd_K per source token; tgt_nsd_in_K per
     # decoder input token (BOS first), tgt_nsd_out_K per target token (as labels)
     **_nsd_features(),

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from fairseq.data import BaseWrapperDataset, data_utils
 
-from .features import FEATURES, FeatureNeeds
+from .features import FEATURES, FeatureNeeds, after_prefix
 from .missing_sidecars import LackingKinds, how_to_write
 from .sidecars import Sidecar, validate_side
 
@@ -34,22 +34,43 @@ def complete_batches(indices: np.ndarray, batches: List[np.ndarray], max_sentenc
     return out
 
 
+def batch_order(samples: List[dict], batch: dict, pad: int) -> List[dict]:
+    """``samples`` in the order fairseq's collater put them into ``batch`` (sorted by source length). By id where the
+    ids are unique; where they are not (a batch of several language pairs of ``translation_multi_simple_epoch``, each
+    numbering its own sentences) by the collater's own sort, repeated here, which must give the batch's ids."""
+    ids = [int(s["id"]) for s in samples]
+    if len(set(ids)) == len(ids):
+        by_id = dict(zip(ids, samples))
+        return [by_id[i] for i in batch["id"].tolist()]
+    lengths = torch.LongTensor([int(s["source"].ne(pad).long().sum()) for s in samples])
+    _, order = lengths.sort(descending=True)  # fairseq's language_pair_dataset.collate
+    out = [samples[i] for i in order.tolist()]
+    if [int(s["id"]) for s in out] != batch["id"].tolist():
+        raise RuntimeError("the syntax features of a batch could not be put in the order of its sentences (their ids "
+                           "repeat and fairseq's sort by source length gave another order)")
+    return out
+
+
 class SyntaxPairDataset(BaseWrapperDataset):
     """Wraps a LanguagePairDataset; the features a model reads (``needs``, :class:`~syntrans.data.features.FeatureNeeds`:
     given when the model is built, :meth:`request`) are read per item and padded in the collater exactly like their
     tokens: the required ones, and the optional ones whose sidecars this split has (e.g. parents that only an
     auxiliary loss needs). ``prefixes``: the path prefix of each side's files (``source``, ``target``;
-    :func:`~syntrans.data.sidecars.side_prefix`), for messages; none for data held in memory."""
+    :func:`~syntrans.data.sidecars.side_prefix`), for messages; none for data held in memory. ``before``: per side, the
+    tokens the wrapped dataset puts before the sentence's first piece (a language token of
+    ``translation_multi_simple_epoch``), which every feature of that side follows (:func:`after_prefix`)."""
 
     def __init__(self, dataset, src_side: Dict[str, Sidecar], tgt_side: Dict[str, Sidecar],
-                 needs: Optional[FeatureNeeds] = None, prefixes: Optional[Dict[str, str]] = None):
+                 needs: Optional[FeatureNeeds] = None, prefixes: Optional[Dict[str, str]] = None,
+                 before: Optional[Dict[str, int]] = None):
         super().__init__(dataset)
         self.src_side, self.tgt_side = src_side, tgt_side
         self.prefixes = prefixes or {}
+        self.before = {"source": 0, "target": 0, **(before or {})}
         self.needs = needs if needs is not None else FeatureNeeds()
-        validate_side(src_side, np.asarray(dataset.src_sizes), "source")
+        validate_side(src_side, np.asarray(dataset.src_sizes) - self.before["source"], "source")
         if dataset.tgt_sizes is not None:
-            validate_side(tgt_side, np.asarray(dataset.tgt_sizes), "target")
+            validate_side(tgt_side, np.asarray(dataset.tgt_sizes) - self.before["target"], "target")
 
     def request(self, needs: FeatureNeeds) -> None:
         """The features the model reads (a split loaded before the model was built hears them here)."""
@@ -107,13 +128,14 @@ class SyntaxPairDataset(BaseWrapperDataset):
                                         f"{how_to_write(self.lacking(name))}")
             arrays = {k: side[k][index] for k in f.needs}
             try:
-                value = f.build(arrays)
+                value = after_prefix(f, f.build(arrays), self.before[f.side])
             except ValueError as e:
                 raise ValueError(f"{side[f.needs[-1]].prefix}: sentence {index} (line {index + 1} of the text): {e}") from None
             if tokens is not None and len(value) != len(tokens):
                 raise ValueError(
                     f"{side[f.needs[0]].prefix}: sentence {index}: feature {name} has {len(value)} values "
-                    f"but the {f.side} has {len(tokens)} tokens (EOS included)"
+                    f"but the {f.side} has {len(tokens)} tokens (EOS and {self.before[f.side]} token(s) before the "
+                    "sentence included)"
                 )
             item[name] = torch.from_numpy(value)
         return item
@@ -132,15 +154,14 @@ class SyntaxPairDataset(BaseWrapperDataset):
         names = self.features()
         if not batch or not names:
             return batch
-        by_id = {int(s["id"]): s for s in samples}
-        order = batch["id"].tolist()  # the collater sorts by source length
+        ordered = batch_order(samples, batch, self.dataset.src_dict.pad())
         for name in names:
             f = FEATURES[name]
             if f.side == "source":
                 ref, left = batch["net_input"]["src_tokens"], self.dataset.left_pad_source
             else:
                 ref, left = batch["target"], self.dataset.left_pad_target
-            values = [by_id[i][name] for i in order]
+            values = [s[name] for s in ordered]
             padded = data_utils.collate_tokens(values, f.pad, left_pad=left, pad_to_length=ref.size(1))
             if f.positions and left:  # positions within the sentence → positions in the left-padded row
                 shift = torch.tensor([ref.size(1) - len(v) for v in values], dtype=padded.dtype).unsqueeze(1)

@@ -23,6 +23,7 @@ ignores ``--arch`` (its generation parser takes the flag, default ``wav2vec2``, 
 """
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 from typing import Any, Dict, Optional
@@ -32,9 +33,19 @@ logger = logging.getLogger("syntrans.task")
 EMBEDDINGS = {"source": "encoder.embed_tokens.weight", "target": "decoder.embed_tokens.weight"}
 
 
+def command_config(task):
+    """What the command's options are read from: the task's config (a dataclass task), else its ``args`` (a legacy
+    task such as ``translation_multi_simple_epoch``: the command line's flat Namespace)."""
+    cfg = getattr(task, "cfg", None)
+    return cfg if cfg is not None else getattr(task, "args", None)
+
+
 def command_value(task_cfg, key: str) -> Any:
     """``key`` (dotted) of the command's config the task's config belongs to, or None. A group may be an argparse
-    Namespace (fairseq keeps the command line's model options so)."""
+    Namespace (fairseq keeps the command line's model options so); a whole flat Namespace (a legacy task's ``args``)
+    gives the key's last part."""
+    if isinstance(task_cfg, argparse.Namespace):
+        return getattr(task_cfg, key.rpartition(".")[2], None)
     try:
         from omegaconf import DictConfig
 
@@ -113,19 +124,20 @@ def _stored_embedding_rows(path: str) -> Dict[str, int]:
 def check_resume_dictionaries(task, model) -> None:
     """ValueError when fairseq-train is about to resume ``model`` (just built on the task's data-bin) from a checkpoint
     whose token embeddings have another number of rows (module docs)."""
-    path = loaded_path(task.cfg)
+    cfg = command_config(task)
+    path = loaded_path(cfg)
     if path is None:
         return
-    resuming = path == resume_path(task.cfg)
+    resuming = path == resume_path(cfg)
     stored = _stored_embedding_rows(path)
-    langs = {"source": task.cfg.source_lang, "target": task.cfg.target_lang}
+    langs = {"source": getattr(cfg, "source_lang", None), "target": getattr(cfg, "target_lang", None)}
     params = dict(model.named_parameters())
     for side, key in EMBEDDINGS.items():
         if side not in stored or key not in params:
             continue
         here = int(params[key].shape[0])
         if stored[side] != here:
-            data = command_value(task.cfg, "task.data") or task.cfg.data
+            data = command_value(cfg, "task.data") or cfg.data
             raise ValueError(
                 f"{path}: fairseq-train would {'resume' if resuming else 'start (--finetune-from-model)'} from this "
                 f"checkpoint, but its {side} embeddings have {stored[side]} rows (the dictionary of the data-bin it was "
@@ -172,7 +184,7 @@ def check_warm_start(task, model, cfg) -> None:
     another model class (:func:`loaded_path`; a syntax model from a stock Transformer's): ValueError naming each of
     :data:`TRANSFORMER_FLAGS` the checkpoint was trained with another value of; else a log line saying how many of
     the model's tensors the checkpoint lacks (module docs)."""
-    path = loaded_path(task.cfg)
+    path = loaded_path(command_config(task))
     state = _stored_state(path) if path is not None else None
     if state is None:
         return

@@ -19,9 +19,9 @@ from ..data.syntax_dataset import SyntaxPairDataset
 from ..generation.end_of_split import EndOfSplit
 from ..generation.printing import gen_subset_of, syntax_generator
 from .checkpoint_match import check_generation_arch, check_resume_dictionaries, check_warm_start
-from .frozen_params import drop_frozen_grads, frozen_params, needs_zero_tie, with_zero_tie
 from .model_interface import SyntaxModel, SyntaxTask
 from .shard_checks import check_shares
+from .syntax_steps import SyntaxSteps
 
 logger = logging.getLogger("syntrans.task")
 
@@ -45,7 +45,7 @@ class SyntaxTranslationConfig(TranslationConfig):
 
 
 @register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
-class SyntaxTranslationTask(TranslationTask, SyntaxTask):
+class SyntaxTranslationTask(SyntaxSteps, TranslationTask, SyntaxTask):
     """Translation whose batches carry the syntax features the model reads (``model.syntax_needs()``)."""
 
     def __init__(self, cfg, src_dict, tgt_dict):
@@ -138,27 +138,6 @@ class SyntaxTranslationTask(TranslationTask, SyntaxTask):
         for split in list(self.datasets):
             self._check_needs(split)
         return model
-
-    def begin_epoch(self, epoch, model):
-        """Tell the model fairseq's epoch (1-based) at every epoch start, a resumed one included (warm-ups)."""
-        super().begin_epoch(epoch, model)
-        if isinstance(model, SyntaxModel):
-            model.set_epoch(epoch)
-
-    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
-        """fairseq's step; under torch DDP without ``--find-unused-parameters`` frozen parts (a warm-up) get a zero
-        gradient through the loss, since DDP waits for one from every parameter (see ``frozen_params``)."""
-        tied = frozen_params(model) if needs_zero_tie(model) else []
-        if tied:
-            criterion = with_zero_tie(criterion, tied)
-        return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad=ignore_grad)
-
-    def optimizer_step(self, optimizer, model, update_num):
-        """fairseq's step, without the gradients frozen parts got from data-parallel training (legacy_ddp fills
-        missing gradients with zeros before its all-reduce): Adam would apply weight decay to those parts and count
-        steps for them. One process leaves them without gradient anyway, so this changes nothing there."""
-        drop_frozen_grads(model)
-        super().optimizer_step(optimizer, model, update_num)
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
         """fairseq's iterator, checked across the training processes: the same data in each, and batches enough

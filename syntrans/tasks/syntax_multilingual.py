@@ -1,0 +1,99 @@
+"""The ``syntax_translation_multi_simple_epoch`` task: fairseq's ``translation_multi_simple_epoch`` (the task of
+mBART-50, M2M-100 and NLLB-200) whose language pairs carry their syntax sidecars, the features following the language
+tokens under each of its options (:mod:`.multilingual_data`). Same flags as fairseq's task; the data-bin holds each
+pair binarized with the pretrained model's fixed dictionary, each with its sidecars (docs/commands.md)."""
+import logging
+from typing import Tuple
+
+from fairseq.tasks import register_task
+from fairseq.tasks.translation_multi_simple_epoch import TranslationMultiSimpleEpochTask
+from fairseq.utils import split_paths
+
+from ..data import sidecars
+from ..data.feature_range import feature_range
+from ..data.missing_sidecars import how_to_write
+from .checkpoint_match import check_resume_dictionaries, check_warm_start
+from .model_interface import SyntaxModel, SyntaxTask
+from .multilingual_data import SyntaxDataManager, pair_direction
+from .syntax_steps import SyntaxSteps
+
+logger = logging.getLogger("syntrans.task")
+
+
+@register_task("syntax_translation_multi_simple_epoch")
+class SyntaxMultiSimpleEpochTask(SyntaxSteps, TranslationMultiSimpleEpochTask, SyntaxTask):
+    """``translation_multi_simple_epoch`` whose batches carry the syntax features the model reads."""
+
+    def __init__(self, args, langs, dicts, training):
+        super().__init__(args, langs, dicts, training)
+        for flag, value in (("--truncate-source", args.truncate_source), ("--load-alignments", args.load_alignments),
+                            ("--extra-data", args.extra_data)):
+            if value:
+                raise ValueError(f"{flag} is not supported by syntax_translation_multi_simple_epoch (the sidecars "
+                                 "follow the main data's sentences whole)")
+        self.data_manager = SyntaxDataManager(args, self.lang_pairs, langs, dicts, self.sampling_method)
+
+    @property
+    def syntax_needs(self):
+        return self.data_manager.needs
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        self._check_needs(split)
+
+    def _check_needs(self, split):
+        needs = self.syntax_needs
+        train = needs.training if split == getattr(self.args, "train_subset", None) else set()
+        for ds in self.data_manager.pairs.get(split, []):
+            for name in sorted(needs.required | train):
+                why = ds.missing(name)
+                if why:
+                    role = "its training loss needs" if name not in needs.required else "the model asks for"
+                    raise FileNotFoundError(f"split {split} of {self.args.data}: {role} {why}, which is missing "
+                                            f"(expected {ds.sidecar_path(name)}); {how_to_write(ds.lacking(name))}")
+
+    def value_range(self, side: str, feature: str) -> Tuple[int, int]:
+        """(smallest, largest) value of ``feature`` over one side (``encoder``: the sources, ``decoder``: the targets)
+        of every language pair's training split."""
+        data_path, split = split_paths(self.args.data)[0], getattr(self.args, "train_subset", "train")
+        lo = hi = None
+        for pair in self.lang_pairs:
+            src, tgt = pair.split("-")
+            a, b = pair_direction(data_path, split, src, tgt)
+            lang = src if side == "encoder" else tgt
+            try:
+                low, high = feature_range(sidecars.load_side(data_path, split, a, b, lang), feature)
+            except FileNotFoundError as e:
+                raise FileNotFoundError(f"split {split} of {data_path}, {pair}, {lang} side: {e}") from None
+            lo, hi = (low, high) if lo is None else (min(lo, low), max(hi, high))
+        logger.info(f"values of {feature} (the {side} side) in {split} of {', '.join(self.lang_pairs)}: {lo}..{hi}, "
+                    "fixed into the model")
+        return lo, hi
+
+    def model_overrides_text(self) -> str:
+        text = getattr(self.args, "model_overrides", "")
+        return text if isinstance(text, str) else ""
+
+    def build_model(self, args, from_checkpoint=False):
+        """fairseq's model building; a new model's dictionaries and Transformer checked against the checkpoint it
+        will start from (:mod:`.checkpoint_match`), then the features the model reads requested of every pair."""
+        model = super().build_model(args, from_checkpoint)
+        if not from_checkpoint:
+            check_resume_dictionaries(self, model)
+            check_warm_start(self, model, args)
+        if isinstance(model, SyntaxModel):
+            if not from_checkpoint:
+                model.allow_warm_start()
+            self.data_manager.request(self.syntax_needs | model.syntax_needs())
+        for split in list(self.datasets):
+            self._check_needs(split)
+        return model
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        if self.syntax_needs.required:
+            raise NotImplementedError("interactive translation needs syntax features for the input: binarize it with "
+                                      "syntrans-preprocess and use fairseq-generate")
+        return super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)
+
+
+__all__ = ["SyntaxMultiSimpleEpochTask"]

@@ -1,0 +1,31 @@
+"""The training steps every syntax task shares (``syntax_translation`` and its multilingual form): fairseq's epoch
+told to the model, and frozen syntax parts under data-parallel training (:mod:`.frozen_params`). A mixin put before
+the fairseq task class, so that ``super()`` reaches fairseq's own steps."""
+from .frozen_params import drop_frozen_grads, frozen_params, needs_zero_tie, with_zero_tie
+from .model_interface import SyntaxModel
+
+
+class SyntaxSteps:
+    def begin_epoch(self, epoch, model):
+        """Tell the model fairseq's epoch (1-based) at every epoch start, a resumed one included (warm-ups)."""
+        super().begin_epoch(epoch, model)
+        if isinstance(model, SyntaxModel):
+            model.set_epoch(epoch)
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        """fairseq's step; under torch DDP without ``--find-unused-parameters`` frozen parts (a warm-up) get a zero
+        gradient through the loss, since DDP waits for one from every parameter (see ``frozen_params``)."""
+        tied = frozen_params(model) if needs_zero_tie(model) else []
+        if tied:
+            criterion = with_zero_tie(criterion, tied)
+        return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad=ignore_grad)
+
+    def optimizer_step(self, optimizer, model, update_num):
+        """fairseq's step, without the gradients frozen parts got from data-parallel training (legacy_ddp fills
+        missing gradients with zeros before its all-reduce): Adam would apply weight decay to those parts and count
+        steps for them. One process leaves them without gradient anyway, so this changes nothing there."""
+        drop_frozen_grads(model)
+        super().optimizer_step(optimizer, model, update_num)
+
+
+__all__ = ["SyntaxSteps"]
