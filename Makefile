@@ -28,7 +28,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.syntrans-installed
 CONSTRAINTS := $(VENV)/constraints.txt
 
-.PHONY: install test test-fast demo benchmark reproduce-smoke clean
+.PHONY: install test test-fast test-durations demo benchmark reproduce-smoke clean
 
 install: $(STAMP)
 
@@ -53,7 +53,7 @@ $(STAMP): $(VPY) setup.py
 	@touch $(STAMP)
 
 # one pytest worker per core (pytest-xdist), each test file on one worker (its module fixtures built once), the files
-# handed out in collection order (tests/conftest.py puts the longest first; xdist's own reordering, by the number of
+# handed out in collection order (tests/conftest.py puts the longest first, by measured time: tests/file_order.py; xdist's own reordering, by the number of
 # tests in a file, would start the longest file last and leave one worker alone with it at the end)
 test: install
 	$(VPY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder tests
@@ -61,6 +61,10 @@ test: install
 # the quick tier (about a minute): the tests marked `fast` (pure functions, single-module model tests)
 test-fast: install
 	$(VPY) -m pytest -q -m fast tests
+
+# tests/file_durations.json, the per-file times a fresh clone orders the files by, from the last full run's cache
+test-durations: install
+	$(VPY) tests/file_order.py --write
 
 demo: install
 	PATH=$(abspath $(VENV))/bin:$$PATH bash scripts/demo.sh

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import file_order
 import forkserver
 import hydra_memo
 import pytest
@@ -40,30 +41,34 @@ def pytest_unconfigure(config):
         stop()
 
 
-#: the files that take 10 s or more, longest first (per-file time measured on two cores), run first: pytest-xdist's
-#: --dist loadfile hands files to the workers in collection order, so a long file collected last would leave one
-#: worker idle while the other finishes it (`make test` passes --no-loadscope-reorder: by default pytest-xdist 3.6+
-#: reorders the files by their number of tests, and the longest file, which has few, then starts last).
-#: test_real_route.py builds the stanza models (conftest ``stanza_res``) that test_stanza_pipeline.py also reads: the
-#: latter comes a few long files later, so that its worker finds them built instead of waiting on the build's lock
-LONGEST_FIRST = ("test_real_route.py", "test_reproduce_smoke.py", "test_distributed.py", "test_end_to_end_parents.py",
-                 "test_half_precision.py", "test_stanza_pipeline.py", "test_raw_sentencepiece.py",
-                 "test_translate.py", "test_end_to_end_dbsa.py",
-                 "test_warm_start.py", "test_configs.py", "test_light_start.py", "test_print_syntax.py",
-                 "test_end_to_end_nsd.py",
-                 "test_invariance.py", "test_bad_input_round2.py", "test_demo.py", "test_resume.py",
-                 "test_reproduce_tables.py", "test_benchmark.py", "test_install.py", "test_end_to_end_gate.py",
-                 "test_end_to_end.py", "test_end_to_end_baselines.py", "test_reproduce_selection.py",
-                 "test_bad_input.py", "test_char_align.py", "test_multitask.py", "test_parse_views.py",
-                 "test_compiled_kernels.py", "test_typed_config_checkpoint.py", "test_average_checkpoints.py",
-                 "test_synth.py", "test_nsd.py", "test_launcher.py")
-
-
 def pytest_collection_modifyitems(config, items):
-    """The files of :data:`LONGEST_FIRST` first, in that order; every other file after them, as collected (each
-    file's own tests keep their order)."""
-    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
-    items[:] = sorted(items, key=lambda item: rank.get(item.path.name, len(rank)))  # sorted() is stable
+    """Test files longest first, by measured time (tests/file_order.py); each file's own tests keep their order."""
+    items[:] = file_order.ordered(items, file_order.load(getattr(config, "cache", None)))
+
+
+#: this process's per-file times (tests/file_order.py), made when the session starts
+_RECORDER = None
+
+
+def pytest_sessionstart(session):
+    global _RECORDER
+    _RECORDER = file_order.Recorder(getattr(session.config, "cache", None))
+
+
+def pytest_runtest_logreport(report):
+    """Every test's setup, call and teardown time, summed per file (xdist's controller receives the workers')."""
+    if _RECORDER is not None:
+        _RECORDER.add(report.nodeid, report.duration)
+
+
+def pytest_sessionfinish(session):
+    """A run of whole test folders (no -k, -m or single files) stores its per-file times for the next run's order;
+    in xdist's workers nothing is stored (their controller has every report)."""
+    config = session.config
+    if os.environ.get("PYTEST_XDIST_WORKER") or config.option.keyword or config.option.markexpr:
+        return
+    if all(Path(a).is_dir() for a in config.args) and _RECORDER is not None:
+        _RECORDER.save(_RECORDER.seconds)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -12,6 +12,7 @@ from fairseq.utils import split_paths
 from ..data import sidecars
 from ..data.feature_range import feature_range
 from ..data.missing_sidecars import how_to_write
+from .cpu_autocast import CPU_AUTOCAST, CPU_AUTOCAST_HELP
 from .checkpoint_match import check_resume_dictionaries, check_warm_start
 from .model_interface import SyntaxModel, SyntaxTask
 from .multilingual_data import SyntaxDataManager, pair_direction
@@ -23,6 +24,12 @@ logger = logging.getLogger("syntrans.task")
 @register_task("syntax_translation_multi_simple_epoch")
 class SyntaxMultiSimpleEpochTask(SyntaxSteps, TranslationMultiSimpleEpochTask, SyntaxTask):
     """``translation_multi_simple_epoch`` whose batches carry the syntax features the model reads."""
+
+    @staticmethod
+    def add_args(parser):
+        """fairseq's flags, and ``--cpu-autocast`` (:mod:`.cpu_autocast`)."""
+        TranslationMultiSimpleEpochTask.add_args(parser)
+        parser.add_argument("--cpu-autocast", choices=CPU_AUTOCAST, default="off", help=CPU_AUTOCAST_HELP)
 
     def __init__(self, args, langs, dicts, training):
         super().__init__(args, langs, dicts, training)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 from fairseq import utils
+from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from omegaconf import II
@@ -21,6 +22,7 @@ from ..generation.printing import gen_subset_of, syntax_generator
 from .checkpoint_match import check_generation_arch, check_resume_dictionaries, check_warm_start
 from .model_interface import SyntaxModel, SyntaxTask
 from .shard_checks import check_shares
+from .cpu_autocast import CPU_AUTOCAST, CPU_AUTOCAST_HELP
 from .syntax_steps import SyntaxSteps
 
 logger = logging.getLogger("syntrans.task")
@@ -39,6 +41,8 @@ class SyntaxTranslationConfig(TranslationConfig):
     )
     # where fairseq-generate writes, and the model overrides of the command that loads a checkpoint (no help: the
     # flags are fairseq's own, these fields only copy their values)
+    cpu_autocast: ChoiceEnum(list(CPU_AUTOCAST)) = field(default="off", metadata={"help": CPU_AUTOCAST_HELP})
+    cpu: bool = II("common.cpu")
     results_path: Optional[str] = II("common_eval.results_path")
     gen_subset: str = II("dataset.gen_subset")
     model_overrides: str = II("common_eval.model_overrides")
