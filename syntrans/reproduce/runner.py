@@ -236,6 +236,7 @@ class Reproduction:
         self.chrf_signatures: set = set()  # chrF++'s (the cross kind)
         self.test_descriptions: Dict[str, str] = {}  # per metric: the paired test's description
         self.protocols: Dict[str, str] = {}  # per dataset: seeds and checkpoint selection
+        self.last_checkpoint: Dict[str, bool] = {}  # per dataset key: decode checkpoint_last.pt (the protocol's "last")
         self._prepared: Dict[tuple, Any] = {}
         if opts.smoke and not opts.synthetic and opts.raw_dir is None:
             raise RunError("--smoke needs real text from --raw-dir (e.g. ../shared/data/multi30k) or --synthetic")
@@ -405,9 +406,11 @@ class Reproduction:
                                    indent=1), encoding="utf-8")
         self.log(f"   [{label}] trained in {time.time() - t0:.0f}s")
 
-    def checkpoint(self, run_dir: Path, label: str, n: Optional[int]) -> Path:
+    def checkpoint(self, run_dir: Path, label: str, n: Optional[int], last: bool = False) -> Path:
+        """The checkpoint to decode: the average of the last ``n`` epoch checkpoints (made here once), else
+        checkpoint_last.pt when ``last`` (the end of training), else checkpoint_best.pt."""
         if not n:
-            return run_dir / "checkpoint_best.pt"
+            return run_dir / ("checkpoint_last.pt" if last else "checkpoint_best.pt")
         avg = run_dir / f"checkpoint_avg_last{n}.pt"
         if avg.exists() and avg.stat().st_mtime >= (run_dir / "train.done").stat().st_mtime:
             self.log(f"   [{label}] averaged checkpoint made before: skipped ({avg.name})")
@@ -490,8 +493,11 @@ class Reproduction:
         average_last = self.opts.average_last
         if average_last is None and paper.checkpoint.startswith("last ") and not smoke:
             average_last = int(paper.checkpoint.split()[1])
+        last = average_last is None and paper.checkpoint == "last" and not smoke
+        self.last_checkpoint[ds.key] = last
         self.protocols[ds.title] = (f"seeds {', '.join(map(str, seeds))}; "
                                     + (f"the average of the last {average_last} epoch checkpoints" if average_last
+                                       else "checkpoint_last.pt (the end of training)" if last
                                        else "checkpoint_best.pt (smallest validation loss)")
                                     + f" (the paper: {paper.seeds} run{'s' if paper.seeds > 1 else ''}, "
                                       f"{paper.checkpoint}; {paper.where})")
@@ -531,7 +537,8 @@ class Reproduction:
         self.train(prepared, cfg, s, seed, run_dir, label, average_last)
         result = {"run_dir": str(run_dir), "train": json.loads((run_dir / "train.done").read_text(encoding="utf-8"))}
         if self.decodes:
-            result.update(self.score(prepared, cfg, self.checkpoint(run_dir, label, average_last), run_dir, label, ds))
+            ckpt = self.checkpoint(run_dir, label, average_last, self.last_checkpoint.get(ds.key, False))
+            result.update(self.score(prepared, cfg, ckpt, run_dir, label, ds))
         return result
 
     def guarded_unit(self, dataset: str, system: str, seed: int, prepared) -> dict:
