@@ -97,6 +97,18 @@ RELEASED: Tuple[ReleasedCode, ...] = (
         "input for one system alone would parse the source twice",
         configs=("pascal/*.multitask.args",), names=("+MULTI-TASK",), tables=("cross_paper", "multi30k")),
     ReleasedCode(
+        "DBSA: the bi-affine U",
+        "Deguchi et al. 2021, §3 (after Deguchi et al. 2019): A_h = softmax(Q_h U K_hᵀ/√d_k), its initialisation not "
+        "stated",
+        "Deguchi et al.'s released DBSA plugin (github.com/de9uch1/dbsa, dbsa/modules/dbsa.py): U is a linear layer "
+        "with a bias, Xavier-uniform with gain 1/√2 and a zero bias; the bias adds a per-key term b·k_j to the DBSA "
+        "head's scores",
+        "U starts as the identity, no bias (syntrans/mechanisms/dbsa.py, BiaffineQueryProjection, marked ours)",
+        "not followed yet: the key bias is a term our folded query projection does not have, and an option of its own "
+        "(with its checkpoint keys) is left for later; the identity start also makes the DBSA heads start as the "
+        "stock heads they take over",
+        configs=("dbsa/*_??_??.args", "syncattn/*_??_??.args")),
+    ReleasedCode(
         "SLA: punctuation",
         "not stated (Hou et al., gated self-attention, §5.2)",
         f"{LI_CODE}: punctuation tokens (its quote_idx) are put at distance 0 of every word, so every token sees "
