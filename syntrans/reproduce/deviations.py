@@ -65,7 +65,7 @@ LI_CODE = "Li et al. 2021's released code (github.com/Neutralzz/syntax_aware_loc
 NC11 = ("nc11_en_de", "nc11_de_en")
 #: the choice for Bugliarello & Okazaki's rows: the scripts' values are printed beside ours, not followed (why: each
 #: entry's ``why``; the choice is said once in the block)
-BO_CHOICE = (f"{BO}'s rows follow the authors' released scripts wherever the paper is silent (each value below, "
+BO_CHOICE = (f"{BO}'s rows follow the authors' released scripts wherever the paper is silent (each value above, "
              "marked [authors' code]: the baselines' lr 0.001, every system's betas, eps 1e-09, shared embeddings, "
              "2,048 tokens per GPU, checkpoint_last.pt); the two +MULTI-TASK entries here are the exceptions, kept "
              "so that every row of a table reads one preparation of the source.")
