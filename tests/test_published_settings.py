@@ -1,6 +1,7 @@
-"""Every config equals what its paper states (syntrans.reproduce.published), value by value, or says why not; every
-flag says where it comes from; the batch of the paper survives any number of GPUs; each table's seeds and
-checkpoint selection are the paper's."""
+"""Every config equals what its paper states (syntrans.reproduce.published), value by value, or says why not; where the
+paper is silent and the authors' released code sets a value (syntrans.reproduce.released_code), the config takes it
+and names the file, or says why not; every flag says where it comes from; the batch of the paper survives any number
+of GPUs; each table's seeds and checkpoint selection are the paper's, else the authors' code's."""
 from pathlib import Path
 from typing import List
 
@@ -9,6 +10,7 @@ import pytest
 from syntrans.reproduce.batching import batch_flags, world_size_of
 from syntrans.reproduce.config_file import CONFIG_DIR, read_args_file
 from syntrans.reproduce.published import stated
+from syntrans.reproduce.released_code import released
 from syntrans.reproduce.tables import TABLES
 
 pytestmark = pytest.mark.fast
@@ -48,13 +50,34 @@ def problems(path: Path) -> List[str]:
         if not _same(found, st.value) and not note_of(key).startswith("deviates"):
             want = "absent" if st.value is None else repr(st.value)
             out.append(f"{rel}: {key} is {found!r}, the paper states {want} ({st.where}) and no '# deviates: why' note")
+    # where the paper is silent, the authors' released code's value (or a '# deviates' note saying why not)
+    code = released(rel)
+    code_values = code.values if code is not None and not code.none else {}
+    for key, (value, where) in code_values.items():
+        if key in record or key == "checkpoint" or key == "decode --lenpen":
+            continue
+        found = found_of[key] if key in found_of else cfg.value(key)
+        if not _same(found, value) and not note_of(key).startswith("deviates"):
+            want = "absent" if value is None else repr(value)
+            out.append(f"{rel}: {key} is {found!r}, the paper is silent and the authors' code has {want} ({where}) "
+                       "and no '# deviates: why' note")
     # every flag (and directive) says where it comes from, and says it truly
     keys = [f for f in cfg.flags if f.startswith("--") and f not in PLUMBING]
     keys += [k for k in ("tokens-per-update", "decode --beam") if found_of[k] is not None]
     for key in keys:
         note = note_of(key)
         st = record.get(key)
-        if note.startswith("stated: "):
+        if note.startswith("authors' code: "):
+            if st is not None:
+                out.append(f"{rel}: {key} says '{note}' but the paper states it ({st.where}: {st.value!r})")
+            elif key not in code_values:
+                out.append(f"{rel}: {key} says '{note}' but the record of the authors' code has no {key}")
+            elif note[len("authors' code: "):] != code_values[key][1]:
+                out.append(f"{rel}: {key} says '{note}', the record names {code_values[key][1]!r}")
+        elif note.startswith("ours") and st is None and key in code_values:
+            out.append(f"{rel}: {key} says 'ours' but the authors' code sets it ({code_values[key][1]}): follow it "
+                       "('# authors' code: <file>') or say why not ('# deviates from the authors' code: …')")
+        elif note.startswith("stated: "):
             if st is None:
                 out.append(f"{rel}: {key} says '{note}' but the paper's record states no {key}")
             elif note[len("stated: "):] != st.where:
@@ -63,7 +86,8 @@ def problems(path: Path) -> List[str]:
             if st is not None:
                 out.append(f"{rel}: {key} says 'ours' but the paper states it ({st.where}: {st.value!r})")
         elif not note.startswith("deviates"):
-            out.append(f"{rel}: {key} has no '# stated: <where>', '# ours…' or '# deviates…' note (found {note!r})")
+            out.append(f"{rel}: {key} has no '# stated: <where>', '# authors' code: <file>', '# ours…' or "
+                       f"'# deviates…' note (found {note!r})")
     return out
 
 
@@ -181,7 +205,7 @@ def test_runner_passes_the_batch_and_says_so(tmp_path):
     rep = Reproduction(Options("pascal_table1", work_dir=tmp_path, train_args=["--distributed-world-size", "2"]),
                        log=logs.append)
     cfg = read_args_file(CONFIG_DIR / "pascal" / "wmt16_en_de.args")
-    assert rep.batch(cfg, "x") == ["--max-tokens", "4000", "--update-freq", "4"]
+    assert rep.batch(cfg, "x") == ["--max-tokens", "2000", "--update-freq", "8"]  # 2048 per GPU: the authors' code
     assert "32000 tokens per update" in logs[-1]
     rep = Reproduction(Options("pascal_table1", work_dir=tmp_path, train_args=["--update-freq", "2"]), log=logs.append)
     assert rep.batch(cfg, "x") == [] and "not enforced" in logs[-1]
@@ -198,6 +222,26 @@ def test_seeds_and_checkpoints_follow_the_paper(tmp_path):
     assert rep.protocol(IWSLT_DE_EN) == ([1], 10)  # one seed, the last 10 epochs (Table 6)
     rep = Reproduction(Options("distance_table1", work_dir=tmp_path, seeds=[7], average_last=2), log=lambda m: None)
     assert rep.protocol(IWSLT_DE_EN) == ([7], 2)  # the user's choice wins
+
+
+def test_checkpoint_last_where_the_paper_is_silent_and_the_authors_code_decodes_it(tmp_path):
+    """Bugliarello & Okazaki and Deguchi et al. state no checkpoint rule; their released code decodes
+    checkpoint_last.pt (eval.sh, README.rst), so ours does, and says so; a smoke run keeps checkpoint_best.pt."""
+    from syntrans.reproduce.published import protocol
+    from syntrans.reproduce.runner import Options, Reproduction
+    from syntrans.reproduce.tables import NC11_EN_DE, WMT14_EN_DE
+
+    for table, ds, where in (("pascal_table1", NC11_EN_DE, "eval.sh"), ("syncattn_table1", WMT14_EN_DE, "README.rst")):
+        p = protocol(table, ds.key)
+        assert p.checkpoint == "last" and "authors' code" in p.where
+        assert "checkpoint_last.pt" in p.where and where in p.where
+        rep = Reproduction(Options(table, work_dir=tmp_path), log=lambda m: None)
+        assert rep.protocol(ds) == ([1], None) and rep.last_checkpoint[ds.key]
+        assert rep.checkpoint(tmp_path, "x", None, rep.last_checkpoint[ds.key]).name == "checkpoint_last.pt"
+        assert "checkpoint_last.pt (the end of training)" in rep.protocols[ds.title]
+        smoke = Reproduction(Options(table, work_dir=tmp_path, smoke=True, synthetic=True), log=lambda m: None)
+        smoke.protocol(ds)
+        assert not smoke.last_checkpoint[ds.key]
 
 
 PAPERS = Path(__file__).resolve().parents[1].parent / "shared" / "papers"

@@ -196,7 +196,7 @@ def test_en_ja_smoke_results_show_ribes_and_significance_from_the_libraries(tmp_
     script = SCRIPT.with_name("pascal_table1.sh")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     cmd = ["bash", str(script), "--smoke", "--synthetic", "--datasets", "aspec_en_ja", "--systems", "baseline,PASCAL",
-           "--seeds", "1,2", "--smoke-updates", "50", "--smoke-sizes", "300,40,40", "--work-dir",
+           "--seeds", "1,2", "--smoke-updates", "120", "--smoke-sizes", "300,40,40", "--work-dir",
            str(tmp_path / "work"), "--results-dir", str(tmp_path / "results")]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

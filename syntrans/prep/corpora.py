@@ -406,7 +406,7 @@ LDC2003E14, LDC2004T07 (Hansards part), LDC2004T08 and LDC2005T06, about 1.25M p
 downloaded. Their distributions differ in format, so extract them yourself into plain parallel text
 (one segment per line, line i of .zh and .en translations of each other) in --raw-dir:
   train.zh  train.en      the training pairs
-  valid.zh  valid.en      the development set, e.g. NIST MT02 (its first English reference in valid.en)
+  valid.zh  valid.en      the development set of your choice (ours: e.g. NIST MT02; its first English reference in valid.en)
   test.zh                 NIST MT03 + MT04 + MT05 concatenated, in that order: Ma et al. 2019's test set (§4.1)
   test.en                 their first English reference, line by line
   test.en.2 test.en.3 test.en.4   their second, third and fourth English references, line by line

@@ -8,9 +8,17 @@ Two sources, both the records the run itself reads, so that a label cannot exist
   :data:`~syntrans.reproduce.published_data.SETTINGS` with its value and its source — what the paper states, "not
   stated: ours (…)" where it is silent, "deviates from …" where ours departs from it, "not applicable (…)" —, the
   paper's parser, and the entry's notes;
-* :data:`RELEASED`: where the authors' released code does something else than ours (Bugliarello & Okazaki's
-  training and data scripts, Li et al.'s syntax-aware local attention code), per system config or system name:
-  what the paper says, what the released code does (the file named), what ours does, and why.
+* the authors' released code: for each dataset, what their data and scoring scripts do, setting by setting
+  (:mod:`syntrans.reproduce.released_data`), printed beside each setting above; for each system of each row, every
+  training value their scripts set (:mod:`syntrans.reproduce.released_code`) with the paper's and ours
+  (:func:`training_lines`);
+* :data:`RELEASED`: the remaining places where the authors' code does something our options model differently
+  (Bugliarello & Okazaki's +MULTI-TASK data, Li et al.'s syntax-aware local attention code), per system config or
+  system name: what the paper says, what the released code does (the file named), what ours does, and why.
+
+The rule every value follows: where the paper states it, ours is the paper's ([stated]) and the code's, where it
+differs, stands beside it; where the paper is silent and the code sets it, ours is the code's ([authors' code], the
+file named) unless a [deviates] note says why not; [ours] only where both are silent.
 
 :func:`deviation_lines` gives the block as Markdown lines; :meth:`syntrans.reproduce.runner.Reproduction.write`
 appends it to every results file.
@@ -21,7 +29,12 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..prep.recipe import OFF, apply_recipe
+from .config_file import CONFIG_DIR, read_args_file
+from .published import protocol, stated
 from .published_data import SETTINGS, DataSettings, data_settings
+from .released_code import released
+from .released_data import STEPS, released_data
 
 
 @dataclass(frozen=True)
@@ -52,46 +65,15 @@ LI_CODE = "Li et al. 2021's released code (github.com/Neutralzz/syntax_aware_loc
 NC11 = ("nc11_en_de", "nc11_de_en")
 #: the choice for Bugliarello & Okazaki's rows: the scripts' values are printed beside ours, not followed (why: each
 #: entry's ``why``; the choice is said once in the block)
-BO_CHOICE = (f"{BO}'s rows keep the paper's stated values and our readings where it is silent (configs/pascal/, "
-             "configs/lisa/); where the authors' released scripts use other values, both are listed here rather than "
-             "followed: the paper's text (Table 7, App. A) is the published recipe, and following the scripts would "
-             "give the baseline another learning rate than PASCAL's and every +MULTI-TASK row a preparation of its "
-             "own (a BPE model relearned with the tags, another parser input), so the rows would no longer differ by "
-             "the method alone.")
+BO_CHOICE = (f"{BO}'s rows follow the authors' released scripts wherever the paper is silent (each value above, "
+             "marked [authors' code]: the baselines' lr 0.001, every system's betas, eps 1e-09, shared embeddings, "
+             "2,048 tokens per GPU, checkpoint_last.pt); the two +MULTI-TASK entries here are the exceptions, kept "
+             "so that every row of a table reads one preparation of the source.")
 
 #: the entries of Bugliarello & Okazaki's released scripts (their lines start with these)
-BO_ENTRIES = ("- shared embeddings", "- learning rate of the baseline", "- Adam betas of +MULTI-TASK",
-              "- +MULTI-TASK data")
+BO_ENTRIES = ("- +MULTI-TASK data",)
 
 RELEASED: Tuple[ReleasedCode, ...] = (
-    ReleasedCode(
-        "shared embeddings",
-        f"not stated ({BO}, App. A: the base Transformer, its sizes not restated)",
-        f"{BO_CODE}: experiments/nc11en2de/transformer/train.sh and experiments/nc11de2en/transformer_multitask/"
-        "train.sh train with --share-all-embeddings on a joined dictionary (binarize_*.sh: --joined-dictionary)",
-        "separate source and target embeddings (no --share-all-embeddings in configs/pascal/ and configs/lisa/)",
-        "the paper does not state it; the configs keep fairseq's transformer_wmt_en_de default (separate "
-        "embeddings), marked ours. Our NC11 data has one joined dictionary (joint BPE), so "
-        "--train-args '--share-all-embeddings' follows the scripts",
-        configs=("pascal/*", "lisa/*"), datasets=NC11),
-    ReleasedCode(
-        "learning rate of the baseline",
-        f'{BO}, App. A: the baseline uses "the hyperparameters in the latest Tensor2Tensor version", not listed; '
-        "Table 7 lists lr 0.0007 for the PASCAL models",
-        f"{BO_CODE}: experiments/nc11en2de/transformer/train.sh: --lr 0.001 (betas (0.9, 0.997), --max-tokens 2048 "
-        "per GPU)",
-        "--lr 0.0007, Table 7's value (configs/pascal/*.baseline.args, marked ours)",
-        "the paper lists no value for the baseline; Table 7's keeps the baseline and PASCAL on one schedule, so the "
-        "rows differ by the mechanism alone",
-        configs=("pascal/*.baseline.args",), datasets=NC11),
-    ReleasedCode(
-        "Adam betas of +MULTI-TASK",
-        f"not stated for +MULTI-TASK ({BO}, Table 7 lists the PASCAL models: (0.9, 0.997))",
-        f"{BO_CODE}: experiments/nc11de2en/transformer_multitask/train.sh: --adam-betas (0.9,0.98) (--lr 0.0007)",
-        "(0.9, 0.997), Table 7's value as the baseline's (configs/pascal/*.multitask.args, marked ours)",
-        "+MULTI-TASK is \"a standard Transformer\" (§3.1): ours trains it exactly as the baseline, so its row differs "
-        "from the baseline by the multi-task data alone",
-        configs=("pascal/*.multitask.args",), datasets=NC11),
     ReleasedCode(
         "+MULTI-TASK data: BPE and task tags",
         f'{BO}, App. A: "a special tag indicating the desired task is prepended and appended to each source '
@@ -114,6 +96,28 @@ RELEASED: Tuple[ReleasedCode, ...] = (
         "the same parse feeds every system of the table (PASCAL, LISA, +S&H read it too); normalising the parser's "
         "input for one system alone would parse the source twice",
         configs=("pascal/*.multitask.args",), names=("+MULTI-TASK",), tables=("cross_paper", "multi30k")),
+    ReleasedCode(
+        "DBSA: the bi-affine U",
+        "Deguchi et al. 2021, §3 (after Deguchi et al. 2019): A_h = softmax(Q_h U K_hᵀ/√d_k), its initialisation not "
+        "stated",
+        "Deguchi et al.'s released DBSA plugin (github.com/de9uch1/dbsa, dbsa/modules/dbsa.py): U is a linear layer "
+        "with a bias, Xavier-uniform with gain 1/√2 and a zero bias; the bias adds a per-key term b·k_j to the DBSA "
+        "head's scores",
+        "U starts as the identity, no bias (syntrans/mechanisms/dbsa.py, BiaffineQueryProjection, marked ours)",
+        "not followed yet: the key bias is a term our folded query projection does not have, and an option of its own "
+        "(with its checkpoint keys) is left for later; the identity start also makes the DBSA heads start as the "
+        "stock heads they take over",
+        configs=("dbsa/*_??_??.args", "syncattn/*_??_??.args")),
+    ReleasedCode(
+        "SLA: punctuation",
+        "not stated (Hou et al., gated self-attention, §5.2)",
+        f"{LI_CODE}: punctuation tokens (its quote_idx) are put at distance 0 of every word, so every token sees "
+        "them",
+        "punctuation is a word of the dependency tree like any other, at its tree distance; the released code's "
+        "form is not offered (docs/methods.md, SLA)",
+        "the gated paper describes the window by tree distance alone; a visibility rule for punctuation would be an "
+        "option of its own",
+        configs=("gated/*.sla.args",), names=("SLA",), tables=("cross_paper", "multi30k")),
     ReleasedCode(
         "SLA: the neighbours of a word's window",
         "Hou et al. (gated self-attention), §5.2: the distance is the shortest path in the dependency tree, from the "
@@ -148,9 +152,12 @@ RELEASED: Tuple[ReleasedCode, ...] = (
 
 
 def kind_of(source: str) -> str:
-    """The mark of one source string: deviates, ours (the paper is silent), n/a, or stated."""
+    """The mark of one source string: deviates, authors' code (the paper is silent, the released code sets it), ours
+    (both are silent), n/a, or stated."""
     if source.startswith("deviates"):
         return "deviates"
+    if source.startswith("authors' code"):
+        return "authors' code"
     if source.startswith("not stated"):
         return "ours"
     if source.startswith("not applicable"):
@@ -158,20 +165,60 @@ def kind_of(source: str) -> str:
     return "stated"
 
 
-def _value(settings: DataSettings, name: str) -> str:
-    """The value of one setting of ``settings``, as the run uses it."""
+def _files(parts) -> str:
+    """The file names of corpus parts (a split's or a recipe's), comma-separated."""
+    return ", ".join(alts[0].rsplit("/", 1)[-1] for part in parts for _, alts in part.files)
+
+
+def _value(ds, settings: DataSettings, name: str) -> str:
+    """The value of one setting of ``settings`` for the dataset ``ds``, as the run uses it: a setting the record
+    leaves to the corpus (None) shows the corpus' value, never a bare "the corpus' setting"."""
     if name in ("eval_tokenize", "eval_lowercase"):
         value = getattr(settings.evaluation, name.split("_", 1)[1])
-    elif name in ("parser", "valid_split", "references"):
-        value = getattr(settings, name)
-    else:
-        value = getattr(settings.recipe, name)
+        if value is None:  # the target language's sacreBLEU tokenizer
+            from .scoring import sacrebleu_tokenizer
+
+            return f"{sacrebleu_tokenizer(ds.tgt)} (sacreBLEU's tokenizer for {ds.tgt})"
+        return str(value)
+    if name in ("parser", "references"):
+        return str(getattr(settings, name))
+    try:
+        from ..prep import CORPORA
+
+        pair = apply_recipe(CORPORA[ds.corpus].find_pair(ds.src, ds.tgt), settings.recipe)
+    except Exception:  # a corpus this install does not know: the record's own value
+        pair = None
+    if name == "valid_split":
+        if settings.valid_split is not None:
+            return settings.valid_split
+        if pair is None:
+            return "the corpus' validation files"
+        splits = pair.splits.get(f"{ds.src}-{ds.tgt}") or next(iter(pair.splits.values()))
+        return f"the corpus' validation files ({_files(splits['valid'])})"
+    value = getattr(settings.recipe, name)
     if isinstance(value, tuple) and value and hasattr(value[0], "files"):  # corpus parts: their files' names
-        return ", ".join(alts[0].rsplit("/", 1)[-1] for part in value for _, alts in part.files)
-    if value is None:
-        return "the corpus' setting" if name not in ("valid_split", "eval_tokenize") else (
-            "the corpus' validation files" if name == "valid_split" else "the target language's tokenizer")
-    return str(value)
+        return _files(value)
+    if value is not None or pair is None:
+        return "off" if value == OFF else str(value) if value is not None else "the corpus' setting"
+    # left to the corpus: its value, after the recipe's other settings
+    if name in ("max_len", "ratio"):
+        v = getattr(pair.clean, name) if pair.clean else None
+        return f"{'off' if v is None else v} (the corpus' setting)"
+    if name in ("bpe_ops", "bpe_ops_by_lang"):
+        if pair.word_vocab:
+            return "none (word-level)"
+        merges = pair.merges()
+        one = set(merges.values())
+        return (f"{one.pop()} (the corpus' setting{', joint' if pair.joint else ', per side'})" if len(one) == 1
+                else f"{merges} (the corpus' setting)")
+    if name == "train_limit":
+        return "all (the corpus' setting)"
+    if name == "train_parts":
+        splits = pair.splits.get(f"{ds.src}-{ds.tgt}") or next(iter(pair.splits.values()))
+        return f"{_files(splits['train'])} (the corpus' training files)"
+    if name == "word_vocab":
+        return "none: BPE (the corpus' setting)"
+    return f"{getattr(pair, name)} (the corpus' setting)"
 
 
 def _group(rows: Sequence[Tuple[str, str]]) -> List[Tuple[str, List[str]]]:
@@ -185,17 +232,124 @@ def _group(rows: Sequence[Tuple[str, str]]) -> List[Tuple[str, List[str]]]:
 def data_lines(table_key: str, datasets: Iterable) -> List[str]:
     """Every setting of the data record of ``table_key`` for ``datasets`` (:class:`~syntrans.reproduce.tables.Dataset`),
     one line per setting and distinct (value, source), the datasets that share it named."""
-    records = [(ds.title, data_settings(table_key, ds.key)) for ds in datasets]
+    records = [(ds, data_settings(table_key, ds.key), released_data(table_key, ds.key)) for ds in datasets]
     if not records:
         return []
     lines = []
     for name in SETTINGS:
-        rows = [(title, f"`{name}` = {_value(s, name)} [{kind_of(s.source(name))}]: {s.source(name)}")
-                for title, s in records]
+        rows = []
+        for ds, s, code in records:
+            text = f"`{name}` = {_value(ds, s, name)} [{kind_of(s.source(name))}]: {s.source(name)}"
+            if name in code and not s.source(name).startswith("authors' code"):
+                text += f". The authors' code: {code[name]}"
+            rows.append((ds.title, text))
         lines += [f"- {', '.join(titles)}: {text}" for text, titles in _group(rows)]
-    notes = [(title, f"note: {n}") for title, s in records for n in s.notes]
+    steps = [(ds.title, f"the authors' preparation: {code[STEPS]}") for ds, _, code in records if STEPS in code]
+    lines += [f"- {', '.join(titles)}: {text}" for text, titles in _group(steps)]
+    notes = [(ds.title, f"note: {n}") for ds, s, _ in records for n in s.notes]
     lines += [f"- {', '.join(titles)}: {text}" for text, titles in _group(notes)]
     return lines
+
+
+def _record_name(config: str) -> str:
+    """The paper's record a config is read against: +MULTI-TASK is the baseline on other data (its record is the
+    baseline's; :mod:`syntrans.reproduce.published`)."""
+    return config.replace(".multitask.args", ".baseline.args") if config.startswith("pascal/") else config
+
+
+def _mark(note: str, stated_here: bool) -> str:
+    """A config line's mark from its note."""
+    if note.startswith("deviates"):
+        return "deviates"
+    if stated_here:
+        return "stated"
+    if note.startswith("authors' code"):
+        return "authors' code"
+    return "ours"
+
+
+def _config_value(cfg, key: str, table_key: str, dataset: str) -> str:
+    """Ours for one key of the released record: a flag's value, the batch, the decoding, or the checkpoint."""
+    if key == "checkpoint":
+        p = protocol(table_key, dataset)
+        return {"best": "checkpoint_best.pt", "last": "checkpoint_last.pt"}.get(
+            p.checkpoint, f"the average of the {p.checkpoint} epoch checkpoints")
+    if key == "tokens-per-update":
+        return str(cfg.tokens_per_update)
+    if key.startswith("decode "):
+        flag = key.split(" ", 1)[1]
+        return cfg.decode[cfg.decode.index(flag) + 1] if flag in cfg.decode else "absent"
+    value = cfg.value(key)
+    return "absent" if value is None else "on" if value == "" else value
+
+
+def _shown(value) -> str:
+    return "absent" if value is None else "on" if value == "" else value
+
+
+def training_lines(table_key: str, rows: Iterable) -> List[str]:
+    """For every system of ``rows`` whose paper released code: each value the authors' scripts set
+    (:func:`syntrans.reproduce.released_code.released`) with ours, its mark and the paper's, one line per distinct
+    text with the rows it holds for; then the scripts themselves, per row and system."""
+    lines: List[Tuple[Tuple[str, str], str]] = []
+    files: List[Tuple[str, str]] = []
+    every: List[Tuple[str, str]] = []
+    for row in rows:
+        for s in row.systems:
+            code = released(s.config)
+            if code is None:
+                continue
+            cell = (row.dataset.title, s.name)
+            every.append(cell)
+            where = f"{row.dataset.title}: {s.name}"
+            if code.none:
+                files.append((where, f"no released script ({code.none})"))
+                continue
+            cfg = read_args_file(CONFIG_DIR / s.config)
+            record = stated(_record_name(s.config))
+            paths = list(dict.fromkeys(f.split(" (", 1)[0] for f in code.files()))
+            files.append((where, f"{code.repo}: {', '.join(paths)}" + (f" ({code.note})" if code.note else "")))
+            for key, (value, source) in code.values.items():
+                st = record.get(key)
+                note = cfg.notes.get("decode" if key.startswith("decode ") else key, "")
+                if key == "checkpoint":
+                    where_p = protocol(table_key, row.dataset.key).where
+                    mark = ("stated" if not where_p.startswith(("not stated", "authors' code", "seeds not stated"))
+                            else "authors' code" if "authors' code" in where_p else "ours")
+                else:
+                    mark = _mark(note, st is not None)
+                ours = _config_value(cfg, key, table_key, row.dataset.key)
+                if mark == "ours" and not note and _same(ours, value):  # a flag left out, as the code leaves it
+                    mark = "authors' code"
+                paper = f"{_shown(st.value)} ({st.where})" if st is not None else "not stated"
+                agrees = "agrees" if _same(ours, value) else f"{_shown(value)}"
+                name = source.split(" (", 1)[0].rsplit("/", 1)[-1]
+                lines.append((cell, f"`{key}` = {ours} [{mark}]; the paper: {paper}; the authors' code: {agrees} "
+                                    f"({name})"))
+    if not lines and not files:
+        return []
+    out = [f"- {_cells(cells, every)}: {text}" for text, cells in _group(lines)]
+    out.append("- The authors' files, per row and system: " + "; ".join(f"{w}: {f}" for w, f in files) + ".")
+    return out
+
+
+def _cells(cells: Sequence[Tuple[str, str]], every: Sequence[Tuple[str, str]]) -> str:
+    """(dataset title, system) cells as a reader scans them: "every row and system", or per dataset its systems."""
+    if len(cells) == len(every) and len(every) > 1:
+        return "every row and system"
+    by: Dict[str, List[str]] = {}
+    for title, system in cells:
+        by.setdefault(title, []).append(system)
+    return "; ".join(f"{title}: {', '.join(systems)}" for title, systems in by.items())
+
+
+def _same(a: str, b) -> bool:
+    """Two config values equal (numbers compared as numbers, "on" as a switch that is on)."""
+    b = _shown(b)
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return a.replace(" ", "") == b.replace(" ", "")
 
 
 def released_lines(table_key: str, rows: Iterable) -> List[str]:
@@ -227,14 +381,22 @@ def deviation_lines(table, runs, datasets: Optional[Sequence[str]] = None, smoke
     lines = ["", "## Deviations", "",
              "Each setting of the data preparation, the parser and the scoring of this table's datasets, as the run "
              "reads it (syntrans.reproduce.published_data), with its mark: [stated] by the paper (where it says "
-             "so), [ours] where the paper is silent, [deviates] where ours departs from the paper (the paper "
-             "quoted, and why), [n/a] where another setting makes it moot. A value \"the corpus' setting\" is the "
-             "corpus' own preparation (syntrans.prep.corpora)."]
+             "so), [authors' code] where the paper is silent and the authors' released code sets it (the file "
+             "named), [ours] where both are silent, [deviates] where ours departs from the paper or the code (quoted, "
+             "and why), [n/a] where another setting makes it moot; beside it, what the authors' released code does "
+             "(the file named). A value marked \"(the corpus' setting)\" is the corpus' own preparation "
+             "(syntrans.prep.corpora), shown with its value."]
     if smoke:
         lines.append("This is a smoke run: its stand-in corpus keeps its own preparation; the settings below are the "
                      "paper's recipe, which a full run applies.")
     lines.append("")
     lines += data_lines(runs.key, ds)
+    training = training_lines(runs.key, rows)
+    if training:
+        lines += ["", "The training and decoding values the authors' released code sets, per row and system: ours, its "
+                      "mark, the paper's value (where stated) and the code's (\"agrees\" where it is ours; the file "
+                      "named, listed in full at the end):", ""]
+        lines += training
     released = released_lines(runs.key, rows)
     if released:
         lines += ["", "Where the authors' released code differs from ours (the paper, the code, ours, and why):", ""]
@@ -244,4 +406,5 @@ def deviation_lines(table, runs, datasets: Optional[Sequence[str]] = None, smoke
     return lines
 
 
-__all__ = ["BO_CHOICE", "RELEASED", "ReleasedCode", "data_lines", "deviation_lines", "kind_of", "released_lines"]
+__all__ = ["BO_CHOICE", "RELEASED", "ReleasedCode", "data_lines", "deviation_lines", "kind_of", "released_lines",
+           "training_lines"]

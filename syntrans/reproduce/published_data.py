@@ -8,6 +8,10 @@ ours (a ``None`` recipe field keeps the corpus' setting of :mod:`syntrans.prep.c
 ``"not applicable (...)"`` for a setting the others make moot (per-language merges under joint BPE). Settings a
 paper states are set explicitly, even where they equal the corpus' own.
 
+Where the paper is silent and the authors' released code sets a value (Bugliarello & Okazaki's, Hou et al.'s,
+Deguchi et al.'s: :mod:`syntrans.reproduce.released_data`), ours is the code's and the source starts with "authors'
+code" and names the file; what the code does for every other setting is printed beside ours in the Deviations block.
+
 Where a stated setting cannot be taken literally, the source string says what we do and why: the length ratio
 "within 1" of Hou et al. (no pair of unequal lengths would survive it) and their dictionary sizes given for
 separate BPE without merges. Where we depart from a stated setting, the source starts with "deviates from" and
@@ -165,8 +169,9 @@ _HOU_IWSLT = _entry(
 
 _HOU_NC11 = _entry(
     max_len=(80, f'{HOU}: "total length does not exceed 80" (per side, as Moses clean-corpus-n: our reading)'),
-    ratio=(OFF, f'{HOU}: "source-target length ratio is within 1"; {RATIO_1}, and the training size the paper reports '
-                "(238,843 pairs) is the unfiltered NC11 count: ours, no ratio filter"),
+    ratio=(9.0, f'{HOU}: "source-target length ratio is within 1"; {RATIO_1}: ours is the authors\' code\'s, Moses '
+                "clean-corpus-n.perl's default ratio 9 (preprocess/prepare_nc11.sh, github.com/LUMIA-Group/"
+                "distance_transformer), which keeps nearly every pair, as the paper's 238,843"),
     lowercase=(True, f'{HOU}: "uncased"'),
     langid=(True, f'{HOU}: "we dropout the pairs which do not have a correct language" (tool not stated: langid, ours)'),
     bpe_ops=(16000, f"{HOU}: shared BPE, a dictionary of 16k (as 16,000 merges: ours)"),
@@ -198,6 +203,9 @@ _HOU_WMT14 = _entry(
     bpe_ops=(40000, f"{HOU}: shared BPE of 40000"),
     joint=(True, f"{HOU}: shared BPE"),
     parser=_HOU_PARSER,
+    valid_split=(None, f'deviates from {HOU} ("We sample 1% of training data as validation set"; the authors\' code '
+                       "holds out every 100th training line, preprocess/prepare-wmt14.sh): ours is the corpus' "
+                       "validation file, newstest2013 (3,000 pairs), the size the paper's Table 3 reports"),
     **_HOU_EVAL)
 
 # ------------------------------------------------------------------------------------------------------------
@@ -222,8 +230,9 @@ _GATED_IWSLT = {**_HOU_IWSLT, **_GATED_EVAL, "parser": _GATED_PARSER,
 
 _GATED_NC11 = {**_HOU_NC11, **_GATED_EVAL, "parser": _GATED_PARSER,
                "max_len": (80, f'{GATED}: "total length within 80" (per side, as Moses clean-corpus-n: our reading)'),
-               "ratio": (OFF, f'{GATED}: ratio "within 1"; {RATIO_1}: ours, no ratio filter, as for the same '
-                              "authors' NC11 in the distance-mask paper"),
+               "ratio": (9.0, f'{GATED}: ratio "within 1"; {RATIO_1}: ours is the same authors\' code\'s for NC11, '
+                              "Moses clean-corpus-n.perl's default ratio 9 (preprocess/prepare_nc11.sh, "
+                              "github.com/LUMIA-Group/distance_transformer)"),
                "lowercase": (True, f'{GATED}: "uncased word tokenization"'),
                "langid": (True, f"not stated in §5.1: ours (the language filter of the same authors' NC11 "
                                 f"preparation, {HOU}; langid)"),
@@ -246,14 +255,27 @@ _PASCAL_EVAL = {"eval_tokenize": ("13a", f"{PASCAL}: SacreBLEU signature BLEU+c.
                 "eval_lowercase": (False, f"{PASCAL}: SacreBLEU case-sensitive (c.mixed)")}
 
 
-def _pascal(langid: tuple) -> dict:
+#: Bugliarello & Okazaki's released code (github.com/e-bug/pascal), for the settings the paper leaves unstated
+PASCAL_CODE = "authors' code (Bugliarello & Okazaki 2020's, github.com/e-bug/pascal"
+
+
+def _pascal(langid: tuple, folder: str, bpe: int, ratio) -> dict:
+    prep = f"experiments/{folder}/prepare{'_filt' if ratio != OFF else ''}_data.sh"
     return _entry(
         max_len=(80, f'{PASCAL}: "remove sentences longer than 80 tokens in either source or target side"'),
-        ratio=(OFF, "not stated: ours (App. A names only the length filter)"),
-        lowercase=(None, "not stated: ours (the corpus' setting: cased, as the case-sensitive evaluation suggests)"),
+        ratio=(ratio, f"{PASCAL_CODE}, {prep}): " + (
+            "clean-corpus-n.perl … 1 80, its default ratio 9 (App. A names only the length filter)" if ratio != OFF
+            else "no ratio filter, the script runs no clean-corpus-n (App. A names only the length filter)")),
+        lowercase=(False, f"{PASCAL_CODE}, {prep}): cased (the paper is silent; its evaluation is case-sensitive)"),
+        **({} if ratio == OFF else {  # NC11, WMT16: the scripts tokenize raw text with Moses, no -a, no normalisation
+            "aggressive_dashes": (False, f"{PASCAL_CODE}, {prep}): Moses tokenizer.perl without -a"),
+            "normalize_punctuation": (False, f"{PASCAL_CODE}, {prep}): no normalize-punctuation.perl"),
+            "remove_non_printing": (False, f"{PASCAL_CODE}, {prep}): no remove-non-printing-char.perl")}),
         langid=langid,
-        bpe_ops=(None, "not stated: ours (the corpus' merges)"),
-        joint=(None, "not stated: ours (the corpus' setting)"),
+        bpe_ops=(bpe, f"{PASCAL_CODE}, {prep}): {bpe:,} merges learned on both sides together (the paper states "
+                      "no BPE size)"),
+        joint=(True, f"{PASCAL_CODE}, experiments/{folder}/binarize*_data.sh): one joined dictionary, shared by every "
+                     "train.sh's --share-all-embeddings (the paper is silent)"),
         parser=_PASCAL_PARSER,
         **_PASCAL_EVAL)
 
@@ -262,12 +284,13 @@ _PASCAL_LANGID = (True, f"{PASCAL} and §3.1: a language filter with langdetect 
 _PASCAL_NO_LANGID = (False, f"{PASCAL}: the language filter is named for NC11 and WMT16 only")
 
 _PASCAL_WAT = {
-    **_pascal((False, f"{PASCAL}: WAT En→Ja follows WAT18's pre-processing, with no language filter")),
+    **_pascal((False, f"{PASCAL}: WAT En→Ja follows WAT18's pre-processing, with no language filter"), "wat18en2ja",
+              32000, OFF),
     "max_len": (80, f'{PASCAL}: "remove sentences longer than 80 tokens in either source or target side" (read as '
                     "applying to WAT En→Ja too: ours)"),
     "train_parts": (aspec_je_train(3), f"{PASCAL}, Table 4: 3,008,500 training pairs, all of ASPEC-JE "
                                        "(train-1.txt to train-3.txt)"),
-    "bpe_ops_by_lang": (None, "not stated: ours (the corpus' merges, the same for both sides)"),
+    "bpe_ops_by_lang": (None, JOINT_ONLY),
     "eval_tokenize": ("ja-mecab", f'deviates from {PASCAL} ("computing BLEU scores after tokenizing target '
                                   "sentences using KyTea\"): sacreBLEU has no KyTea tokenizer; we tokenize with its "
                                   "ja-mecab (MeCab with the IPA dictionary, pinned by syntrans[reproduce]), so BLEU and "
@@ -279,9 +302,11 @@ _PASCAL_WAT = {
 
 #: Table 1's preparation per dataset, shared by the paper's other tables (Tables 3, 5, 6, Figure 2, App. B)
 _PASCAL_BY_DATASET = {
-    "nc11_en_de": _pascal(_PASCAL_LANGID), "nc11_de_en": _pascal(_PASCAL_LANGID),
-    "wmt16_en_de": _pascal(_PASCAL_LANGID), "wmt17_en_de": _pascal(_PASCAL_NO_LANGID),
-    "wmt18_en_tr": _pascal(_PASCAL_NO_LANGID), "aspec_en_ja": _PASCAL_WAT,
+    "nc11_en_de": _pascal(_PASCAL_LANGID, "nc11en2de", 16000, 9.0),
+    "nc11_de_en": _pascal(_PASCAL_LANGID, "nc11de2en", 16000, 9.0),
+    "wmt16_en_de": _pascal(_PASCAL_LANGID, "wmt16en2de", 32000, 9.0),
+    "wmt17_en_de": _pascal(_PASCAL_NO_LANGID, "wmt17en2de", 32000, OFF),
+    "wmt18_en_tr": _pascal(_PASCAL_NO_LANGID, "wmt18en2tr", 16000, OFF), "aspec_en_ja": _PASCAL_WAT,
 }
 
 # ------------------------------------------------------------------------------------------------------------
@@ -362,7 +387,10 @@ _NIST_ZH_EN = (f'not stated: ours ({NSD}: "The test set is a concatenation of NI
                "NIST sets, sacreBLEU's multi-reference BLEU, the usual practice for these sets; a single reference "
                "scores far lower)")
 _LDC_VALID = (None, f'not stated: ours ({NSD} selects "the model which performs the best on the development set" '
-                    "without naming the set: the LDC layout's valid.zh/valid.en, e.g. NIST MT02, syntrans.prep.corpora)")
+                    "without naming the set: the LDC layout's valid.zh/valid.en, the user's choice, e.g. NIST MT02 "
+                    "(ours), syntrans.prep.corpora)")
+_ASPEC_VALID = (None, f'not stated: ours ({NSD} selects "the model which performs the best on the development set" '
+                      "without naming the set: ASPEC's own dev.txt, 1,790 pairs, syntrans.prep.corpora)")
 _NIST_EN_ZH = (f'not stated: ours ({NSD} names the test set, "NIST MT 2003, 2004, and 2005", not how the reverse '
                "direction uses it: the Chinese source is the one reference, the first English reference the source)")
 
@@ -430,8 +458,10 @@ PUBLISHED_DATA: Dict[Tuple[str, str], DataSettings] = {key: _settings(values) fo
     ("syncattn_table1", "wmt14_en_de"): _SYNC_WMT14,
     ("syncattn_table1", "wmt16_en_ro"): _SYNC_WMT16_EN_RO,
     ("syncattn_table1", "aspec_ja_en"): _SYNC_ASPEC_JA_EN,
-    ("nsd_table1", "aspec_en_ja"): _nsd("ja", train_limit=(100_000, f'{NSD}: "top 100K sentence pairs" for en→ja')),
-    ("nsd_table1", "aspec_ja_en"): _nsd("en", train_limit=(1_000_000, f'{NSD}: "top 1M" sentence pairs for ja→en')),
+    ("nsd_table1", "aspec_en_ja"): _nsd("ja", train_limit=(100_000, f'{NSD}: "top 100K sentence pairs" for en→ja'),
+                                        valid_split=_ASPEC_VALID),
+    ("nsd_table1", "aspec_ja_en"): _nsd("en", train_limit=(1_000_000, f'{NSD}: "top 1M" sentence pairs for ja→en'),
+                                        valid_split=_ASPEC_VALID),
     ("nsd_table1", "ldc_en_zh"): _nsd("zh", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)"),
                                       references=(1, _NIST_EN_ZH), valid_split=_LDC_VALID, notes=(_NIST_TEST,)),
     ("nsd_table1", "ldc_zh_en"): _nsd("en", train_limit=(None, f"{NSD}: the LDC training set, about 1.2M pairs (all)"),

@@ -94,8 +94,11 @@ class Scoring:
         average_last = self.opts.average_last
         if average_last is None and paper.checkpoint.startswith("last ") and not smoke:
             average_last = int(paper.checkpoint.split()[1])
+        last = average_last is None and paper.checkpoint == "last" and not smoke
+        self.last_checkpoint[ds.key] = last
         self.protocols[ds.title] = (f"seeds {', '.join(map(str, seeds))}; "
                                     + (f"the average of the last {average_last} epoch checkpoints" if average_last
+                                       else "checkpoint_last.pt (the end of training)" if last
                                        else "checkpoint_best.pt (smallest validation loss)")
                                     + f" (the paper: {paper.seeds} run{'s' if paper.seeds > 1 else ''}, "
                                       f"{paper.checkpoint}; {paper.where})")

@@ -60,9 +60,11 @@ class Training:
                                     indent=1))  # atomically: a half-written marker would read as a finished run
         self.log(f"   [{label}] trained in {time.time() - t0:.0f}s")
 
-    def checkpoint(self, run_dir: Path, label: str, n: Optional[int]) -> Path:
+    def checkpoint(self, run_dir: Path, label: str, n: Optional[int], last: bool = False) -> Path:
+        """The checkpoint to decode: the average of the last ``n`` epoch checkpoints (made here once), else
+        checkpoint_last.pt when ``last`` (the end of training), else checkpoint_best.pt."""
         if not n:
-            return run_dir / "checkpoint_best.pt"
+            return run_dir / ("checkpoint_last.pt" if last else "checkpoint_best.pt")
         avg = run_dir / f"checkpoint_avg_last{n}.pt"
         if avg.exists() and avg.stat().st_mtime >= (run_dir / "train.done").stat().st_mtime:
             self.log(f"   [{label}] averaged checkpoint made before: skipped ({avg.name})")

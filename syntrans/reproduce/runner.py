@@ -54,6 +54,7 @@ class Reproduction(DataRequests, Training, Scoring, Reporting):
         self.chrf_signatures: set = set()  # chrF++'s (the cross kind)
         self.test_descriptions: Dict[str, str] = {}  # per metric: the paired test's description
         self.protocols: Dict[str, str] = {}  # per dataset: seeds and checkpoint selection
+        self.last_checkpoint: Dict[str, bool] = {}  # per dataset key: decode checkpoint_last.pt (the protocol's "last")
         self._prepared: Dict[tuple, Any] = {}
         if opts.smoke and not opts.synthetic and opts.raw_dir is None:
             raise RunError("--smoke needs real text from --raw-dir (e.g. ../shared/data/multi30k) or --synthetic")
@@ -117,7 +118,8 @@ class Reproduction(DataRequests, Training, Scoring, Reporting):
         self.train(prepared, cfg, s, seed, run_dir, label, average_last)
         result = {"run_dir": str(run_dir), "train": json.loads((run_dir / "train.done").read_text(encoding="utf-8"))}
         if self.decodes:
-            result.update(self.score(prepared, cfg, self.checkpoint(run_dir, label, average_last), run_dir, label, ds))
+            ckpt = self.checkpoint(run_dir, label, average_last, self.last_checkpoint.get(ds.key, False))
+            result.update(self.score(prepared, cfg, ckpt, run_dir, label, ds))
         return result
 
     def guarded_unit(self, dataset: str, system: str, seed: int, prepared) -> dict:
