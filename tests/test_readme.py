@@ -36,5 +36,5 @@ def test_every_relative_link_of_the_readme_and_docs_resolves():
 def test_the_test_suites_machinery_is_documented_for_contributors():
     testing = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
     assert "(docs/testing.md)" in README
-    for word in ("fork server", "`slow`", "`fast`"):
+    for word in ("fork server", "`slow`", "`fast`", "make test-durations", "tests/file_durations.json"):
         assert word in testing, word
