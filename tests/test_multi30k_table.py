@@ -57,8 +57,8 @@ def test_the_recipe_is_a_small_transformer_with_early_stopping_every_flag_ours()
             "--encoder-embed-dim": "256", "--decoder-embed-dim": "256", "--encoder-ffn-embed-dim": "512",
             "--decoder-ffn-embed-dim": "512", "--encoder-attention-heads": "4", "--decoder-attention-heads": "4",
             "--dropout": "0.3", "--share-all-embeddings": "", "--optimizer": "adam", "--adam-betas": "(0.9,0.98)",
-            "--lr": "0.001", "--lr-scheduler": "inverse_sqrt", "--warmup-updates": "1000", "--label-smoothing": "0.1",
-            "--max-tokens": "4096", "--patience": "5", "--max-epoch": "40", "--task": "syntax_translation"}
+            "--lr": "0.001", "--lr-scheduler": "inverse_sqrt", "--warmup-updates": "400", "--label-smoothing": "0.1",
+            "--max-tokens": "4096", "--patience": "3", "--max-epoch": "40", "--task": "syntax_translation"}
     assert {flag: cfg.value(flag) for flag in want} == want
     assert cfg.value("--max-update") is None  # early stopping (patience) or the epoch cap end a run
     assert cfg.decode == ["--beam", "5", "--lenpen", "1.0"] and cfg.tokens_per_update == 4096
