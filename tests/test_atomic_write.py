@@ -44,7 +44,7 @@ NOT_TEMPORARY = {
     "prep/download.py": "a download's .part file, resumed across interruptions, becomes the file when complete",
     "parsing/driver.py": "a parse's .part file, resumed from its progress record, becomes the parse when complete",
     "parsing/model_training.py": "a trained stanza model moved from stanza's save folder",
-    "data/preprocess.py": "a binarization's staged files moved into the data-bin once all are checked",
+    "data/binarization.py": "a binarization's staged files moved into the data-bin once all are checked",
     "bench/corpus.py": "a timed binarization's folder becomes the data-bin",
 }
 

@@ -317,7 +317,7 @@ def test_fairseq_binarizes_in_a_process_of_its_own_while_the_sidecars_are_built(
     staging folders do not."""
     import time
 
-    import syntrans.data.preprocess as pre
+    import syntrans.data.binarization as pre
 
     clean_corpus(tmp_path)
     started = tmp_path / "binarizing.pid"
@@ -356,7 +356,7 @@ def test_an_existing_dictionary_is_refused_before_anything_is_written(tmp_path, 
 
 
 def test_a_binarization_process_that_dies_is_named_and_leaves_no_data_bin(tmp_path, capsys, monkeypatch):
-    import syntrans.data.preprocess as pre
+    import syntrans.data.binarization as pre
 
     clean_corpus(tmp_path)
     monkeypatch.setattr(pre, "fairseq_binarize", lambda args: os._exit(9))

@@ -265,7 +265,7 @@ def test_the_binarization_process_dies_with_a_killed_parent(tmp_path):
     child_pid = tmp_path / "child.pid"
     script = textwrap.dedent(f"""
         import argparse, os, time
-        import syntrans.data.preprocess as pre
+        import syntrans.data.binarization as pre
         def slow(args):
             open({str(child_pid)!r}, "w").write(str(os.getpid()))
             time.sleep(120)
@@ -476,7 +476,7 @@ def test_preprocess_never_moves_an_output_over_an_input(tmp_path):
     import argparse
 
     from syntrans.data.build_sidecars import SidecarError
-    from syntrans.data.preprocess import check_not_inputs
+    from syntrans.data.binarization import check_not_inputs
 
     text, _ = clean_corpus(tmp_path)
     args = argparse.Namespace(source_lang="src", target_lang="tgt", trainpref=str(tmp_path / "train"), validpref=None,

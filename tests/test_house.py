@@ -527,3 +527,15 @@ def test_layout_lists_every_module_and_nothing_else():
     assert sorted(set(listed)) == sorted(listed), "a module is listed twice"
     assert sorted(set(modules) - set(listed)) == [], "modules docs/layout.md does not list"
     assert sorted(set(listed) - set(modules)) == [], "docs/layout.md lists modules that do not exist"
+
+
+def test_no_module_name_is_used_twice():
+    """A bare file name names one module of the package (``__init__.py`` and the console scripts' own modules in
+    ``cli/``, each named for its command, aside): ``report.py`` or ``preprocess.py`` in two packages is two
+    meanings for one word."""
+    from collections import Counter
+
+    names = Counter(p.name for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" and p.parent.name != "cli")
+    cli = {p.name for p in (PACKAGE / "cli").glob("*.py")}
+    assert [n for n, k in names.items() if k > 1] == []
+    assert sorted(cli & set(names)) == [], "a module outside cli/ has a command module's name"

@@ -20,7 +20,7 @@ from multilingual import LANG_PAIRS, LANGS
 
 import syntrans  # noqa: F401  (registers the plugin, NLLB's arch names, and allow-lists fairseq's checkpoint classes)
 from syntrans.criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothedCrossEntropyCriterion
-from syntrans.tasks.checkpoint_flags import transformer_flags
+from syntrans.tasks.trained_flags import transformer_flags
 
 pytestmark = pytest.mark.usefixtures("single_threaded_tools")
 

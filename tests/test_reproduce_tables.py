@@ -17,7 +17,7 @@ from syntrans.prep.recipe import Recipe
 from syntrans.reproduce.config_file import CONFIG_DIR, ConfigError, read_args_file
 from syntrans.reproduce.published import PASCAL_T7, protocol
 from syntrans.reproduce.published_data import data_settings
-from syntrans.reproduce.report import _delta, mean_sd
+from syntrans.reproduce.results_tables import _delta, mean_sd
 from syntrans.reproduce.runner import _slug
 from syntrans.reproduce.scoring import bleu, detokenize, generate_hypotheses
 from syntrans.reproduce.tables import TABLES
@@ -384,7 +384,7 @@ def test_mean_sd():
 def test_the_significance_marker_pairs_seeds_like_the_p_values():
     """A system run on seeds 2 and 3 against a reference run on 1-3: the marker compares seed k with seed k, as the
     runner's paired bootstrap does, not the lists by position."""
-    from syntrans.reproduce.report import results_markdown, seed_pairs
+    from syntrans.reproduce.results_tables import results_markdown, seed_pairs
 
     ref = {"seeds": [1, 2, 3], "scores": [35.0, 30.0, 31.0]}
     got = {"seeds": [2, 3], "scores": [31.0, 32.0], "p_values": [0.001, 0.001]}

@@ -9,7 +9,7 @@ from nltk.translate.ribes_score import corpus_ribes
 from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 
-from syntrans.reproduce.report import results_markdown, significance_marker
+from syntrans.reproduce.results_tables import results_markdown, significance_marker
 from syntrans.reproduce.scoring import ribes
 from syntrans.reproduce.significance import paired_bootstrap
 from syntrans.reproduce.tables import Dataset, Row, System, Table

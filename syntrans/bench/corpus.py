@@ -7,9 +7,9 @@ Prepared text and binarized data are cached under ``--work-dir`` (default ``benc
 stamped with the configuration it was made with.
 
 Sidecar timing: on the same corpus, fairseq's binarization (``fairseq_cli.preprocess.main``, the
-first phase of ``syntrans-preprocess``: :func:`syntrans.data.preprocess.fairseq_binarize`, one worker)
+first phase of ``syntrans-preprocess``: :func:`syntrans.data.binarization.fairseq_binarize`, one worker)
 against building the syntax sidecars of the same splits and sides (``build_side``, its second phase:
-:func:`syntrans.data.preprocess.build_sidecars`), as the ratio sidecars / fairseq.
+:func:`syntrans.data.binarization.build_sidecars`), as the ratio sidecars / fairseq.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Tuple
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
-from ..data.preprocess import build_sidecars, fairseq_binarize, parse_preprocess_args, split_jobs
+from ..data.binarization import build_sidecars, fairseq_binarize, parse_preprocess_args, split_jobs
 from ..parsing.trivial import trivial_parse
 from ..syntax.parsed import write_conllu
 from ..synth import write_corpus

@@ -36,7 +36,7 @@ from ..criterions.syntax_label_smoothed_cross_entropy import SyntaxLabelSmoothed
 from .corpus import say
 from .models import VANILLA, Bench, for_model
 from .options import BenchOptions
-from .report import targets_for
+from .bench_report import targets_for
 
 MEMORY_METHOD = {
     "cpu": ("peak tensor memory of one training step (forward, backward, Adam step) on the largest timed batch, "

@@ -2,7 +2,7 @@
 
 :func:`run_benchmark` wires together :mod:`~syntrans.bench.corpus` (preparation, binarization, sidecar timing),
 :mod:`~syntrans.bench.models` (which models, built how, on which batches), :mod:`~syntrans.bench.measure` (speed
-and memory) and :mod:`~syntrans.bench.report` (targets, Markdown and JSON), with the settings of a
+and memory) and :mod:`~syntrans.bench.bench_report` (targets, Markdown and JSON), with the settings of a
 :class:`~syntrans.bench.options.BenchOptions`.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .measure import measure_device
 from .models import build_models, make_batches, syntax_presets
 from .options import BenchError, BenchOptions
 from .recompiles import recompile_lines, run_recompiles
-from .report import SIDECAR_TARGET, _finite_json, render, targets_for
+from .bench_report import SIDECAR_TARGET, _finite_json, render, targets_for
 
 
 @dataclass

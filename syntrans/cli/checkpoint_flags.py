@@ -1,6 +1,6 @@
 """``python -m syntrans.cli.checkpoint_flags CHECKPOINT``: the Transformer flags a fairseq checkpoint (a released
 mBART-50, M2M-100 or NLLB-200 model, or any other) was trained with, on one line, for the fairseq-train command that
-starts a syntax model from it (:mod:`syntrans.tasks.checkpoint_flags`)."""
+starts a syntax model from it (:mod:`syntrans.tasks.trained_flags`)."""
 from __future__ import annotations
 
 import argparse
@@ -17,7 +17,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("checkpoint")
     args = parser.parse_args(argv)
     import syntrans  # noqa: F401  (allow-lists fairseq's checkpoint classes; registers NLLB's architecture names)
-    from ..tasks.checkpoint_flags import transformer_flags
+    from ..tasks.trained_flags import transformer_flags
 
     try:
         print(" ".join(shlex.quote(x) for x in transformer_flags(args.checkpoint)))

@@ -1,6 +1,6 @@
 """``python -m syntrans.cli.device_check``: every mechanism's layer on CUDA against CPU, forward and backward, in float32
 and float16, with stated tolerances (the first stage of ``scripts/gpu_check.sh``; see
-:mod:`syntrans.bench.device_check`). Without CUDA, ``--device cpu`` compares the kernels the attention picks on CPU
+:mod:`syntrans.bench.layer_comparison`). Without CUDA, ``--device cpu`` compares the kernels the attention picks on CPU
 with every head's scores formed (the plumbing test). Writes a Markdown table (``--out``) and JSON (``--json``); exit
 status 0 when every row is within its tolerance, 1 otherwise, 2 for a refused setting.
 """
@@ -37,7 +37,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
 
-    from ..bench.device_check import TOLERANCES, presets_or_all, render_device_check, run_device_check
+    from ..bench.layer_comparison import TOLERANCES, presets_or_all, render_device_check, run_device_check
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print(f"{PROG}: error: --device cuda but torch {torch.__version__} sees no CUDA device", file=sys.stderr)

@@ -3,7 +3,7 @@
 Takes every fairseq-preprocess flag, plus the parsed corpora of each split: ``--trainparse P``
 (and ``--validparse``/``--testparse``, comma-separated like ``--validpref``) where ``P.{lang}.conllu``
 (or ``P.{lang}.ptb``) parses the tokenized text that ``--trainpref`` holds after BPE. Sides with
-no parse file get no sidecars. The work is :func:`syntrans.data.preprocess.preprocess`'s.
+no parse file get no sidecars. The work is :func:`syntrans.data.binarization.preprocess`'s.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if "-h" in argv or "--help" in argv:  # fairseq's parser takes seconds to import: --help lists ours and names its
         help_parser("syntrans-preprocess", __doc__.splitlines()[0].replace("``", "")).print_help()
         return 0
-    from ..data.preprocess import SidecarError, check_usage, preprocess, preprocessing_parser  # lazy: fairseq
+    from ..data.binarization import SidecarError, check_usage, preprocess, preprocessing_parser  # lazy: fairseq
     parser = preprocessing_parser()
     args = parser.parse_args(argv)
     try:

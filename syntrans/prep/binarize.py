@@ -1,6 +1,6 @@
 """Step 6 (binarize): ``syntrans-preprocess`` (fairseq-preprocess plus syntax sidecars) into ``OUT/data-bin``.
 
-The only place ``syntrans.prep`` reaches fairseq: :func:`syntrans.data.preprocess.preprocess` is imported
+The only place ``syntrans.prep`` reaches fairseq: :func:`syntrans.data.binarization.preprocess` is imported
 when the step runs. Its inputs are ``OUT/bpe/{split}`` (text prefixes) and ``OUT/parse/{split}``
 (parse prefixes); ``--joined-dictionary`` when the BPE is joint; ``--nwordssrc N --nwordstgt N`` for
 word-level data with a vocabulary of N (each dictionary keeps its N most frequent entries, fairseq's four
@@ -53,7 +53,7 @@ def run_binarize(bpe_dir: Path, parse_dir: Path | None, data_bin: Path, src: str
                  log: Callable[[str], None] = print, nwords: int | None = None, kinds=KINDS, extra=()):
     """syntrans-preprocess (fairseq-preprocess alone when ``parse_dir`` is None) into ``data_bin``; ``extra``: more of
     its flags (the segmentation's ``--bpe``); returns its PreprocessReport (None without sidecars)."""
-    from ..data.preprocess import check_usage, fairseq_binarize, parse_preprocess_args, preprocess  # lazy: fairseq
+    from ..data.binarization import check_usage, fairseq_binarize, parse_preprocess_args, preprocess  # lazy: fairseq
 
     if data_bin.exists():
         shutil.rmtree(data_bin)

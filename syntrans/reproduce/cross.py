@@ -15,7 +15,7 @@ reject, and the largest p decides). Over a family (the papers' systems run; the 
 correction (:func:`~syntrans.reproduce.significance.holm`) adjusts these p, each metric on its own; † marks an
 adjusted p below the table's level with the higher score in every pair, ‡ with the lower score in every pair, "mixed"
 below the level with the direction changing, "n.s." otherwise. The direction compares the scores of the same seed pairs
-as the p-values (seed k against the Transformer's seed k: :func:`~syntrans.reproduce.report.seed_pairs`). A
+as the p-values (seed k against the Transformer's seed k: :func:`~syntrans.reproduce.results_tables.seed_pairs`). A
 family-wise error rate at the level then holds for each family, dataset and metric.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .cross_systems import BY_NAME, method_settings
 from .figures import LENGTH_BUCKETS, _figure, _lines, _sources, bucket_label, length_deltas
-from .report import mean_sd, seed_pairs
+from .results_tables import mean_sd, seed_pairs
 from .significance import holm
 from .timing import read_training_log
 

@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .report import mean_sd
+from .results_tables import mean_sd
 from .scoring import bleu
 
 #: source-length buckets (words of the raw source sentence), ours: the figure's buckets are not given in the text

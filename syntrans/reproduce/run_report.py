@@ -10,7 +10,7 @@ from typing import List
 from ..atomic_write import write_text
 from .deviations import deviation_lines
 from .parser_report import parser_score_lines
-from .report import results_markdown
+from .results_tables import results_markdown
 from .run_options import RunError
 from .tables import TABLES, Table
 
