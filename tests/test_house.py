@@ -136,7 +136,7 @@ def _import_rule(applies, forbidden, what):
 FLOORS = (
     ("syntrans.atomic_write",),  # writing a file whole or not at all (standard library only)
     # checkpoint files (loading, averaging; what reads a model's config is passed in from above)
-    ("syntrans.lazy_exports", "syntrans.quiet_import", "syntrans.jobs", "syntrans.checkpoints"),
+    ("syntrans.lazy_exports", "syntrans.quiet_import", "syntrans.sides", "syntrans.jobs", "syntrans.checkpoints"),
     ("syntrans.syntax", "syntrans.modules", "syntrans.criterions"),  # pure algorithms; the attention; the loss
     ("syntrans.synth", "syntrans.data", "syntrans.generation"),  # sidecars, views of a parse, features; decoding
     ("syntrans.mechanisms", "syntrans.parsing", "syntrans.tasks"),  # one module per method; the parsers; the task

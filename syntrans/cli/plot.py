@@ -48,7 +48,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..parsing.names import KINDS
+from ..parsing.names import TRIVIAL_PARSERS
 from .argtypes import positive_int as _positive
 from .clean_exit import clean_main
 
@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "soft local range masks (Algorithm 2, Eq. 6-7) and PASCAL weights (Bugliarello & "
                                    "Okazaki 2020) of one sentence, parsed here or read from a parsed corpus.")
     s.add_argument("text", nargs="?", metavar="SENTENCE", help="tokenized words separated by spaces (quote them)")
-    s.add_argument("--parser", choices=("stanza",) + KINDS, default=None,
+    s.add_argument("--parser", choices=("stanza",) + TRIVIAL_PARSERS, default=None,
                    help="with SENTENCE: the parser (default: stanza, which needs its installed models)")
     s.add_argument("--lang", default=None, help="with SENTENCE and --parser stanza: the language (default: en)")
     s.add_argument("--parse", metavar="FILE", help="a parsed corpus (CoNLL-U of syntrans-parse, or PTB brackets)")

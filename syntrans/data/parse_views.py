@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..sides import TEXT_SIDES
 from .sidecar_format import KIND_VIEW
 
 VIEWS = ("deps", "trees")
@@ -55,7 +56,7 @@ def views_of_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
     return tuple(v for v in VIEWS if v in got)
 
 
-SIDES = ("source", "target")
+SIDES = TEXT_SIDES  # source, target (syntrans/sides.py)
 
 
 def views_of_features(names: Iterable[str], side: str | None = None) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 from ..modules.parse_heads import ParseLayer, parse_layers
+from ..sides import MODEL_SIDE
 from ..syntax.align import bpe_words
 from ..syntax.heads import hypothesis_word_index, hypothesis_words, predicted_sentence, word_heads
 from ..syntax.parsed import ParsedSentence
@@ -56,7 +57,7 @@ def last_parses(model, sides: Sequence[str]) -> Dict[str, ParseLayer]:
     for side in sides:
         if side not in SIDES:
             raise ValueError(f"unknown syntax side {side!r}, expected source or target")
-        mine = [x for x in layers if x.side == ("encoder" if side == "source" else "decoder")]
+        mine = [x for x in layers if x.side == MODEL_SIDE[side]]
         if not mine:
             raise NoParseHeads(f"a {side} parse was asked for, but the model has no {SIDES[side]}: it predicts no "
                              f"{'source' if side == 'source' else 'hypothesis'} parse")

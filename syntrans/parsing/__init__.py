@@ -9,7 +9,7 @@ the failure fallback, shards): ``parse_lines``, ``make_parser``, ``parse_job``.
 from ..lazy_exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "names": ("KINDS", "PARSERS"),
+    "names": ("TRIVIAL_PARSERS", "PARSERS"),
     "driver": ("ParseJob", "Stats", "StrictParseError", "make_parser", "merge_finished", "parse_job", "parse_lines"),
     "shards": ("InputError", "merge_shards", "shard_path", "shard_range"),
     "stanza_parser": ("MissingModelsError", "StanzaLikeSentence", "StanzaParser", "SyntacticWord", "align_to_tokens",

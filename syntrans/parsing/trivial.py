@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from stanza.models.constituency.parse_tree import Tree
 
 from ..syntax.parsed import ParsedSentence
-from .names import KINDS
+from .names import TRIVIAL_PARSERS
 
 ROOT_LABEL = "ROOT"
 PHRASE_LABEL = "X"
@@ -88,7 +88,7 @@ _BUILDERS = {"right-branching": right_branching_tree, "left-branching": left_bra
 
 def _check_kind(kind: str) -> None:
     if kind not in _BUILDERS:
-        raise ValueError(f"unknown trivial parser {kind!r}: expected one of {', '.join(KINDS)}")
+        raise ValueError(f"unknown trivial parser {kind!r}: expected one of {', '.join(TRIVIAL_PARSERS)}")
 
 
 def trivial_parse(tokens: Sequence[str], kind: str, line: int | None = None,

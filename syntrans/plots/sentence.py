@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-from ..parsing.names import KINDS
+from ..parsing.names import TRIVIAL_PARSERS
 from ..parsing.stanza_parser import StanzaParser
 from ..parsing.trivial import trivial_parse
 from ..syntax.masks import local_range_mask
@@ -141,10 +141,10 @@ def sentence_from_text(text: str, parser: str = "stanza", lang: str = "en") -> P
     tokens = text.split()
     if not tokens:
         raise ValueError("the sentence is empty: give its tokenized words, separated by spaces")
-    if parser in KINDS:
+    if parser in TRIVIAL_PARSERS:
         return trivial_parse(tokens, parser)
     if parser != "stanza":
-        raise ValueError(f"unknown parser {parser!r}: expected stanza or one of {', '.join(KINDS)}")
+        raise ValueError(f"unknown parser {parser!r}: expected stanza or one of {', '.join(TRIVIAL_PARSERS)}")
     return StanzaParser(lang=lang).parse_batch([tokens])[0]
 
 
