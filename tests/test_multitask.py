@@ -62,9 +62,9 @@ def test_a_long_chain_needs_no_recursion():
 
 
 def test_bad_parses_are_errors_that_say_where():
-    with pytest.raises(ValueError, match=r"s1: 2 of 3 words are not reached from a root"):
+    with pytest.raises(ValueError, match=r"s1: the heads of word 1 \(0-based\) run into a cycle through word 1"):
         linearize_tree([0, 3, 2], ["root", "dep", "dep"], [["a"], ["b"], ["c"]], where="s1")
-    with pytest.raises(ValueError, match=r"s2: word 2 has head 5; expected 0 \(root\) or another word's 1..2"):
+    with pytest.raises(ValueError, match=r"s2: word 2 has head 5, outside 0..2"):
         linearize_tree([0, 5], ["root", "dep"], [["a"], ["b"]], where="s2")
     with pytest.raises(ValueError, match=r"f, line 4: the tokenized line has 2 words but its parse has 3"):
         linearize_line([ParsedSentence(["a", "b", "c"], heads=[0, 1, 1])], ["a", "b"], where="f, line 4")
@@ -329,6 +329,12 @@ def test_multitask_config_is_the_baseline_on_multitask_data(ds):
 
     mt, base = read_args_file(CONFIG_DIR / "pascal" / f"{ds}.multitask.args"), \
         read_args_file(CONFIG_DIR / "pascal" / f"{ds}.baseline.args")
-    assert mt.flags == base.flags and mt.decode == base.decode and mt.tokens_per_update == base.tokens_per_update
+    # the paper's +MULTI-TASK is its baseline Transformer on other data (§3.1): every flag the same, except where the
+    # authors' released script for +MULTI-TASK sets another value the paper does not state (its note names the script)
+    differ = {f for f in set(mt.flags[::2]) | set(base.flags[::2]) if f.startswith("--") and mt.value(f) != base.value(f)}
+    assert all(mt.notes.get(f, "").startswith("authors' code: experiments/") and "multitask" in mt.notes[f]
+               for f in differ), {f: (mt.value(f), base.value(f), mt.notes.get(f)) for f in differ}
+    assert [f for f in mt.flags if f.startswith("--")] == [f for f in base.flags if f.startswith("--")]
+    assert mt.decode == base.decode and mt.tokens_per_update == base.tokens_per_update
     assert mt.value("--arch") == "transformer_wmt_en_de"  # a plain Transformer: no syntax mechanism
     assert "# data: multitask" in mt.path.read_text(encoding="utf-8").splitlines()

@@ -1,5 +1,7 @@
 """The pure checks of parsed input (syntrans.syntax.tree_checks, syntrans.syntax.text_files): dependency trees, CoNLL-U
 word IDs, where the trees of a PTB file start, and UTF-8 errors that name the line and the byte."""
+import re
+
 import pytest
 
 from syntrans.syntax import text_files
@@ -88,3 +90,30 @@ def test_check_utf8_names_line_and_byte_across_chunks(tmp_path, monkeypatch):
         read_utf8(str(path))
     path.write_bytes(b"a\r\nb\n")
     assert read_utf8(str(path)) == "a\nb\n"  # universal newlines, as open() reads text
+
+
+def test_the_gate_passes_a_tree_and_a_sentence_without_heads_untouched():
+    from syntrans.syntax.parsed import ParsedSentence
+    from syntrans.syntax.tree_checks import gate_heads
+
+    tree = ParsedSentence(["a", "b", "c"], heads=[2, 0, 2], deprels=["det", "root", "obj"])
+    assert gate_heads(tree, "f, line 1", strict=False) is None and tree.heads == [2, 0, 2]
+    assert tree.deprels == ["det", "root", "obj"]
+    bare = ParsedSentence(["a"])
+    assert gate_heads(bare, "f, line 2", strict=True) is None and bare.heads is None
+
+
+@pytest.mark.parametrize("heads, fault", [([0, 3, 2], "cycle: word 2 ('b') → word 3 ('c') → word 2 ('b')"),
+                                          ([0, 0, 2], "2 words have head 0"),
+                                          ([2, 3, 1], "no word has head 0"),
+                                          ([0, 7, 2], "word 2 ('b') has head 7, outside 0..3")])
+def test_the_gate_falls_back_to_the_chain_counted_or_refuses_under_strict(heads, fault):
+    from syntrans.syntax.parsed import ParsedSentence
+    from syntrans.syntax.tree_checks import NotATree, gate_heads
+
+    s = ParsedSentence(["a", "b", "c"], heads=list(heads), deprels=["x", "y", "z"])
+    with pytest.raises(NotATree, match=r"^f, sentence 4: the dependency heads are no tree: .*" + re.escape(fault)):
+        gate_heads(s, "f, sentence 4", strict=True)
+    assert s.heads == list(heads)  # refused: left as it was
+    assert fault in gate_heads(s, "f, sentence 4", strict=False)
+    assert s.heads == [2, 3, 0] and s.deprels is None  # each word headed by the next, the last the root

@@ -12,7 +12,7 @@ from ..syntax.deprels import OTHER_LABEL
 from ..syntax.gc_pause import gc_paused
 from ..syntax.parsed import iter_parsed
 from ..syntax.text_files import check_utf8
-from ..syntax.tree_checks import chain_heads, dependency_fault
+from ..syntax.tree_checks import NotATree, gate_heads
 from ..syntax.word_spans import line_spans
 from .piece_routes import PieceRoute
 from .sidecar_format import KIND_DTYPES, KINDS, kinds_of_views, line_items
@@ -163,15 +163,15 @@ def _build_side(text_file, parse_file, out_prefix, route, binarize, strict) -> S
                                 f"has {what} but the first sentence (line {first.line}) has none")
                         raise SidecarError(f"{parse_file}: the sentence for line {s.line} {said} (all or none must)")
                 sentence_no += 1
-                fault = None if s.heads is None else dependency_fault(s.heads, s.words)
+                where = f"{parse_file}, sentence {sentence_no} (line {s.line} of {text_file})"
+                try:
+                    fault = gate_heads(s, where, strict)  # the chain fallback, counted, or refused under --strict
+                except NotATree as e:
+                    raise SidecarError(f"{e}; --strict refuses it") from None
                 if fault is not None:
-                    where = f"{parse_file}, sentence {sentence_no} (line {s.line} of {text_file})"
-                    if strict:
-                        raise SidecarError(f"{where}: the dependency heads are no tree: {fault}; --strict refuses it")
                     if not rep.not_trees or rep.not_trees[-1] != s.line:
                         rep.not_trees.append(s.line)
                     rep.first_not_tree = rep.first_not_tree or f"{where}: {fault}"
-                    s.heads, s.deprels = chain_heads(len(s.words)), None
             pieces = text.split()
             try:
                 where = f"{text_file}, line {ln}"

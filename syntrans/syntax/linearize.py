@@ -32,6 +32,7 @@ from typing import List, Optional, Sequence
 
 from .align import bpe_words, check_line_words
 from .parsed import ParsedSentence
+from .tree_checks import head_range_fault, line_roots
 from .trees import TreeLike, as_tree
 
 OPEN = "("
@@ -99,16 +100,20 @@ def linearize_tree(heads: Sequence[int], labels: Sequence[str], words: Sequence[
     n = len(heads)
     if len(labels) != n or len(words) != n:
         raise ValueError(f"{where}: {n} heads, {len(labels)} labels and {len(words)} words; expected equal counts")
+    fault = head_range_fault(heads)
+    if fault:
+        raise ValueError(f"{where}: {fault}")
+    try:
+        line_roots(heads)  # no word its own head, none in a cycle; a line may hold several roots
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
     kids: List[List[int]] = [[] for _ in range(n + 1)]  # kids[0]: the roots; kids[h]: dependents of word h (1-based)
     for i, h in enumerate(heads, 1):
-        if not isinstance(h, int) or not 0 <= h <= n or h == i:
-            raise ValueError(f"{where}: word {i} has head {h!r}; expected 0 (root) or another word's 1..{n}")
         kids[h].append(i)
     for i, label in enumerate(labels, 1):
         if not label or any(c.isspace() for c in label):
             raise ValueError(f"{where}: word {i} has label {label!r}; expected a non-empty label without whitespace")
     out: List[str] = []
-    seen = 0
     # an explicit stack, not recursion: a right-branching fallback parse of a long line is a chain n deep
     stack: List[object] = [("node", r) for r in reversed(kids[0])]
     while stack:
@@ -116,7 +121,6 @@ def linearize_tree(heads: Sequence[int], labels: Sequence[str], words: Sequence[
         if kind == "tok":
             out.extend(v)
             continue
-        seen += 1
         left = [k for k in kids[v] if k < v]
         right = [k for k in kids[v] if k > v]
         label = labels[v - 1]
@@ -124,9 +128,6 @@ def linearize_tree(heads: Sequence[int], labels: Sequence[str], words: Sequence[
         todo = [("node", k) for k in left] + [("tok", list(words[v - 1]))] + [("node", k) for k in right]
         todo.append(("tok", [CLOSE + label]))
         stack.extend(reversed(todo))
-    if seen != n:
-        raise ValueError(f"{where}: {n - seen} of {n} words are not reached from a root (a cycle in the heads "
-                         f"{list(heads)})")
     return out
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, List, Optional, Sequence, 
 from ..atomic_write import write_text
 from .gc_pause import gc_paused
 from .text_files import check_utf8
-from .tree_checks import BracketError, id_fault, is_word_id, tree_lines
+from .tree_checks import BracketError, head_range_fault, id_fault, is_word_id, tree_lines
 from .trees import count_leaves, scan_brackets, stanza_tree_classes, tree_distances
 from .word_spans import misc_span, span_misc
 
@@ -67,9 +67,9 @@ class ParsedSentence:
         if self.heads is not None:
             if len(self.heads) != n:
                 raise ValueError(f"{where}: {n} words but {len(self.heads)} heads")
-            bad = [h for h in self.heads if not 0 <= h <= n]
-            if bad:
-                raise ValueError(f"{where}: heads must lie in 0..{n}, found {bad[:5]}")
+            fault = head_range_fault(self.heads, self.words)
+            if fault:
+                raise ValueError(f"{where}: {fault}")
         if self.deprels is not None and len(self.deprels) != n:
             raise ValueError(f"{where}: {n} words but {len(self.deprels)} dependency relations")
         if self.spans is not None and len(self.spans) != n:

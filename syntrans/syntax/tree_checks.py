@@ -97,6 +97,38 @@ def dependency_fault(heads: Sequence[int], words: Optional[Sequence[str]] = None
     return None
 
 
+def head_range_fault(heads: Sequence[int], words: Optional[Sequence[str]] = None) -> Optional[str]:
+    """What is wrong with the first head of ``heads`` (1-based, 0 = root) outside 0..n (n = ``len(heads)``), or None:
+    the range check every reader of heads shares (a tree is :func:`dependency_fault`'s)."""
+    n = len(heads)
+    for w, h in enumerate(heads, 1):
+        if not isinstance(h, (int, np.integer)) or not 0 <= h <= n:
+            name = f"word {w} ({words[w - 1]!r})" if words is not None else f"word {w}"
+            return f"{name} has head {h!r}, outside 0..{n} (1-based word index, 0 = root)"
+    return None
+
+
+class NotATree(ValueError):
+    """Dependency heads that are no tree, refused (``--strict``, or a route that has no fallback)."""
+
+
+def gate_heads(sentence, where: str, strict: bool) -> Optional[str]:
+    """The one gate of a parse's dependency heads, and the one fallback policy, that every route passes a parsed
+    sentence through (preprocessing, translation, the Python API): None when ``sentence.heads`` form a tree (or it has
+    none). Otherwise, under ``strict``, :class:`NotATree` naming ``where`` and the fault; else the sentence's heads
+    are replaced in place by :func:`chain_heads` and its relations dropped, and the fault is returned for the caller
+    to count and report."""
+    if sentence.heads is None:
+        return None
+    fault = head_range_fault(sentence.heads, sentence.words) or dependency_fault(sentence.heads, sentence.words)
+    if fault is None:
+        return None
+    if strict:
+        raise NotATree(f"{where}: the dependency heads are no tree: {fault}")
+    sentence.heads, sentence.deprels = chain_heads(len(sentence.words)), None
+    return fault
+
+
 def chain_heads(n: int) -> List[int]:
     """The fallback heads of an n-word sentence: each word's head is the next word, the last word is the root."""
     return [w + 1 for w in range(1, n)] + [0]

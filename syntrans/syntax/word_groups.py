@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
+from .tree_checks import head_range_fault
 from .trees import TreeLike, as_tree, stanza_tree_classes
 
 
@@ -66,9 +67,9 @@ def group_heads(heads: Sequence[int], deprels: Optional[Sequence[Optional[str]]]
     docstring). ``heads`` (n_words,) 1-based over words; ``deprels`` (n_words,) or None."""
     m = len(heads)
     n_groups = check_groups(group, m, "group_heads")
-    bad = [h for h in heads if not 0 <= h <= m]
-    if bad:
-        raise ValueError(f"word heads must lie in 0..{m}, found {bad[:5]}")
+    fault = head_range_fault(heads)
+    if fault:
+        raise ValueError(f"group_heads: {fault}")
     depth = depths(heads)
     members: List[List[int]] = [[] for _ in range(n_groups)]
     for j, g in enumerate(group):
