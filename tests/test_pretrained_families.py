@@ -166,13 +166,16 @@ def test_a_flag_of_the_family_left_out_is_refused_by_name(family, pretrained, mu
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_worked_example_fine_tunes_and_decodes(family, pretrained, multilingual_data, tmp_path):
     """docs/commands.md's commands at tiny size: the checkpoint's flags, fairseq-train --finetune-from-model with a
-    combination for a few updates, then stock fairseq-generate on en→de with the task's flags."""
+    combination started from the pretrained function (--syntax-start pretrained) for a few updates, then stock
+    fairseq-generate on en→de with the task's flags."""
     checkpoint = pretrained(family)
     flags = run("python", "-m", "syntrans.cli.checkpoint_flags", checkpoint).split()
     assert flags == transformer_flags(str(checkpoint)), flags
     save = tmp_path / "ft"
     log = run("fairseq-train", *fine_tune_argv(multilingual_data, family, checkpoint, save, "pascal+lisa+nsd",
-                                                "--max-update", "3", "--log-interval", "1", "--disable-validation"))
+                                                "--syntax-start", "pretrained", "--max-update", "3",
+                                                "--log-interval", "1", "--disable-validation"))
+    assert "α = 0: closed" in log and "W = [I, 0]" in log, log[-3000:]
     assert f"loading pretrained model from {checkpoint}" in log, log[-3000:]
     assert "its Transformer flags are this run's" in log, log[-3000:]
     assert len(re.findall(r"train_inner.*lisa=", log)) == 3, log[-3000:]
