@@ -5,8 +5,11 @@ embeddings, sinusoidal positions, ``__en__`` tokens; NLLB-200: ``transformer_12_
 trained by ``translation_multi_simple_epoch`` on three languages with a fixed dictionary. Each method, and one
 combination, starts from it through ``syntax_translation_multi_simple_epoch`` + sidecars with the flags read from the
 checkpoint (``syntrans.cli.checkpoint_flags``): every pretrained tensor is loaded unchanged and a training step runs;
-a flag of the family left out is refused by name. The slow tier runs docs/commands.md's worked example on each:
-fairseq-train --finetune-from-model, then stock fairseq-generate."""
+a flag of the family left out is refused by name. With ``--syntax-start pretrained`` every method and a combination
+start from the pretrained model's exact function (step-0 encoder states and decoder log-probs). Each method runs on one
+family (rotating, so every family meets several methods, and the no-harm start another family than the papers'), the
+combinations on all three. The slow tier runs docs/commands.md's worked example on each: fairseq-train
+--finetune-from-model, then stock fairseq-generate."""
 import re
 
 import pytest
@@ -49,10 +52,27 @@ METHODS = {
     "dbsa": ["--dbsa-encoder-layers", "0", "--dbsa-decoder-layers", "0", "--dbsa-heads", "1"],
     "syncattn": ["--dbsa-encoder-layers", "0", "--dbsa-decoder-layers", "0", "--dbsa-heads", "1", "--sync-attn",
                  "--sync-layer", "0"],
+    "sla": ["--sla-layers", "0", "--sla-heads", "1", "--sla-token-gate"],
     "nsd": ["--nsd-kind", "dD", "--nsd-src-input", "linear", "--nsd-src-spe", "--nsd-src-output"],
+    "labels": ["--labels-input"],
     "pascal+lisa+nsd": ["--pascal-layers", "0", "--pascal-heads", "1", "--lisa-layers", "0", "--nsd-kind", "dD",
                         "--nsd-src-input", "linear", "--nsd-src-output"],
+    # the no-harm start's combination: two kinds of heads under the gate's mixer, the decoder's DBSA heads, NSD on
+    # both sides (linear and add inputs, both syntactic PEs) and the label input
+    "combination": ["--distance-layers", "0", "--distance-heads", "1", "--lisa-layers", "0", "--gate-layers", "0",
+                    "--dbsa-decoder-layers", "0", "--nsd-kind", "dD", "--nsd-src-input", "linear", "--nsd-src-spe",
+                    "--nsd-src-output", "--nsd-tgt-input", "add", "--nsd-tgt-spe", "--nsd-tgt-output",
+                    "--labels-input"],
 }
+SINGLE = [m for m in METHODS if m not in ("pascal+lisa+nsd", "combination")]
+FAMILY_ORDER = sorted(FAMILIES)
+
+
+def rotation(combination: str, shift: int):
+    """(method, family) cases: each single method on one family, in turn (``shift``: where the turn starts), and
+    ``combination`` on every family."""
+    return ([(m, FAMILY_ORDER[(i + shift) % len(FAMILY_ORDER)]) for i, m in enumerate(SINGLE)]
+            + [(combination, f) for f in FAMILY_ORDER])
 
 
 def train_in_process(argv) -> str:
@@ -96,8 +116,7 @@ def build(argv):
     return task, task.build_model(cfg.model)
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("method, family", rotation("pascal+lisa+nsd", 0))
 def test_every_method_starts_from_each_family(family, method, pretrained, multilingual_data, tmp_path):
     """Every tensor of the pretrained model is loaded unchanged (the ``bart`` class's too), the method's own start as
     its mechanism initialises them, and a training step on a batch of three language pairs gives a finite loss."""
@@ -147,13 +166,16 @@ def test_a_flag_of_the_family_left_out_is_refused_by_name(family, pretrained, mu
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_worked_example_fine_tunes_and_decodes(family, pretrained, multilingual_data, tmp_path):
     """docs/commands.md's commands at tiny size: the checkpoint's flags, fairseq-train --finetune-from-model with a
-    combination for a few updates, then stock fairseq-generate on en→de with the task's flags."""
+    combination started from the pretrained function (--syntax-start pretrained) for a few updates, then stock
+    fairseq-generate on en→de with the task's flags."""
     checkpoint = pretrained(family)
     flags = run("python", "-m", "syntrans.cli.checkpoint_flags", checkpoint).split()
     assert flags == transformer_flags(str(checkpoint)), flags
     save = tmp_path / "ft"
     log = run("fairseq-train", *fine_tune_argv(multilingual_data, family, checkpoint, save, "pascal+lisa+nsd",
-                                                "--max-update", "3", "--log-interval", "1", "--disable-validation"))
+                                                "--syntax-start", "pretrained", "--max-update", "3",
+                                                "--log-interval", "1", "--disable-validation"))
+    assert "α = 0: closed" in log and "W = [I, 0]" in log, log[-3000:]
     assert f"loading pretrained model from {checkpoint}" in log, log[-3000:]
     assert "its Transformer flags are this run's" in log, log[-3000:]
     assert len(re.findall(r"train_inner.*lisa=", log)) == 3, log[-3000:]
@@ -180,28 +202,95 @@ def step0_outputs(model, sample, stock: bool):
         return enc["encoder_out"][0], model.get_normalized_probs(out, log_probs=True)
 
 
-#: methods whose warm start already computes the pretrained model's function (DBSA's U starts as the identity), and
-#: one that does not (the harness can tell them apart)
-SAME_AT_START = {"dbsa": True, "syncattn": True, "pascal": False}
+@pytest.fixture(scope="module")
+def stock_outputs(pretrained, multilingual_data):
+    """(family, task) → (the step-0 outputs of the pretrained model as stock fairseq loads it (its own class:
+    ``bart`` for mBART-50) on the valid split of every pair, that batch as ``task`` builds it for its model); each
+    family's model loaded once."""
+    models = {}
+
+    def get(family, task):
+        if family not in models:
+            (models[family],), _ = checkpoint_utils.load_model_ensemble([str(pretrained(family))],
+                                                                        arg_overrides={"data": str(multilingual_data)})
+        model = models[family]
+        assert type(model).__name__ == ("BARTModel" if family == "mbart50" else "TransformerModel")
+        task.load_dataset("valid")
+        ds = task.dataset("valid")
+        sample = ds.collater([ds[i] for i in range(len(ds))])
+        return step0_outputs(model, sample, stock=True), sample
+
+    return get
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-@pytest.mark.parametrize("method", sorted(SAME_AT_START))
-def test_step0_outputs_against_the_pretrained_model(family, method, pretrained, multilingual_data, tmp_path):
-    """The warm-started model's step-0 encoder states and decoder log-probs against the pretrained model's as stock
-    fairseq loads it (its own class: ``bart`` for mBART-50), within 1e-6 relative and absolute in float32 (the
-    query projection with DBSA's U is another matmul than the stock one: log-probs of magnitude ~5 differ by up to
-    2e-6): equal for DBSA and SyncAttn, not for PASCAL (whose heads attend otherwise from the first step)."""
+def warm_started(family, method, pretrained, multilingual_data, tmp_path, *extra):
+    """(task, model, what loading logged) of ``method`` built as fairseq-train builds it with ``extra``, the pretrained
+    checkpoint loaded as its trainer loads it."""
     checkpoint = pretrained(family)
-    (stock_model,), _ = checkpoint_utils.load_model_ensemble([str(checkpoint)],
-                                                             arg_overrides={"data": str(multilingual_data)})
-    assert type(stock_model).__name__ == ("BARTModel" if family == "mbart50" else "TransformerModel")
-    task, model = build(fine_tune_argv(multilingual_data, family, checkpoint, tmp_path, method))
-    model.load_state_dict(checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint))["model"], strict=True,
-                          model_cfg=None)
-    task.load_dataset("valid")
-    ds = task.dataset("valid")
-    sample = ds.collater([ds[i] for i in range(len(ds))])
-    ours, theirs = step0_outputs(model, sample, stock=False), step0_outputs(stock_model, sample, stock=True)
-    close = [torch.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in zip(ours, theirs)]  # |a − b| ≤ 1e-6 (1 + |b|)
-    assert all(close) == SAME_AT_START[method], [float((a - b).abs().max()) for a, b in zip(ours, theirs)]
+    task, model = build(fine_tune_argv(multilingual_data, family, checkpoint, tmp_path, method, *extra))
+    state = checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint))["model"]
+    log = logged(lambda: model.load_state_dict(state, strict=True, model_cfg=None), ("syntrans",))
+    return task, model, log
+
+
+def differences(ours, theirs):
+    return [float((a - b).abs().max()) for a, b in zip(ours, theirs)]
+
+
+def same(ours, theirs) -> bool:
+    """Within 1e-6 relative and absolute in float32 (|a − b| ≤ 1e-6 (1 + |b|)): the split attention runs the heads in
+    other matmuls than the stock layer (log-probs of magnitude ~5 differ by up to 2e-6), so not bit for bit."""
+    return all(torch.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in zip(ours, theirs))
+
+
+def closed_alphas(model):
+    """{name: α} of every closed blend of ``model`` (--syntax-start pretrained)."""
+    return {k: p for k, p in model.named_parameters() if k.endswith(".alpha")}
+
+
+@pytest.mark.parametrize("method, family", rotation("combination", 1))
+def test_no_harm_start_keeps_the_pretrained_function(family, method, pretrained, stock_outputs, multilingual_data,
+                                                      tmp_path):
+    """--syntax-start pretrained: every blend starts closed (α = 0, the log says so), the step-0 encoder states and
+    decoder log-probs equal the pretrained model's, and a training step reaches every α. In the combination, the
+    blends opened (α = 0.5) change the outputs: the comparison sees a start that is not closed."""
+    task, model, log = warm_started(family, method, pretrained, multilingual_data, tmp_path,
+                                    "--syntax-start", "pretrained")
+    alphas = closed_alphas(model)
+    assert all(bool((a == 0).all()) for a in alphas.values()), {k: a.tolist() for k, a in alphas.items()}
+    if method not in ("dbsa", "syncattn"):  # their U starts as the identity: nothing to close
+        assert alphas and "α = 0: closed" in log, log
+    theirs, sample = stock_outputs(family, task)
+    ours = step0_outputs(model, sample, stock=False)
+    assert same(ours, theirs), differences(ours, theirs)
+    criterion = SyntaxLabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
+    loss, _, _ = criterion(model.train(), sample)
+    loss.backward()
+    assert torch.isfinite(loss) and all(a.grad is not None and torch.isfinite(a.grad).all() for a in alphas.values())
+    if method == "combination":
+        assert "W = [I, 0]" in log and "E_d = 0" in log, log
+        assert any(bool(a.grad.ne(0).any()) for a in alphas.values())
+        with torch.no_grad():
+            for a in alphas.values():
+                a.fill_(0.5)
+        opened = step0_outputs(model, sample, stock=False)
+        assert not same(opened, theirs)
+
+
+@pytest.mark.parametrize("start", ["paper", "pretrained"])
+def test_the_papers_start_is_the_default(start, pretrained, stock_outputs, multilingual_data, tmp_path):
+    """Without the option PASCAL's heads attend otherwise from the first step (the papers' start, as before the
+    option); with it they do not. The same family as the no-harm case of PASCAL."""
+    family = dict(rotation("combination", 1))["pascal"]
+    extra = ["--syntax-start", "pretrained"] if start == "pretrained" else []
+    task, model, _ = warm_started(family, "pascal", pretrained, multilingual_data, tmp_path, *extra)
+    assert model.cfg.syntax_start == start and bool(closed_alphas(model)) == (start == "pretrained")
+    theirs, sample = stock_outputs(family, task)
+    assert same(step0_outputs(model, sample, stock=False), theirs) == (start == "pretrained")
+
+
+def test_a_start_that_cannot_be_neutral_is_refused(pretrained, multilingual_data, tmp_path):
+    argv = fine_tune_argv(multilingual_data, "m2m100", pretrained("m2m100"), tmp_path, "nsd", "--nsd-src-input",
+                          "concat", "--syntax-start", "pretrained")
+    with pytest.raises(ValueError, match="--nsd-src-input concat cannot start from the pretrained model"):
+        build(argv)

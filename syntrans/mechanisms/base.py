@@ -31,6 +31,10 @@ from ..modules.blocks import HeadBlock, LayerMixer, SideInputs, SyntaxPart
 from ..modules.layer_report import LayerReport
 
 SIDES = ("encoder", "decoder")
+#: ``--syntax-start``: how a method's new tensors start. ``paper``: as its paper (or, where it states none, our
+#: choice) initialises them, for training from scratch; ``pretrained``: so that the model computes exactly what the
+#: Transformer it is added to computes (closed blends, :mod:`syntrans.modules.closed_start`, and neutral starts)
+STARTS = ("paper", "pretrained")
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,17 @@ class Mechanism:
 
     def __init__(self, cfg, shape: ModelShape):
         self.cfg, self.shape = cfg, shape
+        self.start = "paper"  # --syntax-start: set by the plan (start_from) before it builds anything
+
+    def start_from(self, start: str) -> None:
+        """``--syntax-start`` (one of :data:`STARTS`), told by the plan after the constructor; ValueError naming an
+        option of this mechanism that cannot start as the pretrained model computes (``pretrained``)."""
+        self.start = start
+
+    @property
+    def neutral(self) -> bool:
+        """Whether the mechanism's modules start so that the model computes what the pretrained one does."""
+        return self.start == "pretrained"
 
     def check_heads(self, heads, available: int, used: bool, of: str = "") -> None:
         """The one check of a mechanism's ``--<key>-heads``: a whole number in 1..``available`` (the layer's attention
@@ -234,6 +249,7 @@ def reports_of(layers: Dict[int, LayerReport], key: str) -> Dict[int, Any]:
     return {i: r.mechanisms[key] for i, r in layers.items() if r.mechanisms.get(key) is not None}
 
 
-__all__ = ["FeatureNeeds", "HeadBlock", "LayerMixer", "Mechanism", "ModelShape", "SIDES", "SideInputs", "SyntaxPart",
+__all__ = ["FeatureNeeds", "HeadBlock", "LayerMixer", "Mechanism", "ModelShape", "SIDES", "STARTS", "SideInputs",
+           "SyntaxPart",
            "check_choice", "check_option", "gold_rows", "is_number", "parent_loss_from_lse", "reports_of",
            "required_feature"]

@@ -145,6 +145,7 @@ class DbsaHeads(HeadBlock):
     key = "dbsa"
     mixable = False  # their bi-affine scores are the stock scores of a transformed query: no separate A_syn
     incremental = True
+    stock_at_start = True  # U starts as the identity (BiaffineQueryProjection)
     parse = "chain"
 
     def __init__(self, num_heads: int, causal: bool, gold_parents: bool):

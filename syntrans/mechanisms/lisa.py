@@ -81,6 +81,11 @@ class LisaHead(HeadBlock):
             self.U = nn.Parameter(torch.empty(head_dim + 1, head_dim))
             nn.init.xavier_uniform_(self.U)
 
+    @property
+    def stock_at_start(self) -> bool:
+        """The ``l2`` head is a stock head (its loss only pulls it); the bi-affine scores of ``ce`` replace its own."""
+        return self.loss == "l2"
+
     def initialisation(self) -> Dict[str, str]:
         if self.loss != "ce":
             return {}

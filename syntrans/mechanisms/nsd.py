@@ -12,6 +12,11 @@ NSD values v are integers; a model knows the range [v_min, v_max] of its trainin
 classifier sizes and saved in its config). Class k ↔ value v_min + k; values outside the range are clipped (and
 counted). Tokens without a value (EOS, padding) carry ``NO_NSD``, the decoder's BOS carries ``BOS_NSD``.
 Logged per side as ``nsd_{src,tgt}_ce`` (L_entdist), ``nsd_{src,tgt}_dist`` (L_dist) and ``nsd_{src,tgt}_clipped``.
+
+Under ``--syntax-start pretrained`` the input starts neutral: ``linear`` with W = [I, 0] and b = 0 (W(x‖e) + b = x),
+``add`` with E_d = 0, the syntactic PE behind a closed blend (x + tanh(α)·SPE, α = 0); ``concat``, which drops the
+last k dimensions of the word embedding, cannot start so and is refused. The classifier reads the states and changes
+no translation output.
 """
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
 import logging
@@ -26,6 +31,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import LINEAR_DEFAULT, SyntaxPart
+from ..modules.closed_start import ClosedBlend
 from ..modules.precision import named_precision
 from ..syntax.nsd_labels import BOS_NSD, NO_NSD, NSD_KINDS
 from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number, required_feature
@@ -33,6 +39,8 @@ from .base import FeatureNeeds, Mechanism, check_choice, check_option, is_number
 logger = logging.getLogger("syntrans.nsd")
 
 NSD_INPUT_MODES = ("none", "concat", "add", "linear")
+#: the input modes that cannot start as the pretrained model computes (``--syntax-start pretrained``)
+NOT_NEUTRAL = {"concat": "it replaces the last k dimensions of the word embedding by the NSD embedding"}
 #: how L_dist (Ma et al. 2019, Eq. 19) is scaled: "sentence" (ours: each term O(1) per token, see :func:`nsd_losses`)
 #: or "printed" (Eq. 19 as printed: the squared errors and the pairs' hinges summed)
 NSD_DIST_NORMS = ("sentence", "printed")
@@ -124,9 +132,11 @@ class NsdInput(nn.Module):
     """
 
     def __init__(self, mode: str, embed_dim: int, nsd_dim: int, v_min: int, v_max: int, spe: bool = False,
-                 spe_lambda: float = 40.0):
+                 spe_lambda: float = 40.0, neutral: bool = False):
         super().__init__()
         self.mode, self.v_min, self.v_max, self.spe, self.spe_lambda = mode, int(v_min), int(v_max), bool(spe), float(spe_lambda)
+        if neutral and mode in NOT_NEUTRAL:
+            raise ValueError(f"NSD input {mode} cannot start neutral: {NOT_NEUTRAL[mode]}")
         dim = nsd_embed_size(mode, embed_dim, nsd_dim)  # k; 0 in nsd_dim: the default size of the mode
         if mode != "none":
             self.embed = nn.Embedding(self.v_max - self.v_min + 3, dim, padding_idx=0)  # 0: none, 1: BOS, 2+k: class k
@@ -134,7 +144,23 @@ class NsdInput(nn.Module):
             nn.init.constant_(self.embed.weight[0], 0.0)
         if mode == "linear":
             self.proj = nn.Linear(embed_dim + dim, embed_dim)
-        self.embed_dim = embed_dim
+        self.embed_dim, self.neutral = embed_dim, bool(neutral)
+        self.spe_start = ClosedBlend() if neutral and self.spe else None  # α over the syntactic PE
+        if neutral:  # after the papers' draws, so that both starts draw the same random numbers
+            self.start_neutral()
+
+    @torch.no_grad()
+    def start_neutral(self) -> None:
+        """The input as the identity of x (``--syntax-start pretrained``; ours): ``linear`` W = [I_C, 0], b = 0, so
+        W(x‖e) + b = x (Ma et al. 2019, Eq. 10, started at x); ``add`` E_d = 0, so x + E_d[d] = x."""
+        if self.mode == "linear":
+            C = self.embed_dim
+            self.proj.weight.zero_()
+            self.proj.weight[:, :C].copy_(torch.eye(C))  # (C, C + k) = [I, 0]
+            self.proj.bias.zero_()
+        elif self.mode == "add":
+            self.embed.weight.zero_()
+
 
     def index(self, values: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Embedding rows (B, T) and the shifted values d' (B, T) float (0 where no value)."""
@@ -177,7 +203,8 @@ class NsdInput(nn.Module):
             else:
                 out = x
             if self.spe:
-                out = out + self.spe_table(shifted).to(x.dtype)
+                spe = self.spe_table(shifted).to(x.dtype)  # (B, T, C)
+                out = out + spe if self.spe_start is None else self.spe_start(out, out + spe)
         return out
 
 
@@ -301,20 +328,29 @@ class NsdSide(SyntaxPart):
 
     key = "nsd"
 
-    def __init__(self, settings: NsdSettings, embed_dim: int, nsd_dim: int, spe_lambda: float):
+    def __init__(self, settings: NsdSettings, embed_dim: int, nsd_dim: int, spe_lambda: float, neutral: bool = False):
         super().__init__()
         self.settings = settings
         s = settings
         if s.embeds:
-            self.input = NsdInput(s.input, embed_dim, nsd_dim, s.v_min, s.v_max, s.spe, spe_lambda)
+            self.input = NsdInput(s.input, embed_dim, nsd_dim, s.v_min, s.v_max, s.spe, spe_lambda, neutral)
         if s.output:
             self.classifier = NsdClassifier(embed_dim, s.v_min, s.v_max)
 
     def initialisation(self) -> Dict[str, str]:
-        """Ma et al. 2019 state no initialisation of the NSD embedding, W of Eq. 10 or the classifier of Eq. 11."""
-        return {"input.embed.": "E_d: normal, std k^-1/2, as fairseq's token embeddings, the no-value row 0 (ours)",
-                "input.proj.": f"W, b of W(x‖e) + b (Eq. 10): {LINEAR_DEFAULT} (ours)",
-                "classifier.out.": f"the NSD classifier (Eq. 11): {LINEAR_DEFAULT} (ours)"}
+        """Ma et al. 2019 state no initialisation of the NSD embedding, W of Eq. 10 or the classifier of Eq. 11; under
+        ``--syntax-start pretrained`` the input starts as the identity of x (:meth:`NsdInput.start_neutral`)."""
+        out = {"input.embed.": "E_d: normal, std k^-1/2, as fairseq's token embeddings, the no-value row 0 (ours)",
+               "input.proj.": f"W, b of W(x‖e) + b (Eq. 10): {LINEAR_DEFAULT} (ours)",
+               "classifier.out.": f"the NSD classifier (Eq. 11): {LINEAR_DEFAULT} (ours; it changes no translation "
+                                  "output)"}
+        if self.settings.embeds and self.input.neutral:
+            neutral = "--syntax-start pretrained, ours"
+            if self.input.mode == "add":
+                out["input.embed."] = f"E_d = 0, so x + E_d[d] = x at the start ({neutral})"
+            out["input.proj.weight"] = f"W = [I, 0] of W(x‖e) + b (Eq. 10), so it is x at the start ({neutral})"
+            out["input.proj.bias"] = f"b = 0 ({neutral})"
+        return out
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         """A checkpoint whose NSD embedding size k differs from the model's was trained with another --nsd-embed-dim:
@@ -405,7 +441,16 @@ class Nsd(Mechanism):
         s = self.sides[side]
         if not s.active:
             return None
-        return NsdSide(s, embed_dim, int(self.cfg.embed_dim or 0), float(self.cfg.spe_lambda))
+        return NsdSide(s, embed_dim, int(self.cfg.embed_dim or 0), float(self.cfg.spe_lambda), self.neutral)
+
+    def start_from(self, start):
+        """``--syntax-start pretrained`` refuses an input mode that cannot start neutral (:data:`NOT_NEUTRAL`)."""
+        super().start_from(start)
+        for s in self.sides.values():
+            if self.neutral and s.input in NOT_NEUTRAL:
+                raise ValueError(f"--nsd-{s.short}-input {s.input} cannot start from the pretrained model's function "
+                                 f"(--syntax-start pretrained): {NOT_NEUTRAL[s.input]}; use linear (W = [I, 0] at the "
+                                 "start) or add (E_d = 0 at the start)")
 
     def legacy_keys(self, side):
         """Before one module per side: the source's ``nsd_input``/``nsd_classifier``, the target's input in fairseq's
@@ -492,5 +537,5 @@ class Nsd(Mechanism):
             owner.set_incremental_state(incremental_state, self.key, {"prev": saved["prev"].index_select(0, new_order)})
 
 
-__all__ = ["NSD_DIST_NORMS", "NSD_INPUT_MODES", "Nsd", "NsdClassifier", "NsdConfig", "NsdInput", "NsdSettings", "NsdSide",
+__all__ = ["NOT_NEUTRAL", "NSD_DIST_NORMS", "NSD_INPUT_MODES", "Nsd", "NsdClassifier", "NsdConfig", "NsdInput", "NsdSettings", "NsdSide",
            "nsd_classes", "nsd_embed_size", "nsd_losses"]

@@ -14,7 +14,7 @@ import torch.nn as nn
 
 from ..modules.blocks import HeadBlock, LayerMixer, LayerSyntax, SideInputs, SyntaxPart
 from ..modules.layer_report import LayerReport
-from .base import SIDES, FeatureNeeds, Mechanism, ModelShape
+from .base import SIDES, STARTS, FeatureNeeds, Mechanism, ModelShape, check_choice
 from .registry import MECHANISMS
 
 
@@ -22,8 +22,9 @@ class SideSyntax:
     """The active mechanisms of one side (``encoder``/``decoder``) in registry order, looped over by that side, and
     what each of its layers runs (``heads``: layer → the (mechanism, heads) taking its self-attention's heads)."""
 
-    def __init__(self, side: str, mechanisms: List[Mechanism], heads: Dict[int, List[Tuple[Mechanism, int]]]):
-        self.side, self.mechanisms, self.heads = side, mechanisms, heads
+    def __init__(self, side: str, mechanisms: List[Mechanism], heads: Dict[int, List[Tuple[Mechanism, int]]],
+                 start: str = "paper"):
+        self.side, self.mechanisms, self.heads, self.start = side, mechanisms, heads, start
         self.keep: Set[str] = set().union(*(m.keeps(side) for m in mechanisms))  # what the layers always keep
 
     def layer(self, index: int) -> "PlannedLayer":
@@ -84,6 +85,7 @@ class PlannedLayer(LayerSyntax):
     def __init__(self, side: SideSyntax, index: int):
         self.side, self.index = side, index
         self.keys = tuple(m.key for m, _ in side.heads.get(index, ()))
+        self.closed_start = side.start == "pretrained"
 
     def blocks(self, head_dim: int) -> List[HeadBlock]:
         return [m.block(self.side.side, self.index, n, head_dim) for m, n in self.side.heads.get(self.index, ())]
@@ -99,8 +101,12 @@ class SyntaxPlan:
 
     def __init__(self, cfg, shape: ModelShape):
         self.shape = shape
+        self.start = getattr(cfg, "syntax_start", None) or "paper"  # a config of before the option: the papers'
+        check_choice("--syntax-start", self.start, STARTS)
         self.mechanisms: List[Mechanism] = [M(getattr(cfg, M.key), shape) for M in MECHANISMS]
         self.active = [m for m in self.mechanisms if m.active]
+        for m in self.active:
+            m.start_from(self.start)
         self.heads: Dict[Tuple[str, int], List[Tuple[Mechanism, int]]] = {}
         for side in SIDES:
             H = shape.heads(side)
@@ -128,7 +134,8 @@ class SyntaxPlan:
                                  "them in another layer")
         for m in self.active:
             m.check(plans, mixed)
-        self.sides = {side: SideSyntax(side, self.active, {i: h for (s, i), h in self.heads.items() if s == side and h})
+        self.sides = {side: SideSyntax(side, self.active, {i: h for (s, i), h in self.heads.items() if s == side and h},
+                                       self.start)
                       for side in SIDES}
 
     def block_keys(self, side: str, layer: int) -> Tuple[str, ...]:

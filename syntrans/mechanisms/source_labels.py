@@ -10,6 +10,9 @@ x (B, T, C) becomes [x_{1..C−k} ; E_l[label]] with k = ``--labels-embed-dim`` 
 last k dimensions, before the positions are added. As in the paper's released code, the label embedding itself is not
 scaled by √C, and EOS has a learned row of its own (there it is the tag dictionary's end-of-sentence symbol); padding
 has a zero row. Nothing else changes: no head, no loss, no decoder part.
+
+Under ``--syntax-start pretrained`` the replacement is blended in, closed at the start (:class:`ClosedBlend`):
+x' = x + tanh(α)·([x_{1..C−k} ; E_l[label]] − x), α = 0, so the encoder starts with the pretrained embeddings.
 """
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
 from dataclasses import dataclass, field
@@ -20,6 +23,7 @@ import torch.nn as nn
 from fairseq.dataclass import FairseqDataclass
 
 from ..modules.blocks import SyntaxPart
+from ..modules.closed_start import ClosedBlend
 from ..syntax.deprels import N_LABELS, PAD_LABEL
 from .base import FeatureNeeds, Mechanism, check_option, is_number, required_feature
 
@@ -48,12 +52,13 @@ class SourceLabelEmbedding(SyntaxPart):
 
     key = "labels"
 
-    def __init__(self, embed_dim: int, label_dim: int):
+    def __init__(self, embed_dim: int, label_dim: int, closed: bool = False):
         super().__init__()
         self.embed_dim, self.label_dim = int(embed_dim), int(label_dim)
         self.embed = nn.Embedding(N_LABELS + 2, label_dim, padding_idx=0)  # 0: padding, 1: EOS, 2 + l: label l
         nn.init.normal_(self.embed.weight, mean=0.0, std=label_dim ** -0.5)  # as fairseq's token embeddings
         nn.init.constant_(self.embed.weight[0], 0.0)
+        self.start = ClosedBlend() if closed else None  # --syntax-start pretrained: α over the replacement
 
     def initialisation(self) -> Dict[str, str]:
         return {"embed.": "E_l: normal, std k^-1/2, as fairseq's token embeddings, the padding row 0 (ours: Sennrich & "
@@ -66,7 +71,8 @@ class SourceLabelEmbedding(SyntaxPart):
             raise ValueError(f"the label input needs one label per source token: tokens {tuple(x.shape[:2])}, labels "
                              f"{tuple(labels.shape)}")
         e = self.embed(labels.to(x.device).long() - PAD_LABEL).to(x.dtype)  # (B, T, k); PAD_LABEL → row 0
-        return torch.cat([x[..., : self.embed_dim - self.label_dim], e], dim=-1)
+        replaced = torch.cat([x[..., : self.embed_dim - self.label_dim], e], dim=-1)  # (B, T, C)
+        return replaced if self.start is None else self.start(x, replaced)
 
 
 class SourceLabels(Mechanism):
@@ -90,7 +96,9 @@ class SourceLabels(Mechanism):
         return side == "encoder" and self.active
 
     def side_module(self, side, embed_dim):
-        return SourceLabelEmbedding(embed_dim, int(self.cfg.embed_dim)) if self.embeds(side) else None
+        if not self.embeds(side):
+            return None
+        return SourceLabelEmbedding(embed_dim, int(self.cfg.embed_dim), closed=self.neutral)
 
     def features(self, side):
         return FeatureNeeds(required={FEATURE}) if self.embeds(side) else FeatureNeeds()

@@ -35,6 +35,10 @@ from .overrides import check_overrides
 GROUPS: Dict[str, type] = {"encoder": EncDecBaseConfig, "decoder": DecoderConfig, "quant_noise": QuantNoiseConfig,
                            **{M.key: M.Config for M in MECHANISMS}}
 MECHANISM_KEYS = frozenset(M.key for M in MECHANISMS)
+#: ``--syntax-start`` (:data:`~syntrans.mechanisms.base.STARTS`)
+START_HELP = ("how the methods' new tensors start: paper (their papers' initialisation, for training from scratch) or "
+              "pretrained (closed blends and neutral starts: at the first step the model computes exactly what the "
+              "Transformer it is warm-started from computes; docs/methods.md)")
 _FLAT = re.compile(r"(%s)_(.+)" % "|".join(sorted(GROUPS, key=len, reverse=True)))  # longest key first: quant_noise
 
 
@@ -94,7 +98,8 @@ class _Config(TransformerConfig):
 SyntaxTransformerConfig = dataclasses.make_dataclass(
     "SyntaxTransformerConfig", [(M.key, M.Config, dataclasses.field(default_factory=M.Config)) for M in MECHANISMS] + [
         ("preset", Optional[str], dataclasses.field(default=None, metadata={
-            "help": "the architecture preset whose settings this config holds (set when the preset is applied)"}))],
+            "help": "the architecture preset whose settings this config holds (set when the preset is applied)"})),
+        ("syntax_start", str, dataclasses.field(default="paper", metadata={"help": START_HELP}))],
     bases=(_Config,),
     namespace={"from_namespace": classmethod(lambda cls, args: model_config(args)),
                "__doc__": "fairseq's TransformerConfig plus one nested config group per syntax mechanism."})
@@ -173,4 +178,4 @@ def store(config: "SyntaxTransformerConfig", cfg) -> None:
             cfg[group] = value if isinstance(cfg, DictConfig) else dataclasses.asdict(value)
 
 
-__all__ = ["GROUPS", "SyntaxTransformerConfig", "flat_name", "layer_side", "model_config", "model_shape", "store"]
+__all__ = ["GROUPS", "START_HELP", "SyntaxTransformerConfig", "flat_name", "layer_side", "model_config", "model_shape", "store"]

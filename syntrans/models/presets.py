@@ -44,8 +44,10 @@ def set_fields(args, **values) -> None:
 @preset(MODEL)
 def syntax_base_architecture(args):
     """Transformer base (fairseq's defaults for every Transformer field not set); the mechanisms' fields keep their
-    declared defaults where no preset or flag sets them."""
+    declared defaults where no preset or flag sets them; the methods start as their papers initialise them unless
+    ``--syntax-start`` says otherwise."""
     base_architecture(args)
+    set_fields(args, syntax_start="paper")
 
 
 def _iwslt_size(args):

@@ -22,13 +22,14 @@ from fairseq.models import register_model
 from fairseq.models.transformer import TransformerConfig, TransformerModelBase
 
 from ..data.features import FeatureNeeds
+from ..mechanisms.base import STARTS
 from ..mechanisms.layer_lists import parse_layer_spec
 from ..mechanisms.plan import SyntaxPlan
 from ..mechanisms.registry import MECHANISMS
 from ..modules.aux_losses import merge_aux
 from ..modules.blocks import SyntaxPart
 from ..tasks.model_interface import SyntaxModel, model_overrides, value_ranges
-from .config import layer_side, model_config, model_shape, store
+from .config import START_HELP, layer_side, model_config, model_shape, store
 from .decoder import SyntaxTransformerDecoder
 from .encoder import SyntaxTransformerEncoder
 from .warm_start import complete_state_dict
@@ -51,6 +52,7 @@ class SyntaxTransformerModel(TransformerModelBase, SyntaxModel):
                 action = parser._option_string_actions.get(f"--{M.key}-{name.replace('_', '-')}")
                 if action is not None and layer_side(M.key, name):  # layer lists also take 'all'
                     action.type = parse_layer_spec
+        parser.add_argument("--syntax-start", choices=STARTS, help=START_HELP)  # default: the base preset's
 
     def __init__(self, cfg, encoder, decoder):
         super().__init__(cfg, encoder, decoder)

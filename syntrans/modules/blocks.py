@@ -94,6 +94,9 @@ class HeadBlock(SyntaxPart):
     mixable: ClassVar[bool] = True  # a mixer may mix its probabilities with the stock ones
     incremental: ClassVar[bool] = False  # it runs in incremental decoding (fairseq's own cached path)
     parse: ClassVar[Optional[str]] = None  # it predicts parents, under this subword convention ("first", "chain")
+    #: its heads attend as the stock heads they take over when built (so ``--syntax-start pretrained`` leaves them
+    #: unblended: :class:`~syntrans.modules.closed_start.ClosedHeadBlend`)
+    stock_at_start: ClassVar[bool] = False
 
     def __init__(self, num_heads: int):
         super().__init__()
@@ -198,6 +201,9 @@ class LayerSyntax:
     were modules of their own)."""
 
     keys: Tuple[str, ...] = ()
+    #: ``--syntax-start pretrained``: the attention blends its syntax heads with the stock ones, closed at the start
+    #: (:class:`~syntrans.modules.closed_start.ClosedHeadBlend`)
+    closed_start: bool = False
 
     def blocks(self, head_dim: int) -> List["HeadBlock"]:
         return []

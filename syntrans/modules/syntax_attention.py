@@ -45,6 +45,7 @@ from .attention_kernels import (
     softmax_probs,
 )
 from .blocks import KEEP_PARSE, KEEP_PROBS, HeadBlock, LayerMixer, LayerSyntax, SideInputs
+from .closed_start import ClosedHeadBlend
 from .compiled_kernels import KernelUnavailable, usable
 from .layer_report import LayerReport
 
@@ -61,11 +62,12 @@ class SyntaxMultiheadAttention(MultiheadAttention):
     """
 
     def __init__(self, *args, blocks: Sequence[HeadBlock] = (), mixer: Optional[LayerMixer] = None,
-                 layer: Optional[LayerSyntax] = None, **kwargs):
+                 layer: Optional[LayerSyntax] = None, closed_start: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         if layer is not None:  # the mixer first, then the blocks in head order: the order of the draws before
             mixer = layer.mixer(self.embed_dim, self.num_heads)
             blocks = layer.blocks(self.head_dim)
+            closed_start = layer.closed_start
         # the blocks as the model's plan placed them (it checked their heads, keys and mixer: SyntaxPlan)
         start = 0
         for block in blocks:
@@ -81,6 +83,12 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         if mixer is not None:
             self.add_module(mixer.key, mixer)
             self.mixer_key = mixer.key
+        # --syntax-start pretrained: the syntax heads blended with the stock ones after the mixer, closed (no draw)
+        closing = ClosedHeadBlend.over(blocks) if closed_start else None
+        self.start_key: Optional[str] = None
+        if closing is not None:
+            self.add_module(closing.key, closing)
+            self.start_key = closing.key
 
     @property
     def blocks(self) -> List[HeadBlock]:
@@ -89,6 +97,30 @@ class SyntaxMultiheadAttention(MultiheadAttention):
     @property
     def mixer(self) -> Optional[LayerMixer]:
         return getattr(self, self.mixer_key) if self.mixer_key else None
+
+    @property
+    def closing(self) -> Optional[ClosedHeadBlend]:
+        """The closed blend of the syntax heads with the stock ones (``--syntax-start pretrained``), or None."""
+        return getattr(self, self.start_key) if self.start_key else None
+
+    @property
+    def mixes(self) -> bool:
+        """Whether the syntax heads' attention is mixed with the stock one after their softmax (a mixer, a blend)."""
+        return self.mixer_key is not None or self.start_key is not None
+
+    def _mix(self, syn, raw, x, pad, syntax: SideInputs, report: LayerReport, syntax_keep=None,
+             outputs: bool = False) -> torch.Tensor:
+        """The syntax heads' probabilities syn (or outputs, ``outputs``) mixed with the stock ones raw (B, n, T, S|d):
+        the mixer's mix, then the closed blend's; each reports under its key."""
+        if self.mixer is not None:
+            mixer = self.mixer
+            syn, report.mechanisms[mixer.key] = (mixer.mix_outputs(syn, raw, x, pad, syntax) if outputs else
+                                                 mixer.mix(syn, raw, x, pad, syntax, syntax_keep=syntax_keep))
+        closing = self.closing
+        if closing is not None:
+            syn, report.mechanisms[closing.key] = (closing.mix_outputs if outputs else closing.mix)(syn, raw, x, pad,
+                                                                                                   syntax)
+        return syn
 
     # ------------------------------------------------------------------------------------------------ forward
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
@@ -119,8 +151,9 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         """One decoding step on fairseq's cached path (blocks whose effect lives in the projections, e.g. a matrix a
         block put into ``q_proj``); the current query row of every head when the inputs keep probabilities or parses."""
         bad = [b.key for b in self.blocks if not b.incremental]
-        if bad or self.mixer_key:
-            raise NotImplementedError(f"{', '.join(bad or [self.mixer_key])} heads run in full-sequence self-attention "
+        if bad or self.mixes:
+            named = bad or [self.mixer_key or self.start_key]
+            raise NotImplementedError(f"{', '.join(named)} heads run in full-sequence self-attention "
                                       "only, not in incremental decoding")
         rows = bool(syntax.keep & {KEEP_PROBS, KEEP_PARSE})
         out, weights = super().forward(x, x, x, key_padding_mask=key_padding_mask, incremental_state=incremental_state,
@@ -158,12 +191,12 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         keep_all = need_weights or KEEP_PROBS in syntax.keep
         explicit_all = keep_all or syntax.backend == "explicit"
         n = self.syntax_heads
-        mixer = self.mixer
+        mixes = self.mixes
         parts: List[torch.Tensor] = []
         probs: List[torch.Tensor] = []
         # the heads are cut into parts with split (its backward joins the gradients; a slice's would zero-fill the
         # whole projection for each part)
-        if explicit_all or (mixer is not None and (self.training or any(b.needs_probs(syntax) or b.wants_loss(syntax)
+        if explicit_all or (mixes and (self.training or any(b.needs_probs(syntax) or b.wants_loss(syntax)
                                                                         for b in self.blocks))):
             # one explicit group: all syntax heads (the mixer mixes them), or every head (probabilities kept)
             sizes = [H] if explicit_all else [n, H - n]
@@ -171,7 +204,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             ctx, p = self._explicit(x, qg, kg, vg, pad, attn_mask, syntax, report)
             parts.append(ctx)
             probs.append(p)
-        elif mixer is not None:  # a mixed layer at evaluation, nothing kept: both sides fused, then mixed
+        elif mixes:  # a mixed layer at evaluation, nothing kept: both sides fused, then mixed
             (qg, *qs), (kg, *ks), (vg, *vs) = (t.split([n, H - n], dim=1) for t in (q, k, v))
             parts.append(self._mixed_fused(x, qg, kg, vg, pad, attn_mask, syntax, report))
         else:
@@ -288,7 +321,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         probs = softmax_probs(scores, live=live)  # (B, n, T, S) float32
         mixer = self.mixer if group else None
         attn_keep = None
-        if mixer is not None:
+        if group and self.mixes:
             m = self.syntax_heads  # = at: the mixer mixes every block's heads
             syn, *stock = probs.split([m, n - m], dim=1) if m < n else (probs,)
             raw_m = raw.split([m, n - m], dim=1)[0] if m < n else raw
@@ -298,8 +331,9 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                                   live=rows_live(pad, attn_mask))
             # the mixer's dropout of the syntax probabilities and the attention dropout: both masks in one draw
             syn_keep, attn_keep = dropout_keeps([tuple(syn.shape), tuple(probs.shape)],
-                                                [mixer.syntax_dropout_p(), self._dropout_p()], raw.device)
-            mixed, report.mechanisms[mixer.key] = mixer.mix(syn, p_raw, x, self._pad(x, pad), syntax, syntax_keep=syn_keep)
+                                                [mixer.syntax_dropout_p() if mixer is not None else 0.0,
+                                                 self._dropout_p()], raw.device)
+            mixed = self._mix(syn, p_raw, x, self._pad(x, pad), syntax, report, syntax_keep=syn_keep)
             probs = torch.cat([mixed, *stock], dim=1) if stock else mixed
         p_parts = probs.split(sizes, dim=1) if len(sizes) > 1 else (probs,)
         s_parts = scores.split(sizes, dim=1) if len(sizes) > 1 else (scores,)
@@ -328,8 +362,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                          for b, qi, ki, vi in zip(self.blocks, q.split(sizes, 1), k.split(sizes, 1), v.split(sizes, 1))],
                         dim=1)
         raw = sdpa(q, k, v, additive_mask(pad, attn_mask, None, q.dtype, q.size(0), k.size(2)), 0.0)
-        mixed, report.mechanisms[self.mixer_key] = self.mixer.mix_outputs(syn, raw, x, self._pad(x, pad), syntax)
-        return mixed
+        return self._mix(syn, raw, x, self._pad(x, pad), syntax, report, outputs=True)
 
     @staticmethod
     def _pad(x: torch.Tensor, pad: Optional[torch.Tensor]) -> torch.Tensor:
