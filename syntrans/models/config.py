@@ -129,7 +129,8 @@ def model_config(cfg, overrides: Optional[Mapping[str, Any]] = None) -> "SyntaxT
         return cfg
     given = config_items(cfg, "the model config")
     if overrides:
-        overrides = check_overrides(overrides, GROUPS, given, flat_name, given.get("_name") or given.get("arch"))
+        overrides = check_overrides(overrides, GROUPS, stored_names(cfg, given, overrides), flat_name,
+                                    given.get("_name") or given.get("arch"))
     for name, value in (overrides or {}).items():  # an override wins over both forms
         group, field = (name, None) if name in GROUPS else flat_name(name) or (None, None)
         if group is None:
@@ -156,6 +157,18 @@ def model_config(cfg, overrides: Optional[Mapping[str, Any]] = None) -> "SyntaxT
     return config
 
 
+def stored_names(cfg, given: Mapping[str, Any], overrides: Mapping[str, Any]) -> List[str]:
+    """The top-level names the stored config ``cfg`` (read as ``given``) held before ``overrides`` reached it. A
+    checkpoint written by ``fairseq-train --arch <preset>`` keeps the model's config as the command line's
+    ``argparse.Namespace``, and fairseq's loader sets every override's name on it (``setattr``), whatever the name,
+    before the model is built: there, a name that is also an override's proves nothing (``{'dbas': …}`` would be
+    found among the "stored" ones), and only fairseq's and the groups' own names make it known. A DictConfig or a
+    dataclass takes no new name from fairseq's loader: its names are all stored ones."""
+    if isinstance(cfg, argparse.Namespace):
+        return [name for name in given if name not in overrides]
+    return list(given)
+
+
 def store(config: "SyntaxTransformerConfig", cfg) -> None:
     """Write the resolved groups of ``config`` back into ``cfg``, the form fairseq keeps for the model and writes into
     checkpoints, so that a checkpoint holds the whole configuration (data-derived fields included): a flat Namespace
@@ -173,4 +186,5 @@ def store(config: "SyntaxTransformerConfig", cfg) -> None:
             cfg[group] = value if isinstance(cfg, DictConfig) else dataclasses.asdict(value)
 
 
-__all__ = ["GROUPS", "SyntaxTransformerConfig", "flat_name", "layer_side", "model_config", "model_shape", "store"]
+__all__ = ["GROUPS", "SyntaxTransformerConfig", "flat_name", "layer_side", "model_config", "model_shape", "store",
+           "stored_names"]

@@ -53,6 +53,24 @@ def _nearest(name: str, candidates: Iterable[str]) -> Optional[str]:
     return by_lower[near[0]] if near else None
 
 
+def decided_message(name: str, architecture: Optional[str] = None) -> str:
+    """The refusal of an override of ``name``, one of :data:`CHECKPOINT_DECIDES` (``architecture``: the checkpoint's)."""
+    arch = f" ({architecture})" if architecture else ""
+    return (f"--model-overrides {name!r}: the checkpoint decides the architecture{arch}: an override cannot change the "
+            "model it holds (its parameters are that architecture's); train a model of the other architecture, or "
+            "override its options (e.g. {'lisa': {'gold_parents': True}})")
+
+
+def check_decided(overrides: Mapping[str, Any], architecture: Optional[str] = None) -> None:
+    """ValueError (:func:`decided_message`) when ``overrides`` name what the checkpoint decides. The task checks this
+    before fairseq builds the model: an override of ``_name`` or ``arch`` has by then chosen fairseq's model class
+    (``{'_name': 'transformer'}``: a stock Transformer, which fails later on the syntax tensors without a word on
+    the cause), so the model's own check (:func:`check_overrides`) would never run."""
+    for name in overrides:
+        if name in CHECKPOINT_DECIDES:
+            raise ValueError(decided_message(name, architecture))
+
+
 def check_overrides(overrides: Mapping[str, Any], groups: Mapping[str, type], known: Iterable[str],
                     flat_name: Callable[[str], Optional[Tuple[str, str]]], architecture: Optional[str] = None
                     ) -> Dict[str, Any]:
@@ -69,10 +87,7 @@ def check_overrides(overrides: Mapping[str, Any], groups: Mapping[str, type], kn
         if not isinstance(name, str):
             raise ValueError(f"--model-overrides: names are strings, found {name!r}")
         if name in CHECKPOINT_DECIDES:
-            arch = f" ({architecture})" if architecture else ""
-            raise ValueError(f"{where}: the checkpoint decides the architecture{arch}: an override cannot change the "
-                             "model it holds (its parameters are that architecture's); train a model of the other "
-                             "architecture, or override its options (e.g. {'lisa': {'gold_parents': True}})")
+            raise ValueError(decided_message(name, architecture))
         if name in groups:
             if not isinstance(value, Mapping):
                 raise ValueError(f"{where}: a group takes a dict of its fields, e.g. {{'{name}': "
@@ -115,4 +130,4 @@ def _unknown(name: str, value: Any, groups: Mapping[str, type], fields: Mapping[
     return f"{where}: no field or group {name!r} in the model config (names are case-sensitive){hint}"
 
 
-__all__ = ["CHECKPOINT_DECIDES", "check_overrides", "fairseq_field_names"]
+__all__ = ["CHECKPOINT_DECIDES", "check_decided", "check_overrides", "decided_message", "fairseq_field_names"]

@@ -228,5 +228,15 @@ def check_generation_arch(task, cfg) -> None:
                      f"of a {asked} model")
 
 
-__all__ = ["check_generation_arch", "check_resume_dictionaries", "check_warm_start", "command_value", "loaded_path",
+def check_decided_overrides(overrides: Dict[str, Any], cfg) -> None:
+    """ValueError when the ``--model-overrides`` of the command that loads a checkpoint name what the checkpoint
+    decides (``arch``, ``_name``, ``preset``: :func:`syntrans.models.overrides.check_decided`), the checkpoint's
+    architecture named (as stored, where the override has not replaced it)."""
+    from ..models.overrides import check_decided
+
+    held = next((_get(cfg, k) for k in ("preset", "arch", "_name") if k not in overrides and _get(cfg, k)), None)
+    check_decided(overrides, held)
+
+
+__all__ = ["check_decided_overrides", "check_generation_arch", "check_resume_dictionaries", "check_warm_start", "command_value", "loaded_path",
            "model_value", "resume_path"]
