@@ -70,3 +70,111 @@ def test_generate_takes_the_well_spelt_oracle_on_a_checkpoint_of_the_command_lin
                                "--batch-size", "40", "--cpu", "--model-overrides", "{'dbsa': {'gold_parents': True}}")
     assert status == 0, err[-2000:]
     assert out.count("\nH-") + out.startswith("H-") == 40
+
+
+# --------------------------------------------------------------------------- 2. and 3.: a parse is matched by its words
+
+ORACLE = "{'dbsa': {'gold_parents': True}}"  # the model then needs the source parse at generation
+
+
+def first_lines(tiny_data, n):
+    """The first ``n`` source lines of the tiny corpus's test split (tokenized) and their parses (CoNLL-U)."""
+    from syntrans.syntax.parsed import read_parsed
+
+    raw = tiny_data.parent / "raw"
+    lines = (raw / "test.src").read_text(encoding="utf-8").splitlines()[:n]
+    return lines, list(read_parsed(str(raw / "test.src.conllu")))[:n]
+
+
+@pytest.mark.slow
+def test_translate_refuses_a_parse_whose_words_are_another_sentences(tiny_data, preset_checkpoint, tmp_path):
+    """Item 2: line 2's sentence in --parse has its words reversed (as many words, other ones at each place):
+    refused naming the line and the first word that differs; with --skip-invalid that line is written empty and
+    counted, the others translated."""
+    from syntrans.syntax.parsed import format_conllu
+
+    lines, parses = first_lines(tiny_data, 3)
+    lines[1] = " ".join(reversed(lines[1].split()))
+    src, parse = tmp_path / "in.txt", tmp_path / "in.conllu"
+    src.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    parse.write_text(format_conllu(parses), encoding="utf-8")
+    base = ["--checkpoint", preset_checkpoint, "--data", tiny_data, "--bpe-codes", tiny_data.parent / "bpe.codes",
+            "--beam", "1", "--max-len-b", "3", "--model-overrides", ORACLE, "--parse", parse, "--input", src]
+    status, _, err = command("syntrans-translate", *base, "--output", tmp_path / "out.txt")
+    words = lines[1].split()
+    assert status == 2, err[-2000:]
+    assert (f"syntrans-translate: error: {src}, line 2: its sentences in {parse} are not its parse: word 1 of the parse "
+            f"is {parses[1].words[0]!r} but token 1 of the line is {words[0]!r}") in err, err[-2000:]
+    status, _, err = command("syntrans-translate", *base, "--output", tmp_path / "out2.txt", "--skip-invalid")
+    assert status == 0, err[-2000:]
+    out = (tmp_path / "out2.txt").read_text(encoding="utf-8").split("\n")
+    assert len(out) == 4 and out[0] and out[1] == "" and out[2], out
+    assert "1 without their parse, written empty" in err, err[-2000:]
+
+
+@pytest.fixture(scope="module")
+def oracle_translator(tiny_data, preset_checkpoint):
+    """The preset checkpoint with its parse oracle, loaded in this process through the Python API."""
+    from syntrans.hub import Translator
+
+    return Translator.from_checkpoint(str(preset_checkpoint), str(tiny_data), str(tiny_data.parent / "bpe.codes"),
+                                      parser=None, beam=1, max_len_b=3, model_overrides={"dbsa": {"gold_parents": True}},
+                                      log=lambda message: None)
+
+
+def _bad_parses():
+    """(name, change of the first line's (tokens, parse), a part of the message)."""
+    import dataclasses
+
+    def heads(change):
+        def apply(tokens, s):
+            h = list(s.heads)
+            root = h.index(0) + 1
+            a, b = [w for w in range(1, len(h) + 1) if w != root][:2]
+            change(h, root, a, b)
+            return tokens, dataclasses.replace(s, heads=h, deprels=None)
+        return apply
+
+    def cycle(h, root, a, b):
+        h[a - 1], h[b - 1] = b, a
+
+    def two_roots(h, root, a, b):
+        h[a - 1] = 0
+
+    def no_root(h, root, a, b):
+        h[root - 1] = a
+
+    return [
+        ("a cycle", heads(cycle), "the dependency heads are no tree: the heads run into a cycle"),
+        ("two roots", heads(two_roots), "2 words have head 0"),
+        ("no root", heads(no_root), "no word has head 0"),
+        ("other words", lambda tokens, s: (list(reversed(tokens)), s), "word 1 of the parse is"),
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, change, message", _bad_parses(), ids=[x[0] for x in _bad_parses()])
+def test_translate_parsed_refuses_a_parse_that_is_not_the_lines(tiny_data, oracle_translator, name, change, message):
+    """Item 3: Translator.translate_parsed took heads with a cycle, two roots or none, parse words that are not the
+    tokens, and a str for a token list (translated character by character), without a word."""
+    lines, parses = first_lines(tiny_data, 2)
+    tokens, parse = change(lines[0].split(), parses[0])
+    with pytest.raises(ValueError, match="^input, line 1: ") as e:
+        oracle_translator.translate_parsed([tokens, lines[1].split()], [parse, parses[1]])
+    assert message in str(e.value), str(e.value)
+    good = oracle_translator.translate_parsed([x.split() for x in lines], parses)
+    assert len(good) == 2 and all(isinstance(x, str) for x in good)
+
+
+@pytest.mark.slow
+def test_translate_parsed_refuses_a_str_for_a_token_list(tiny_data, preset_checkpoint):
+    """Item 3: a model that needs no parse translated a str given for a line's tokens character by character."""
+    from syntrans.hub import Translator
+
+    translator = Translator.from_checkpoint(str(preset_checkpoint), str(tiny_data), str(tiny_data.parent / "bpe.codes"),
+                                            parser=None, beam=1, max_len_b=3, log=lambda message: None)
+    lines, _ = first_lines(tiny_data, 2)
+    with pytest.raises(ValueError, match=r"^input, line 2: expected a list of tokens \(str\), found a str "):
+        translator.translate_parsed([lines[0].split(), lines[1]])
+    with pytest.raises(ValueError, match=r"^input: token_lists must be a list with one entry per line, found a str"):
+        translator.translate_parsed(lines[0])

@@ -18,7 +18,9 @@ detokenization). Where the data-bin lies in a folder that ``syntrans-prepare`` m
 route the corpus took, and a run that asks for the other one is refused, naming both.
 
 ``--parse FILE``: the parses of the input lines (CoNLL-U or PTB brackets, as syntrans-preprocess reads them,
-``# line = N`` tying sentences to input lines); the input is then taken as tokenized and nothing is parsed.
+``# line = N`` tying sentences to input lines); the input is then taken as tokenized and nothing is parsed. Each
+line's sentences must spell its tokens (a parser's respelling allowed): a parse with other words, even as many, is
+no parse of the line.
 A summary (sentences, empty lines, parse fallbacks, time) goes to stderr. Exit status 0, or 2 for a usage,
 input or model error (a missing stanza model included: the message says how to install it), each one line
 (:mod:`.clean_exit`); a closed pipe ends it quietly (141). No output may be one of the inputs.
@@ -26,7 +28,8 @@ input or model error (a missing stanza model included: the message says how to i
 A line longer than the model takes (``--max-source-positions`` tokens, BPE pieces and EOS) stops the command, naming
 the line, after the translations of every line before it are written; with ``--skip-invalid`` it is translated to an
 empty line, reported on stderr and counted in the summary, and the command goes on. So does a line with words that
-has no sentence in ``--parse FILE``; the other lines of its batch are translated either way.
+has no sentence in ``--parse FILE``, or whose sentences there have other words; the other lines of its batch are
+translated either way.
 
 ``--print-syntax FILE`` / ``--print-target-syntax FILE``: the parse the model itself predicts of each source line
 (encoder LISA or DBSA heads) / of its hypothesis (decoder DBSA heads, as computed while decoding), word-level CoNLL-U
@@ -142,16 +145,25 @@ def read_parse_file(path: str) -> Dict[int, list]:
     return by_line
 
 
-def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str, name: str):
-    """(the parses of ``lines`` in order, {index in ``lines``: what is wrong} for the lines whose parse is missing or
-    stray: a line with words that has no sentence in ``path``, an empty line that has some)."""
+def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str, name: str, translator=None):
+    """(the parses of ``lines`` in order, {index in ``lines``: what is wrong} for the lines whose parse is missing,
+    stray or another line's: a line with words that has no sentence in ``path``, an empty line that has some, a line
+    whose words are not those of its sentences (:func:`syntrans.hub.parsed_input.parse_fault`; ``translator``: its
+    route and lowercasing))."""
+    from ..hub.parsed_input import parse_fault  # lazy: as in read_parse_file
     out, faults = [], {}
+    route = getattr(translator, "source", None)
     for k, line in enumerate(lines):
         n, sentences = first + k, by_line.get(first + k)
         if line.split() and not sentences:
             faults[k] = f"{name}, line {n}: {path} has no sentence for this line, which is not empty"
         elif not line.split() and sentences:
             faults[k] = f"{name}, line {n}: {path} has sentences for this line, which is empty"
+        elif sentences:
+            fault = parse_fault(line.split(), sentences, bool(route and route.route.char_spans),
+                                bool(route and route.lowercase))
+            if fault:
+                faults[k] = f"{name}, line {n}: its sentences in {path} are not its parse: {fault}"
         out.append(sentences)
     return out, faults
 
@@ -162,7 +174,8 @@ def translate_batch(translator, lines: List[str], first: int, name: str, by_line
 
     Without parses, the translator's own. With them, the lines between two faulty ones are translated together; a
     faulty line stops the batch after the lines before it, or with ``skip_invalid`` is translated to an empty line,
-    reported, and the batch goes on: no line that can be translated is dropped with its batch."""
+    reported, and the batch goes on: no line that can be translated is dropped with its batch. A line whose parse is
+    another line's (other words) is such a faulty line."""
     from ..hub.predicted_syntax import Translation  # lazy: as in run()
     from ..hub.translator import LineTooLong
     done: List[Translation] = []
@@ -171,7 +184,7 @@ def translate_batch(translator, lines: List[str], first: int, name: str, by_line
             return translator.translate_syntax(lines, first_line=first, name=name), None, 0
         except LineTooLong as e:  # the lines before it are translated
             return e.done, e, 0
-    parses, faults = _parses_of(by_line, lines, first, parse_file, name)
+    parses, faults = _parses_of(by_line, lines, first, parse_file, name, translator)
     start, skipped = 0, 0
     for stop in sorted(faults) + [len(lines)]:
         if stop > start:

@@ -28,6 +28,7 @@ from ..tasks.syntax_translation import SyntaxTranslationTask
 from .batch import collate, encode_source, required_features
 from .predicted_syntax import Translation, last_parses, source_parse, target_parse
 from .source_syntax import LineParse, SourceParser, as_sentences, line_arrays, memory_side, needed_kinds, needs_parse
+from .parsed_input import check_parsed_input
 from .text import SourceText, TargetText
 
 PARSER_CHOICES = AUTO_PARSERS
@@ -152,9 +153,11 @@ class Translator:
 
     def translate_parsed(self, token_lists: Sequence[Sequence[str]], parsed_sentences: Optional[Sequence[LineParse]] = None,
                          first_line: int = 1, name: str = "input") -> List[str]:
-        """Translations of tokenized lines (no Moses tokenization, no parser) with their parses: per line a
-        ParsedSentence, a list of them (several sentences on one line), or None (an empty line, or a model that needs
-        no parse). The parses' words must be the lines' tokens (as syntrans-preprocess requires)."""
+        """Translations of tokenized lines (each a list of tokens; no Moses tokenization, no parser) with their parses:
+        per line a ParsedSentence, a list of them (several sentences on one line), or None (an empty line, or a model
+        that needs no parse). Each parse must be the parse of its line: its words the line's tokens (a parser's
+        respelling allowed, :func:`syntrans.parsing.imported.same_token`), its dependency heads a tree; else
+        ValueError naming the line, before anything is translated (:func:`check_parsed_input`)."""
         return [t.text for t in self.translate_parsed_syntax(token_lists, parsed_sentences, first_line, name)]
 
     def translate_parsed_syntax(self, token_lists: Sequence[Sequence[str]],
@@ -164,8 +167,8 @@ class Translator:
         has dependency heads, those heads (line-level, ``Translation.gold``) to score the source parse against."""
         if parsed_sentences is None:
             parsed_sentences = [None] * len(token_lists)
-        if len(parsed_sentences) != len(token_lists):
-            raise ValueError(f"{name}: {len(token_lists)} token lists but {len(parsed_sentences)} parses")
+        check_parsed_input(token_lists, parsed_sentences, first_line, name, self.source.route.char_spans,
+                           self.source.lowercase)
         out: List[Translation] = []
         for start in range(0, len(token_lists), self.batch_size):
             stop = start + self.batch_size
