@@ -87,8 +87,13 @@ class _Config(TransformerConfig):
     @functools.cached_property
     def plan(self) -> SyntaxPlan:
         """The model's :class:`~syntrans.mechanisms.plan.SyntaxPlan`, built (every option checked) the first time the
-        build asks for it, after fairseq's own changes to the sizes (``--encoder-layers-to-keep``)."""
-        return SyntaxPlan(self, model_shape(self))
+        build asks for it, after fairseq's own changes to the sizes (``--encoder-layers-to-keep``); an option of a
+        mechanism that is off, other than its preset's, is refused (:mod:`syntrans.mechanisms.idle_options`)."""
+        plan = SyntaxPlan(self, model_shape(self))
+        preset = preset_values(self.preset)
+        for m in plan.mechanisms:  # an option of a mechanism that is off cannot act
+            m.check_idle_options({k[len(m.key) + 1:]: v for k, v in preset.items() if k.startswith(f"{m.key}_")})
+        return plan
 
 
 SyntaxTransformerConfig = dataclasses.make_dataclass(
@@ -99,6 +104,23 @@ SyntaxTransformerConfig = dataclasses.make_dataclass(
     namespace={"from_namespace": classmethod(lambda cls, args: model_config(args)),
                "__doc__": "fairseq's TransformerConfig plus one nested config group per syntax mechanism."})
 SyntaxTransformerConfig.__module__ = __name__
+
+
+@functools.lru_cache(maxsize=None)
+def _preset_items(name: Optional[str]) -> Tuple[Tuple[str, Any], ...]:
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    if not name or name not in ARCH_CONFIG_REGISTRY:
+        return ()
+    args = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[name](args)
+    return tuple((k, v) for k, v in vars(args).items() if flat_name(k))
+
+
+def preset_values(name: Optional[str]) -> Dict[str, Any]:
+    """The mechanisms' fields the architecture preset ``name`` sets, by flat name (``gate_no_batchnorm``: True), as it
+    sets them on an empty command line; {} for no preset or an unknown one."""
+    return dict(_preset_items(name))
 
 
 def model_shape(cfg) -> ModelShape:
