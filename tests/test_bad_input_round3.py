@@ -178,3 +178,140 @@ def test_translate_parsed_refuses_a_str_for_a_token_list(tiny_data, preset_check
         translator.translate_parsed([lines[0].split(), lines[1]])
     with pytest.raises(ValueError, match=r"^input: token_lists must be a list with one entry per line, found a str"):
         translator.translate_parsed(lines[0])
+
+
+# --------------------------------------------------------------------------- 7. nothing written into the data-bin
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag, name", [("--output", "dict.src.txt"), ("--print-syntax", "dict.tgt.txt")])
+def test_translate_refuses_to_write_over_a_file_of_the_data_bin(tiny_data, preset_checkpoint, tmp_path, capsys, flag,
+                                                                name):
+    """Item 7: --output DATA/dict.src.txt wrote the translations over the data-bin's dictionary, exit 0, and every
+    later run failed on "Incorrect dictionary format" naming no file."""
+    from syntrans.cli.translate import main
+
+    src = tmp_path / "in.txt"
+    src.write_text(first_lines(tiny_data, 1)[0][0] + "\n", encoding="utf-8")
+    target = tiny_data / name
+    before = target.read_bytes()
+    status = main(["--checkpoint", str(preset_checkpoint), "--data", str(tiny_data), "--bpe-codes",
+                   str(tiny_data.parent / "bpe.codes"), "--beam", "1", "--input", str(src), flag, str(target)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert (f"syntrans-translate: error: {flag} {target}: a file of --data {tiny_data}, which syntrans-translate reads; "
+            f"it never writes over a file in a folder it reads") in err, err
+    assert target.read_bytes() == before
+
+
+# --------------------------------------------------------------------------- 5. an option that cannot act
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, message", [
+    (["--sla-heads", "2"], "--sla-heads 2: SLA (Li et al. 2021, as Hou et al. re-implement it) is off in this model (no "
+                           "--sla-layers), so this option cannot act: expected --sla-layers to switch it on"),
+    (["--sla-token-gate"], "--sla-token-gate True: SLA"),
+])
+def test_train_refuses_an_sla_option_without_sla_layers(tiny_data, tmp_path, flags, message):
+    """Item 5: --sla-heads, --sla-boundary-visible, --sla-window, --sla-token-gate without --sla-layers were accepted,
+    no SLA head built, nothing logged."""
+    save = tmp_path / "ck"
+    status, _, err = command("fairseq-train", *tiny_train_argv(tiny_data, save, "--arch", PRESET, *flags, "--lr",
+                                                               "1e-3", "--max-update", "1"))
+    assert status != 0 and message in err, err[-2000:]
+    assert not (save / "checkpoint_last.pt").exists()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--sla-boundary-visible"], "--sla-boundary-visible True: SLA"),
+    (["--sla-window", "neighbours"], "--sla-window 'neighbours': SLA"),
+    (["--sla-threshold", "3"], "--sla-threshold 3: SLA"),
+    (["--pascal-heads", "2"], "(no --pascal-layers)"),
+    (["--distance-tau", "2"], "(no --distance-layers)"),
+    (["--lisa-gold-parents"], "(no --lisa-layers)"),
+    (["--labels-embed-dim", "4"], "(no --labels-input)"),
+    (["--sync-weight", "0.2"], "(no --sync-attn)"),
+    (["--gate-mode", "fixed"], "(no --gate-layers)"),
+    (["--nsd-ce-weight", "0.5"], "(no --nsd-src-input or --nsd-tgt-input or --nsd-src-spe or --nsd-tgt-spe or "
+                                 "--nsd-src-output or --nsd-tgt-output)"),
+])
+def test_every_method_refuses_its_options_while_it_is_off(tiny_data, flags, message):
+    """Item 5, every method: an option of a method that is off is refused when the model is built (the preset has
+    DBSA on, nothing else)."""
+    from helpers import build_task_and_model
+
+    with pytest.raises(ValueError, match="cannot act") as e:
+        build_task_and_model(tiny_data, PRESET, *flags)
+    assert message in str(e.value), str(e.value)
+
+
+def test_a_presets_own_settings_of_a_method_switched_off_stay():
+    """The SLA preset with its gate switched off keeps the preset's gate settings (no user gave them)."""
+    from helpers import build_task_and_model  # noqa: F401  (the tiny corpus is not needed: the config alone)
+
+    from syntrans.models.config import model_config, preset_values
+
+    values = preset_values("sla_transformer_iwslt_de_en")
+    assert values["gate_no_batchnorm"] is True and values["sla_heads"] == 4
+    config = model_config({"sla_layers": "all", "sla_heads": 2, "gate_layers": [], "gate_no_batchnorm": True,
+                           "preset": "sla_transformer_iwslt_de_en", "encoder_layers": 2, "decoder_layers": 2,
+                           "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_embed_dim": 32,
+                           "decoder_embed_dim": 32})
+    assert config.plan.mechanisms  # built
+    config = model_config({"gate_layers": [], "gate_no_batchnorm": True, "preset": "syntax_transformer",
+                           "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
+                           "decoder_attention_heads": 4, "encoder_embed_dim": 32, "decoder_embed_dim": 32})
+    with pytest.raises(ValueError, match="--gate-no-batchnorm True: gated"):
+        config.plan
+
+
+# --------------------------------------------------------------------------- 4. the SentencePiece model, by content
+
+
+@pytest.fixture(scope="module")
+def sp_prepared(tmp_path_factory):
+    """The synthetic corpus prepared by syntrans-prepare's pipeline with a SentencePiece model trained on it, and a
+    SentencePiece model of another corpus (trained on other text, as its own syntrans-prepare would)."""
+    import sentencepiece as spm
+
+    from syntrans.prep import prepare_corpus
+    from syntrans.prep.segmentation import Segmentation
+
+    root = tmp_path_factory.mktemp("sp")
+    prepared = prepare_corpus("synthetic", "src", "tgt", root / "out", smoke=True, bpe_ops=120,
+                              smoke_sizes={"train": 60, "valid": 6, "test": 6}, log=lambda message: None,
+                              segmentation=Segmentation("sentencepiece"))
+    other = root / "other.txt"
+    words = sorted(set((prepared.out_dir / "tok" / "train.src").read_text(encoding="utf-8").split()))
+    other.write_text("".join(" ".join(reversed(words[k:k + 7])) + " x\n" for k in range(0, len(words), 3)),
+                     encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(other), model_prefix=str(root / "other"), vocab_size=60,
+                                   minloglevel=2, hard_vocab_limit=False)
+    return prepared, root / "other.model"
+
+
+def test_translate_refuses_the_sentencepiece_model_of_another_corpus(sp_prepared, tmp_path, capsys):
+    """Item 4: a --sentencepiece-model other than the one prepared.json names (by sha256, not by kind) is refused
+    before the model is loaded; the corpus's own model, copied elsewhere, passes this check."""
+    from syntrans.cli.translate import main
+
+    prepared, other = sp_prepared
+    src = tmp_path / "in.txt"
+    src.write_text("gen go beso .\n", encoding="utf-8")
+    argv = ["--checkpoint", str(tmp_path / "absent.pt"), "--data", str(prepared.data_bin), "--bpe", "sentencepiece",
+            "--input", str(src), "--sentencepiece-model"]
+    assert main([*argv, str(other)]) == 2
+    err = capsys.readouterr().err
+    assert (f"syntrans-translate: error: --sentencepiece-model {other}: not the sentencepiece model the corpus of "
+            f"{prepared.data_bin} was encoded with ({prepared.codes}, which {prepared.out_dir / 'prepared.json'} "
+            "names): expected that file (sha256 ") in err, err
+    copy = tmp_path / "copy.model"
+    copy.write_bytes(prepared.codes.read_bytes())
+    assert main([*argv, str(copy)]) == 2  # past the check: the checkpoint is missing
+    err = capsys.readouterr().err
+    assert "absent.pt" in err and "not the sentencepiece model" not in err, err
+    assert main(["--checkpoint", str(tmp_path / "absent.pt"), "--data", str(prepared.data_bin), "--bpe-codes",
+                 str(other), "--input", str(src)]) == 2
+    assert ("was segmented with sentencepiece; this run asks for --bpe subword_nmt: expected --bpe sentencepiece"
+            in capsys.readouterr().err)
