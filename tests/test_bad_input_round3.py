@@ -315,3 +315,61 @@ def test_translate_refuses_the_sentencepiece_model_of_another_corpus(sp_prepared
                  str(other), "--input", str(src)]) == 2
     assert ("was segmented with sentencepiece; this run asks for --bpe subword_nmt: expected --bpe sentencepiece"
             in capsys.readouterr().err)
+
+
+# --------------------------------------------------------------------------- 8. a checkpoint cut short
+
+
+@pytest.fixture(scope="module")
+def cut_checkpoints(preset_checkpoint, tmp_path_factory):
+    """The preset checkpoint cut to 5, 20 and 50 kB (torch's zip reader raises "[Errno 22] Invalid argument" for
+    these), each in a folder of its own beside the whole checkpoint (checkpoint_1_2.pt)."""
+    data = preset_checkpoint.read_bytes()
+    out = {}
+    for kb in (5, 20, 50):
+        folder = tmp_path_factory.mktemp(f"cut{kb}kb-")
+        (folder / "checkpoint_1_2.pt").write_bytes(data)
+        (folder / "checkpoint_last.pt").write_bytes(data[:kb * 1000])
+        out[kb] = folder / "checkpoint_last.pt"
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kb", [5, 20, 50])
+def test_our_commands_name_a_checkpoint_cut_short(tiny_data, cut_checkpoints, tmp_path, capsys, kb):
+    """Item 8: syntrans-translate, syntrans-average-checkpoints and syntrans-plot said "error: [Errno 22] Invalid
+    argument" for a checkpoint cut to 5-50 kB, naming no file."""
+    from syntrans.cli.average_checkpoints import main as average
+    from syntrans.cli.plot import main as plot
+    from syntrans.cli.translate import main as translate
+
+    cut = cut_checkpoints[kb]
+    src = tmp_path / "in.txt"
+    src.write_text("gen go beso .\n", encoding="utf-8")
+    named = f"{cut}: cannot load this checkpoint: the file ({kb * 1000} bytes) is cut short or corrupt"
+    beside = f"other checkpoints in its folder, newest first: {cut.parent / 'checkpoint_1_2.pt'}"
+    runs = {
+        "syntrans-translate": lambda: translate(["--checkpoint", str(cut), "--data", str(tiny_data), "--bpe-codes",
+                                                 str(tiny_data.parent / "bpe.codes"), "--input", str(src),
+                                                 "--output", str(tmp_path / "out.txt")]),
+        "syntrans-average-checkpoints": lambda: average(["--inputs", str(cut.parent / "checkpoint_1_2.pt"), str(cut),
+                                                         "--output", str(tmp_path / "avg.pt")]),
+        "syntrans-plot attention": lambda: plot(["attention", "--checkpoint", str(cut), "--data", str(tiny_data), "--out",
+                                       str(tmp_path / "a.png")]),
+    }
+    for prog, call in runs.items():
+        assert call() == 2, prog
+        err = capsys.readouterr().err
+        assert err.startswith(f"{prog}: error: {named}") and beside in err, (prog, err)
+        assert len(err.strip().splitlines()) == 1, (prog, err)
+
+
+@pytest.mark.slow
+def test_a_resume_from_a_checkpoint_cut_to_20_kb_names_it(tiny_data, cut_checkpoints):
+    """Item 8: fairseq-train resuming from it gave an OSError traceback naming no file."""
+    cut = cut_checkpoints[20]
+    status, _, err = command("fairseq-train", *tiny_train_argv(tiny_data, cut.parent, "--arch", PRESET,
+                                                               "--max-update", "4"))
+    assert status != 0
+    assert f"{cut}: cannot load this checkpoint: the file (20000 bytes) is cut short or corrupt" in err, err[-3000:]
+    assert f"pass --restore-file {cut.parent / 'checkpoint_1_2.pt'}" in err, err[-3000:]

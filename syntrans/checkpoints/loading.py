@@ -47,7 +47,7 @@ def load_checkpoint(path: PathLike, data: PathLike, source_lang: Optional[str] =
         models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=arg_overrides)
     except FileNotFoundError as e:  # a dictionary missing in data
         raise FileNotFoundError(f"{path} with data {data}: {e}") from None
-    except (RuntimeError, KeyError, EOFError, pickle.UnpicklingError) as e:
+    except (RuntimeError, KeyError, EOFError, pickle.UnpicklingError, OSError) as e:  # OSError: a cut file (Errno 22)
         if is_read_error(e):  # a file torch cannot read: named, with the checkpoints beside it
             raise ValueError(read_error_message(path, e)) from e
         why = " ".join(str(e).split())[:500]
