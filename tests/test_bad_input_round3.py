@@ -373,3 +373,35 @@ def test_a_resume_from_a_checkpoint_cut_to_20_kb_names_it(tiny_data, cut_checkpo
     assert status != 0
     assert f"{cut}: cannot load this checkpoint: the file (20000 bytes) is cut short or corrupt" in err, err[-3000:]
     assert f"pass --restore-file {cut.parent / 'checkpoint_1_2.pt'}" in err, err[-3000:]
+
+
+# --------------------------------------------------------------------------- 9. named errors instead of tracebacks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra, message", [
+    pytest.param(["--device", "cuda"], "--device cuda: torch sees no CUDA device on this machine",
+                 marks=pytest.mark.skipif("__import__('torch').cuda.is_available()", reason="a machine with CUDA")),
+    (["--max-len-b", "0"], "--max-len-a 0 --max-len-b 0: a one-word line may have a hypothesis of at most 0 tokens"),
+    (["--bpe-codes", "{empty}"], "{empty}: no merges: expected subword-nmt codes"),
+    (["--bpe-codes", "{version}"], "{version}: no merges: expected subword-nmt codes"),
+    (["--bpe-codes", "{bad}"], "{bad}, line 2: expected a merge, two subword units separated by a space, found 'a b c'"),
+])
+def test_translate_names_a_device_a_length_and_codes_it_cannot_use(tiny_data, preset_checkpoint, tmp_path, capsys,
+                                                                   extra, message):
+    """Item 9: --device cuda without CUDA and --max-len-b 0 gave tracebacks; a --bpe-codes file with no merges gave
+    subword-nmt's two-line error, naming neither the command nor the file."""
+    from syntrans.cli.translate import main
+
+    files = {"empty": tmp_path / "empty.codes", "version": tmp_path / "version.codes", "bad": tmp_path / "bad.codes"}
+    files["empty"].write_text("", encoding="utf-8")
+    files["version"].write_text("#version: 0.2\n", encoding="utf-8")
+    files["bad"].write_text("#version: 0.2\na b c\n", encoding="utf-8")
+    src = tmp_path / "in.txt"
+    src.write_text("gen go beso .\n", encoding="utf-8")
+    argv = ["--checkpoint", str(preset_checkpoint), "--data", str(tiny_data), "--bpe-codes",
+            str(tiny_data.parent / "bpe.codes"), "--input", str(src), "--beam", "1"]
+    assert main(argv + [x.format(**files) for x in extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("syntrans-translate: error: ") and message.format(**files) in err, err
+    assert len(err.strip().splitlines()) == 1, err

@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from ..checkpoints.loading import load_checkpoint
+from ..checkpoints.loading import load_checkpoint, resolve_device
 from ..generation.recording import ParseRecordingGenerator
 from ..parsing.names import AUTO_PARSERS
 from ..tasks.syntax_translation import SyntaxTranslationTask
@@ -36,6 +36,18 @@ PARSER_CHOICES = AUTO_PARSERS
 
 def _stderr(message: str) -> None:
     print(f"syntrans: {message}", file=sys.stderr, flush=True)
+
+
+def check_max_len(max_len_a: float, max_len_b: int) -> None:
+    """ValueError unless the longest hypothesis fairseq's search allows (``max_len_a`` · source length +
+    ``max_len_b``, the source length counting EOS) is at least one token for the shortest source line (one token):
+    fairseq's search asserts it (min_len ≤ max_len) in the middle of a batch."""
+    if not max_len_a >= 0:
+        raise ValueError(f"--max-len-a must be >= 0, found {max_len_a}")
+    if int(max_len_a * 2 + max_len_b) < 1:
+        raise ValueError(f"--max-len-a {max_len_a:g} --max-len-b {max_len_b}: a one-word line may have a hypothesis of "
+                         f"at most {int(max_len_a * 2 + max_len_b)} tokens (a · source length + b, EOS counted): "
+                         "expected at least 1, e.g. --max-len-b 1 or more (default 200)")
 
 
 class LineTooLong(ValueError):
@@ -108,7 +120,8 @@ class Translator:
             raise ValueError(f"unknown parser {parser!r}: expected one of {', '.join(PARSER_CHOICES)} (or None)")
         if beam < 1:
             raise ValueError(f"beam must be at least 1, found {beam}")
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        check_max_len(max_len_a, max_len_b)
+        device = resolve_device(device)  # before loading: a CUDA device this machine lacks is named, not a traceback
         model, _cfg, task = load_checkpoint(checkpoint, data, source_lang, target_lang, model_overrides, device)
         if sentencepiece_model is not None and syntax:
             raise ValueError("printing the predicted parses (syntax) is not supported with a SentencePiece model yet")
