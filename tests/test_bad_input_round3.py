@@ -405,3 +405,40 @@ def test_translate_names_a_device_a_length_and_codes_it_cannot_use(tiny_data, pr
     err = capsys.readouterr().err
     assert err.startswith("syntrans-translate: error: ") and message.format(**files) in err, err
     assert len(err.strip().splitlines()) == 1, err
+
+
+# --------------------------------------------------------------------------- 10. the documented error form
+
+
+def test_prepare_refuses_a_corrupt_sentencepiece_model_by_its_own_name_before_anything(tmp_path, capsys):
+    """Item 10: a corrupt --sentencepiece-model was reported after tokenizing, under the name of syntrans-prepare's
+    copy (OUT/bpe/spm.model)."""
+    from syntrans.cli.prepare import main
+
+    bad = tmp_path / "bad.model"
+    bad.write_bytes(b"\x0a\x05hello, not a model" * 20)
+    out = tmp_path / "out"
+    assert main(["synthetic", "--pair", "src-tgt", "--out", str(out), "--smoke", "--bpe", "sentencepiece",
+                 "--sentencepiece-model", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"syntrans-prepare: error: --sentencepiece-model {bad}: SentencePiece cannot load it"), err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("prog, argv, message", [
+    ("syntrans-parse", ["{tmp}/absent.txt", "-o", "{tmp}/out.conllu", "--parser", "right-branching"],
+     "{tmp}/absent.txt: expected an existing text file (INPUT), found nothing"),
+    ("syntrans-parse", ["{tmp}/in.txt", "-o", "{tmp}/no/out.conllu", "--parser", "right-branching"],
+     "{tmp}/no/out.conllu: expected an existing output directory {tmp}/no, found nothing"),
+    ("syntrans-reproduce", ["distance_table1", "--synthetic"], "--synthetic goes with --smoke"),
+    ("syntrans-reproduce", ["distance_table1", "--smoke", "--smoke-sizes", "1,2"], "--smoke-sizes wants TRAIN,VALID,TEST"),
+])
+def test_parse_and_reproduce_errors_have_the_documented_form(tmp_path, capsys, prog, argv, message):
+    """Item 10: syntrans-parse's and syntrans-reproduce's errors lacked the documented 'PROG: error:' form."""
+    import importlib
+
+    main = importlib.import_module(f"syntrans.cli.{prog.split('-')[1]}").main
+    (tmp_path / "in.txt").write_text("a b c\n", encoding="utf-8")
+    assert main([x.format(tmp=tmp_path) for x in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prog}: error: {message.format(tmp=tmp_path)}"), err
