@@ -442,3 +442,20 @@ def test_parse_and_reproduce_errors_have_the_documented_form(tmp_path, capsys, p
     assert main([x.format(tmp=tmp_path) for x in argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{prog}: error: {message.format(tmp=tmp_path)}"), err
+
+
+# --------------------------------------------------------------------------- 11. the docs' worked example
+
+
+def test_the_worked_example_says_stock_fairseq_needs_the_user_dir_to_load_its_checkpoint():
+    """Item 11: step 2 of docs/commands.md's worked example trains with stock fairseq; on torch >= 2.6 stock fairseq
+    cannot load that checkpoint without --user-dir (torch's weights-only loader refuses argparse.Namespace). Stock
+    fairseq cannot be changed from the plugin, so the example says so where the checkpoint is written."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "commands.md").read_text(encoding="utf-8")
+    example = text[text.index("### Worked example: Multi30k, SentencePiece, stanza, warm start"):]
+    step2, step3 = example.index("# 2. a vanilla Transformer, stock fairseq"), example.index("# 3. PASCAL added")
+    note = " ".join(x.strip("# ") for x in example[step2:step3].splitlines())
+    assert "On torch >= 2.6, stock fairseq without --user-dir cannot load a checkpoint it wrote" in note, note
+    assert "need --user-dir $USER_DIR" in note and "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1" in note, note
