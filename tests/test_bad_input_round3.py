@@ -459,3 +459,32 @@ def test_the_worked_example_says_stock_fairseq_needs_the_user_dir_to_load_its_ch
     note = " ".join(x.strip("# ") for x in example[step2:step3].splitlines())
     assert "On torch >= 2.6, stock fairseq without --user-dir cannot load a checkpoint it wrote" in note, note
     assert "need --user-dir $USER_DIR" in note and "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1" in note, note
+
+
+# --------------------------------------------------------------------------- 6. a dictionary matched by its words
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", [["--finetune-from-model", "{ckpt}"],
+                                   ["--restore-file", "{ckpt}", "--reset-optimizer", "--reset-meters",
+                                    "--reset-dataloader", "--reset-lr-scheduler"]])
+def test_train_refuses_a_checkpoint_of_a_dictionary_with_other_words(tiny_data, preset_checkpoint, tmp_path, start):
+    """Item 6: a checkpoint of another data-bin whose dictionary has as many entries but other words was accepted by
+    --finetune-from-model and by --restore-file with the resets."""
+    import shutil
+
+    other = tmp_path / "other-bin"
+    shutil.copytree(tiny_data, other)
+    for lang in ("src", "tgt"):  # the same words in another order: as many entries, each id another word
+        lines = (other / f"dict.{lang}.txt").read_text(encoding="utf-8").splitlines()
+        (other / f"dict.{lang}.txt").write_text("\n".join(lines[1:] + lines[:1]) + "\n", encoding="utf-8")
+    save = tmp_path / "ck"
+    status, _, err = command("fairseq-train", *tiny_train_argv(other, save, "--arch", PRESET, "--lr", "1e-3",
+                                                               "--max-update", "1",
+                                                               *[x.format(ckpt=preset_checkpoint) for x in start]))
+    assert status != 0, err[-2000:]
+    verb = "start" if start[0] == "--finetune-from-model" else "resume"  # fairseq's --restore-file: its resume point
+    assert (f"{preset_checkpoint}: fairseq-train would {verb} from this checkpoint, trained on {tiny_data}, whose "
+            f"source dictionary {tiny_data / 'dict.src.txt'} is not this run's {other / 'dict.src.txt'}: entry 1 is") \
+        in err, err[-2000:]
+    assert not (save / "checkpoint_last.pt").exists()
