@@ -232,7 +232,7 @@ def test_train_refuses_an_sla_option_without_sla_layers(tiny_data, tmp_path, fla
     (["--lisa-gold-parents"], "(no --lisa-layers)"),
     (["--labels-embed-dim", "4"], "(no --labels-input)"),
     (["--sync-weight", "0.2"], "(no --sync-attn)"),
-    (["--gate-mode", "fixed"], "(no --gate-layers)"),
+    (["--gate-mode", "pure"], "(no --gate-layers)"),
     (["--nsd-ce-weight", "0.5"], "(no --nsd-src-input or --nsd-tgt-input or --nsd-src-spe or --nsd-tgt-spe or "
                                  "--nsd-src-output or --nsd-tgt-output)"),
 ])

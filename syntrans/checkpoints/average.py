@@ -44,7 +44,7 @@ def load_checkpoint_safely(path: str) -> Dict:
     try:
         state = torch.load(path, **kwargs)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as e:
-        if is_read_error(e):  # cut short (an OSError "[Errno 22]" for some cuts): named, with the checkpoints beside it
+        if isinstance(e, OSError) and is_read_error(e):  # cut short ("[Errno 22]"): named, with the checkpoints beside it
             raise ValueError(read_error_message(path, e)) from e
         why = " ".join(str(e).split())[:400]
         raise ValueError(f"{path}: cannot load this checkpoint ({type(e).__name__}: {why})") from e

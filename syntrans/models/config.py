@@ -118,7 +118,7 @@ def _preset_items(name: Optional[str]) -> Tuple[Tuple[str, Any], ...]:
 
 
 def preset_values(name: Optional[str]) -> Dict[str, Any]:
-    """The mechanisms' fields the architecture preset ``name`` sets, by flat name (``gate_no_batchnorm``: True), as it
+    """The mechanisms' fields the architecture preset ``name`` sets, by flat name (``<key>_<field>``: value), as it
     sets them on an empty command line; {} for no preset or an unknown one."""
     return dict(_preset_items(name))
 

@@ -20,8 +20,7 @@ import difflib
 import functools
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-#: override names the checkpoint decides: the model's class and preset are those it was trained as
-CHECKPOINT_DECIDES = ("arch", "_name", "preset")
+from ..tasks.checkpoint_match import CHECKPOINT_DECIDES, check_decided, decided_message  # the task checks them too
 
 
 @functools.lru_cache(maxsize=1)
@@ -51,24 +50,6 @@ def _nearest(name: str, candidates: Iterable[str]) -> Optional[str]:
         by_lower.setdefault(c.lower(), c)
     near = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
     return by_lower[near[0]] if near else None
-
-
-def decided_message(name: str, architecture: Optional[str] = None) -> str:
-    """The refusal of an override of ``name``, one of :data:`CHECKPOINT_DECIDES` (``architecture``: the checkpoint's)."""
-    arch = f" ({architecture})" if architecture else ""
-    return (f"--model-overrides {name!r}: the checkpoint decides the architecture{arch}: an override cannot change the "
-            "model it holds (its parameters are that architecture's); train a model of the other architecture, or "
-            "override its options (e.g. {'lisa': {'gold_parents': True}})")
-
-
-def check_decided(overrides: Mapping[str, Any], architecture: Optional[str] = None) -> None:
-    """ValueError (:func:`decided_message`) when ``overrides`` name what the checkpoint decides. The task checks this
-    before fairseq builds the model: an override of ``_name`` or ``arch`` has by then chosen fairseq's model class
-    (``{'_name': 'transformer'}``: a stock Transformer, which fails later on the syntax tensors without a word on
-    the cause), so the model's own check (:func:`check_overrides`) would never run."""
-    for name in overrides:
-        if name in CHECKPOINT_DECIDES:
-            raise ValueError(decided_message(name, architecture))
 
 
 def check_overrides(overrides: Mapping[str, Any], groups: Mapping[str, type], known: Iterable[str],

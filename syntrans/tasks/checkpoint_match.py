@@ -270,15 +270,35 @@ def check_generation_arch(task, cfg) -> None:
                      f"of a {asked} model")
 
 
+#: override names the checkpoint decides: the model's class and preset are those it was trained as
+CHECKPOINT_DECIDES = ("arch", "_name", "preset")
+
+
+def decided_message(name: str, architecture: Optional[str] = None) -> str:
+    """The refusal of an override of ``name``, one of :data:`CHECKPOINT_DECIDES` (``architecture``: the checkpoint's)."""
+    arch = f" ({architecture})" if architecture else ""
+    return (f"--model-overrides {name!r}: the checkpoint decides the architecture{arch}: an override cannot change the "
+            "model it holds (its parameters are that architecture's); train a model of the other architecture, or "
+            "override its options (e.g. {'lisa': {'gold_parents': True}})")
+
+
+def check_decided(overrides: Mapping[str, Any], architecture: Optional[str] = None) -> None:
+    """ValueError (:func:`decided_message`) when ``overrides`` name what the checkpoint decides. The task checks this
+    before fairseq builds the model: an override of ``_name`` or ``arch`` has by then chosen fairseq's model class
+    (``{'_name': 'transformer'}``: a stock Transformer, which fails later on the syntax tensors without a word on
+    the cause), so the model's own check (:func:`syntrans.models.overrides.check_overrides`) would never run."""
+    for name in overrides:
+        if name in CHECKPOINT_DECIDES:
+            raise ValueError(decided_message(name, architecture))
+
+
 def check_decided_overrides(overrides: Dict[str, Any], cfg) -> None:
     """ValueError when the ``--model-overrides`` of the command that loads a checkpoint name what the checkpoint
-    decides (``arch``, ``_name``, ``preset``: :func:`syntrans.models.overrides.check_decided`), the checkpoint's
-    architecture named (as stored, where the override has not replaced it)."""
-    from ..models.overrides import check_decided
-
+    decides (:func:`check_decided`), the checkpoint's architecture named (as stored, where the override has not
+    replaced it)."""
     held = next((_get(cfg, k) for k in ("preset", "arch", "_name") if k not in overrides and _get(cfg, k)), None)
     check_decided(overrides, held)
 
 
-__all__ = ["check_decided_overrides", "check_generation_arch", "check_resume_dictionaries", "check_warm_start", "command_value", "loaded_path",
+__all__ = ["CHECKPOINT_DECIDES", "check_decided", "check_decided_overrides", "decided_message", "check_generation_arch", "check_resume_dictionaries", "check_warm_start", "command_value", "loaded_path",
            "model_value", "resume_path"]
