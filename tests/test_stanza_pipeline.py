@@ -404,7 +404,7 @@ def test_missing_models_through_the_real_pipeline(stanza_res, tmp_path, monkeypa
     src = tmp_path / "in.txt"
     src.write_text("Ein Mann geht zum Strand .\n", encoding="utf-8")
     status, err = parse_cli(capsys, src, "-o", tmp_path / "o.conllu", "--lang", "de")
-    assert status == 2 and "syntrans-parse: cannot load the stanza models for language 'de'" in err
+    assert status == 2 and "syntrans-parse: error: cannot load the stanza models for language 'de'" in err
     assert "stanza.download('de'" in err and not (tmp_path / "o.conllu").exists()
 
 

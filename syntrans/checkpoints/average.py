@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from ..atomic_write import atomic_path
+from .load_errors import is_read_error, read_error_message
 from .safety import allow_fairseq_checkpoint_globals
 
 EPOCH_CHECKPOINT = re.compile(r"^checkpoint(\d+)\.pt$")  # checkpoint{epoch}.pt
@@ -42,7 +43,9 @@ def load_checkpoint_safely(path: str) -> Dict:
         kwargs["weights_only"] = True
     try:
         state = torch.load(path, **kwargs)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as e:
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as e:
+        if isinstance(e, OSError) and is_read_error(e):  # cut short ("[Errno 22]"): named, with the checkpoints beside it
+            raise ValueError(read_error_message(path, e)) from e
         why = " ".join(str(e).split())[:400]
         raise ValueError(f"{path}: cannot load this checkpoint ({type(e).__name__}: {why})") from e
     if not isinstance(state, dict) or not isinstance(state.get("model"), dict):

@@ -122,14 +122,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(e))
     if not args.merge:
         if not os.path.isfile(args.input):
-            _err(f"syntrans-parse: {args.input}: expected an existing text file (INPUT), found "
+            _err(f"syntrans-parse: error: {args.input}: expected an existing text file (INPUT), found "
                  f"{'a directory' if os.path.isdir(args.input) else 'nothing'}")
             return 2
         if os.path.abspath(args.input) == os.path.abspath(args.output):
             ap.error(f"OUTPUT must differ from INPUT, found {args.output} for both")
         out_dir = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(out_dir):
-            _err(f"syntrans-parse: {args.output}: expected an existing output directory {out_dir}, found nothing; "
+            _err(f"syntrans-parse: error: {args.output}: expected an existing output directory {out_dir}, found nothing; "
                  f"create it first")
             return 2
     from ..jobs.launcher import LaunchError
@@ -138,17 +138,18 @@ def main(argv: list[str] | None = None) -> int:
     from ..parsing.stanza_parser import MissingModelsError
     try:
         return run(args)
-    except MissingModelsError as e:
-        _err(str(e))
+    except MissingModelsError as e:  # its message begins with this command's name
+        text = str(e)
+        _err("syntrans-parse: error: " + (text[len("syntrans-parse: "):] if text.startswith("syntrans-parse: ") else text))
         return 2
     except LaunchError as e:
-        _err(f"syntrans-parse: {e}")
+        _err(f"syntrans-parse: error: {e}")
         return 2
     except InputError as e:
-        _err(f"syntrans-parse: {e}")
+        _err(f"syntrans-parse: error: {e}")
         return 2 if not args.merge else 1
     except StrictParseError as e:
-        _err(f"syntrans-parse: {e}")
+        _err(f"syntrans-parse: error: {e}")
         return 1
 
 

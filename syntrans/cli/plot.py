@@ -51,6 +51,7 @@ import numpy as np
 from ..parsing.names import TRIVIAL_PARSERS
 from .argtypes import positive_int as _positive
 from .clean_exit import clean_main
+from .read_folders import check_outputs_outside
 
 PROG = "syntrans-plot"
 
@@ -145,6 +146,8 @@ def run_gates(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
             parser.error("gates --checkpoint needs --data DATA_BIN")
         if args.epochs_out is not None:
             parser.error("--epochs-out needs a training log (--log); a checkpoint holds one point in time")
+        check_outputs_outside({"--out": args.out, "--out (its TSV)": str(Path(args.out).with_suffix(".tsv"))},
+                              {"--data": args.data}, PROG)
         split = args.split or "valid"
         matrix = G.gate_matrix_from_checkpoint(args.checkpoint, args.data, split, max_sentences=args.max_sentences,
                                                max_tokens=args.max_tokens, device=args.device)
@@ -215,6 +218,7 @@ def run_attention(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     from ..plots import attention as A
     from ..plots import sentence as S
     S.check_output_paths(args.out, args.matrices)  # a bad suffix is refused before the model is loaded
+    check_outputs_outside({"--out": args.out, "--matrices": args.matrices}, {"--data": args.data}, PROG)
     attention = A.attention_from_checkpoint(args.checkpoint, args.data, args.split, args.sentence_index, args.device)
     fig, matrices = A.plot_attention(attention, title=args.title)
     out = S.save_figure(fig, args.out)

@@ -99,18 +99,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     if args.synthetic and not args.smoke:
-        print(f"{PROG}: --synthetic goes with --smoke (the synthetic corpus is for smoke runs)", file=sys.stderr)
+        print(f"{PROG}: error: --synthetic goes with --smoke (the synthetic corpus is for smoke runs)", file=sys.stderr)
         return 2
     sizes = None
     if args.smoke_sizes is not None:
         if len(args.smoke_sizes) != 3:
-            print(f"{PROG}: --smoke-sizes wants TRAIN,VALID,TEST, found {args.smoke_sizes}", file=sys.stderr)
+            print(f"{PROG}: error: --smoke-sizes wants TRAIN,VALID,TEST, found {args.smoke_sizes}", file=sys.stderr)
             return 2
         sizes = dict(zip(("train", "valid", "test"), args.smoke_sizes))
     try:
         launch_opts = launch_options(args)
     except LaunchError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+        print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     opts = Options(table=args.table, work_dir=args.work_dir,
                    results_dir=args.results_dir or (Path("results/smoke") if args.smoke else Path("results")),
@@ -124,10 +124,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         reproduce(opts, log=lambda message: print(message, flush=True))  # flushed: progress shows in a piped log
     except TableIncomplete as e:  # the table was written; some of its systems failed, each row says why
-        print(f"{PROG}: {e}", file=sys.stderr)
+        print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     except (RunError, ConfigError, PrepError, LaunchError) as e:  # the preparation's errors (PrepError) carry their own message
-        print(f"{PROG}: {e}", file=sys.stderr)
+        print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     return 0
 

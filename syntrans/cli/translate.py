@@ -15,18 +15,23 @@ BPE-removed and Moses-detokenized (``--no-detokenize``: left tokenized).
 sentencepiece --no-moses``): the input is not Moses-tokenized, stanza tokenizes each line itself (each word's character
 span kept, as in training), and the hypotheses, decoded from their pieces, are written as they are (no Moses
 detokenization). Where the data-bin lies in a folder that ``syntrans-prepare`` made, its ``prepared.json`` says which
-route the corpus took, and a run that asks for the other one is refused, naming both.
+route the corpus took, and a run that asks for the other one is refused, naming both; so is a ``--bpe-codes`` or
+``--sentencepiece-model`` that is not, by its sha256, the file the corpus was encoded with.
 
 ``--parse FILE``: the parses of the input lines (CoNLL-U or PTB brackets, as syntrans-preprocess reads them,
-``# line = N`` tying sentences to input lines); the input is then taken as tokenized and nothing is parsed.
+``# line = N`` tying sentences to input lines); the input is then taken as tokenized and nothing is parsed. Each
+line's sentences must spell its tokens (a parser's respelling allowed): a parse with other words, even as many, is
+no parse of the line.
 A summary (sentences, empty lines, parse fallbacks, time) goes to stderr. Exit status 0, or 2 for a usage,
 input or model error (a missing stanza model included: the message says how to install it), each one line
-(:mod:`.clean_exit`); a closed pipe ends it quietly (141). No output may be one of the inputs.
+(:mod:`.clean_exit`); a closed pipe ends it quietly (141). No output may be one of the inputs, nor a file of the
+``--data`` folder (:mod:`.read_folders`).
 
 A line longer than the model takes (``--max-source-positions`` tokens, BPE pieces and EOS) stops the command, naming
 the line, after the translations of every line before it are written; with ``--skip-invalid`` it is translated to an
 empty line, reported on stderr and counted in the summary, and the command goes on. So does a line with words that
-has no sentence in ``--parse FILE``; the other lines of its batch are translated either way.
+has no sentence in ``--parse FILE``, or whose sentences there have other words; the other lines of its batch are
+translated either way.
 
 ``--print-syntax FILE`` / ``--print-target-syntax FILE``: the parse the model itself predicts of each source line
 (encoder LISA or DBSA heads) / of its hypothesis (decoder DBSA heads, as computed while decoding), word-level CoNLL-U
@@ -51,6 +56,7 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, TextIO
 from ..parsing.names import AUTO_PARSERS as PARSER_CHOICES
 from .argtypes import positive_int as _positive
 from .clean_exit import clean_main
+from .read_folders import check_outputs_outside
 
 if TYPE_CHECKING:
     from ..hub.predicted_syntax import Translation
@@ -142,16 +148,25 @@ def read_parse_file(path: str) -> Dict[int, list]:
     return by_line
 
 
-def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str, name: str):
-    """(the parses of ``lines`` in order, {index in ``lines``: what is wrong} for the lines whose parse is missing or
-    stray: a line with words that has no sentence in ``path``, an empty line that has some)."""
+def _parses_of(by_line: Dict[int, list], lines: List[str], first: int, path: str, name: str, translator=None):
+    """(the parses of ``lines`` in order, {index in ``lines``: what is wrong} for the lines whose parse is missing,
+    stray or another line's: a line with words that has no sentence in ``path``, an empty line that has some, a line
+    whose words are not those of its sentences (:func:`syntrans.hub.parsed_input.parse_fault`; ``translator``: its
+    route and lowercasing))."""
+    from ..hub.parsed_input import parse_fault  # lazy: as in read_parse_file
     out, faults = [], {}
+    route = getattr(translator, "source", None)
     for k, line in enumerate(lines):
         n, sentences = first + k, by_line.get(first + k)
         if line.split() and not sentences:
             faults[k] = f"{name}, line {n}: {path} has no sentence for this line, which is not empty"
         elif not line.split() and sentences:
             faults[k] = f"{name}, line {n}: {path} has sentences for this line, which is empty"
+        elif sentences:
+            fault = parse_fault(line.split(), sentences, bool(route and route.route.char_spans),
+                                bool(route and route.lowercase))
+            if fault:
+                faults[k] = f"{name}, line {n}: its sentences in {path} are not its parse: {fault}"
         out.append(sentences)
     return out, faults
 
@@ -162,7 +177,8 @@ def translate_batch(translator, lines: List[str], first: int, name: str, by_line
 
     Without parses, the translator's own. With them, the lines between two faulty ones are translated together; a
     faulty line stops the batch after the lines before it, or with ``skip_invalid`` is translated to an empty line,
-    reported, and the batch goes on: no line that can be translated is dropped with its batch."""
+    reported, and the batch goes on: no line that can be translated is dropped with its batch. A line whose parse is
+    another line's (other words) is such a faulty line."""
     from ..hub.predicted_syntax import Translation  # lazy: as in run()
     from ..hub.translator import LineTooLong
     done: List[Translation] = []
@@ -171,7 +187,7 @@ def translate_batch(translator, lines: List[str], first: int, name: str, by_line
             return translator.translate_syntax(lines, first_line=first, name=name), None, 0
         except LineTooLong as e:  # the lines before it are translated
             return e.done, e, 0
-    parses, faults = _parses_of(by_line, lines, first, parse_file, name)
+    parses, faults = _parses_of(by_line, lines, first, parse_file, name, translator)
     start, skipped = 0, 0
     for stop in sorted(faults) + [len(lines)]:
         if stop > start:
@@ -209,9 +225,11 @@ def check_files(args) -> None:
         raise ValueError("--no-tokenize says the input is Moses-tokenized, --no-moses that the corpus is raw text: "
                          "expected one of them")
     check_route(args.data, args.no_moses)
+    check_segmentation(args.data, args.bpe, value)  # the model prepared.json names, by content
     inputs = {"--input": args.input, "--parse": args.parse, "--checkpoint": args.checkpoint, flag: value}
     outputs = {"--output": args.output, "--print-syntax": args.print_syntax,
                "--print-target-syntax": args.print_target_syntax}
+    check_outputs_outside(outputs, {"--data": args.data}, PROG)  # e.g. --output DATA/dict.src.txt
     seen: Dict[str, str] = {}
     for flag, path in [*inputs.items(), *outputs.items()]:
         if not path or path == "-":
@@ -227,10 +245,9 @@ def check_files(args) -> None:
         raise ValueError("stdout is closed: give the output file with --output FILE")
 
 
-def check_route(data: str, raw_text: bool) -> None:
-    """Refuse a text route (``--no-moses`` or not) other than the one the corpus took, where ``data`` lies in a folder
-    ``syntrans-prepare`` made: its ``prepared.json`` (beside ``data``) records ``text_route`` (absent: ``moses``,
-    written before the raw-text route existed). A data-bin made otherwise is not checked."""
+def read_prepared(data: str):
+    """(path, summary) of the ``prepared.json`` beside ``data`` when ``syntrans-prepare`` made the folder ``data``
+    lies in (its ``data_bin`` is ``data``); (path, None) otherwise."""
     import json
 
     summary = os.path.join(os.path.dirname(os.path.abspath(data)), "prepared.json")
@@ -238,8 +255,18 @@ def check_route(data: str, raw_text: bool) -> None:
         with open(summary, encoding="utf-8") as f:
             prepared = json.load(f)
     except (OSError, ValueError):
-        return
+        return summary, None
     if not isinstance(prepared, dict) or os.path.realpath(str(prepared.get("data_bin"))) != os.path.realpath(data):
+        return summary, None
+    return summary, prepared
+
+
+def check_route(data: str, raw_text: bool) -> None:
+    """Refuse a text route (``--no-moses`` or not) other than the one the corpus took, where ``data`` lies in a folder
+    ``syntrans-prepare`` made: its ``prepared.json`` (beside ``data``) records ``text_route`` (absent: ``moses``,
+    written before the raw-text route existed). A data-bin made otherwise is not checked."""
+    summary, prepared = read_prepared(data)
+    if prepared is None:
         return
     found = prepared.get("text_route", "moses")
     asked = "raw" if raw_text else "moses"
@@ -248,6 +275,36 @@ def check_route(data: str, raw_text: bool) -> None:
         raise ValueError(f"{summary}: the corpus of {data} took the {found} route (SentencePiece on {said[found]}); this "
                          f"run asks for the {asked} route ({said[asked]}): expected the corpus's route, "
                          f"{'add' if found == 'raw' else 'drop'} --no-moses")
+
+
+def check_segmentation(data: str, bpe: str, model: str) -> None:
+    """Refuse a segmentation other than the corpus's, where ``data`` lies in a folder ``syntrans-prepare`` made: its
+    ``prepared.json`` names the segmentation (``segmentation``) and the file the source side was encoded with
+    (``codes_by_lang``); ``model`` (``--bpe-codes`` or ``--sentencepiece-model``) must be that file by content (its
+    sha256), not only a file of the same kind: another corpus's model encodes the input into pieces the model never
+    saw. Not checked where the named file is gone (the folder moved) or the data-bin was made otherwise."""
+    summary, prepared = read_prepared(data)
+    if prepared is None:
+        return
+    found = prepared.get("segmentation", "subword_nmt")
+    flag = {"subword_nmt": "--bpe-codes", "sentencepiece": "--sentencepiece-model"}.get(bpe, bpe)
+    if found != bpe:
+        raise ValueError(f"{summary}: the corpus of {data} was segmented with {found}; this run asks for --bpe {bpe}: "
+                         f"expected --bpe {found}")
+    named = (prepared.get("codes_by_lang") or {}).get(prepared.get("src")) or prepared.get("codes")
+    if not named or not os.path.isfile(named) or not os.path.isfile(model):
+        return
+    from pathlib import Path
+
+    from ..prep.checksums import file_digest
+
+    if os.path.realpath(named) == os.path.realpath(model):
+        return
+    want, got = file_digest(Path(named)).sha256, file_digest(Path(model)).sha256
+    if want != got:
+        raise ValueError(f"{flag} {model}: not the {found} model the corpus of {data} was encoded with ({named}, which "
+                         f"{summary} names): expected that file (sha256 {want[:12]}…), found another (sha256 "
+                         f"{got[:12]}…)")
 
 
 def _write(stream: TextIO, text: str, path: str) -> None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from typing import List
 
-from subword_nmt.apply_bpe import BPE
 
 from ..data.piece_routes import PieceRoute
+from ..prep.bpe_codes import read_bpe
 
 
 class SourceText:
@@ -58,9 +58,8 @@ class SourceText:
             raise FileNotFoundError(f"{bpe_codes}: expected a subword-nmt BPE codes file (learn_bpe output), found "
                                     f"{'a directory' if os.path.isdir(bpe_codes) else 'nothing'}")
         try:
-            with open(bpe_codes, encoding="utf-8") as f:
-                self.bpe = BPE(f, separator=marker)
-        except (ValueError, IndexError, UnicodeDecodeError) as e:
+            self.bpe = read_bpe(bpe_codes, separator=marker)  # checked first: subword-nmt would exit, naming nothing
+        except (IndexError, UnicodeDecodeError) as e:
             raise ValueError(f"{bpe_codes}: cannot read it as subword-nmt BPE codes ({type(e).__name__}: {e})") from None
 
     def tokens(self, line: str) -> List[str]:

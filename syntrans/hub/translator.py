@@ -21,13 +21,14 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from ..checkpoints.loading import load_checkpoint
+from ..checkpoints.loading import load_checkpoint, resolve_device
 from ..generation.recording import ParseRecordingGenerator
 from ..parsing.names import AUTO_PARSERS
 from ..tasks.syntax_translation import SyntaxTranslationTask
 from .batch import collate, encode_source, required_features
 from .predicted_syntax import Translation, last_parses, source_parse, target_parse
 from .source_syntax import LineParse, SourceParser, as_sentences, line_arrays, memory_side, needed_kinds, needs_parse
+from .parsed_input import check_parsed_input
 from .text import SourceText, TargetText
 
 PARSER_CHOICES = AUTO_PARSERS
@@ -35,6 +36,18 @@ PARSER_CHOICES = AUTO_PARSERS
 
 def _stderr(message: str) -> None:
     print(f"syntrans: {message}", file=sys.stderr, flush=True)
+
+
+def check_max_len(max_len_a: float, max_len_b: int) -> None:
+    """ValueError unless the longest hypothesis fairseq's search allows (``max_len_a`` · source length +
+    ``max_len_b``, the source length counting EOS) is at least one token for the shortest source line (one token):
+    fairseq's search asserts it (min_len ≤ max_len) in the middle of a batch."""
+    if not max_len_a >= 0:
+        raise ValueError(f"--max-len-a must be >= 0, found {max_len_a}")
+    if int(max_len_a * 2 + max_len_b) < 1:
+        raise ValueError(f"--max-len-a {max_len_a:g} --max-len-b {max_len_b}: a one-word line may have a hypothesis of "
+                         f"at most {int(max_len_a * 2 + max_len_b)} tokens (a · source length + b, EOS counted): "
+                         "expected at least 1, e.g. --max-len-b 1 or more (default 200)")
 
 
 class LineTooLong(ValueError):
@@ -107,7 +120,8 @@ class Translator:
             raise ValueError(f"unknown parser {parser!r}: expected one of {', '.join(PARSER_CHOICES)} (or None)")
         if beam < 1:
             raise ValueError(f"beam must be at least 1, found {beam}")
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        check_max_len(max_len_a, max_len_b)
+        device = resolve_device(device)  # before loading: a CUDA device this machine lacks is named, not a traceback
         model, _cfg, task = load_checkpoint(checkpoint, data, source_lang, target_lang, model_overrides, device)
         if sentencepiece_model is not None and syntax:
             raise ValueError("printing the predicted parses (syntax) is not supported with a SentencePiece model yet")
@@ -152,9 +166,11 @@ class Translator:
 
     def translate_parsed(self, token_lists: Sequence[Sequence[str]], parsed_sentences: Optional[Sequence[LineParse]] = None,
                          first_line: int = 1, name: str = "input") -> List[str]:
-        """Translations of tokenized lines (no Moses tokenization, no parser) with their parses: per line a
-        ParsedSentence, a list of them (several sentences on one line), or None (an empty line, or a model that needs
-        no parse). The parses' words must be the lines' tokens (as syntrans-preprocess requires)."""
+        """Translations of tokenized lines (each a list of tokens; no Moses tokenization, no parser) with their parses:
+        per line a ParsedSentence, a list of them (several sentences on one line), or None (an empty line, or a model
+        that needs no parse). Each parse must be the parse of its line: its words the line's tokens (a parser's
+        respelling allowed, :func:`syntrans.parsing.imported.same_token`), its dependency heads a tree; else
+        ValueError naming the line, before anything is translated (:func:`check_parsed_input`)."""
         return [t.text for t in self.translate_parsed_syntax(token_lists, parsed_sentences, first_line, name)]
 
     def translate_parsed_syntax(self, token_lists: Sequence[Sequence[str]],
@@ -164,8 +180,8 @@ class Translator:
         has dependency heads, those heads (line-level, ``Translation.gold``) to score the source parse against."""
         if parsed_sentences is None:
             parsed_sentences = [None] * len(token_lists)
-        if len(parsed_sentences) != len(token_lists):
-            raise ValueError(f"{name}: {len(token_lists)} token lists but {len(parsed_sentences)} parses")
+        check_parsed_input(token_lists, parsed_sentences, first_line, name, self.source.route.char_spans,
+                           self.source.lowercase)
         out: List[Translation] = []
         for start in range(0, len(token_lists), self.batch_size):
             stop = start + self.batch_size

@@ -103,6 +103,10 @@ class Mechanism:
     marks_centre: ClassVar[bool] = False
     mixable: ClassVar[bool] = True  # its heads' attention may be mixed with the stock one (HeadBlock.mixable)
 
+    #: the fields that switch it on (:attr:`active`); its other fields only tune it, and are refused while it is off
+    #: (:meth:`check_idle_options`)
+    switches: ClassVar[Tuple[str, ...]] = ("layers",)
+
     def __init__(self, cfg, shape: ModelShape):
         self.cfg, self.shape = cfg, shape
         self.start = "paper"  # --syntax-start: set by the plan (start_from) before it builds anything
@@ -116,6 +120,17 @@ class Mechanism:
     def neutral(self) -> bool:
         """Whether the mechanism's modules start so that the model computes what the pretrained one does."""
         return self.start == "pretrained"
+
+    def check_idle_options(self, preset: Optional[Mapping[str, Any]] = None) -> None:
+        """ValueError naming an option given to this mechanism while it is off (it cannot act): a field other than
+        :attr:`switches` that differs from its default and from the value its architecture preset gives it
+        (``preset``: field → value; a preset's tuning stays when its switch is turned off) (:mod:`.idle_options`)."""
+        from .idle_options import idle_option_fault
+
+        fault = None if self.active else idle_option_fault(self.key, self.title or self.key, self.Config, self.cfg,
+                                                           self.switches, preset)
+        if fault:
+            raise ValueError(fault)
 
     def check_heads(self, heads, available: int, used: bool, of: str = "") -> None:
         """The one check of a mechanism's ``--<key>-heads``: a whole number in 1..``available`` (the layer's attention

@@ -194,6 +194,7 @@ class DbsaHeads(HeadBlock):
 class Dbsa(Mechanism):
     """The DBSA mechanism: its heads follow the other syntax heads of a chosen layer, on either side."""
 
+    switches = ("encoder_layers", "decoder_layers")
     key = "dbsa"
     Config = DbsaConfig
     title = "DBSA (Deguchi et al. 2019)"

@@ -379,6 +379,7 @@ def warn_clipped(values: torch.Tensor, settings: NsdSettings) -> None:
 class Nsd(Mechanism):
     """The NSD mechanism: one :class:`NsdSide` per side that uses it."""
 
+    switches = ("src_input", "tgt_input", "src_spe", "tgt_spe", "src_output", "tgt_output")
     key = "nsd"
     Config = NsdConfig
     title = "NSD (Ma et al. 2019)"

@@ -78,6 +78,7 @@ class SourceLabelEmbedding(SyntaxPart):
 class SourceLabels(Mechanism):
     """The +S&H mechanism: a :class:`SourceLabelEmbedding` on the encoder side."""
 
+    switches = ("input",)
     key = "labels"
     Config = LabelsConfig
     title = "+S&H (Sennrich & Haddow 2016, as Bugliarello & Okazaki 2020)"

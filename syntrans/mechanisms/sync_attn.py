@@ -74,6 +74,7 @@ def sync_loss(E: torch.Tensor, D: torch.Tensor, C: torch.Tensor, tgt_pad: torch.
 class SyncAttn(Mechanism):
     """The SyncAttn loss: reads one dependency-head layer per side and the encoder-decoder attention of l_sync."""
 
+    switches = ("attn",)
     key = "sync"
     Config = SyncAttnConfig
     title = "SyncAttn (Deguchi et al. 2021)"

@@ -91,8 +91,13 @@ class _Config(TransformerConfig):
     @functools.cached_property
     def plan(self) -> SyntaxPlan:
         """The model's :class:`~syntrans.mechanisms.plan.SyntaxPlan`, built (every option checked) the first time the
-        build asks for it, after fairseq's own changes to the sizes (``--encoder-layers-to-keep``)."""
-        return SyntaxPlan(self, model_shape(self))
+        build asks for it, after fairseq's own changes to the sizes (``--encoder-layers-to-keep``); an option of a
+        mechanism that is off, other than its preset's, is refused (:mod:`syntrans.mechanisms.idle_options`)."""
+        plan = SyntaxPlan(self, model_shape(self))
+        preset = preset_values(self.preset)
+        for m in plan.mechanisms:  # an option of a mechanism that is off cannot act
+            m.check_idle_options({k[len(m.key) + 1:]: v for k, v in preset.items() if k.startswith(f"{m.key}_")})
+        return plan
 
 
 SyntaxTransformerConfig = dataclasses.make_dataclass(
@@ -104,6 +109,23 @@ SyntaxTransformerConfig = dataclasses.make_dataclass(
     namespace={"from_namespace": classmethod(lambda cls, args: model_config(args)),
                "__doc__": "fairseq's TransformerConfig plus one nested config group per syntax mechanism."})
 SyntaxTransformerConfig.__module__ = __name__
+
+
+@functools.lru_cache(maxsize=None)
+def _preset_items(name: Optional[str]) -> Tuple[Tuple[str, Any], ...]:
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    if not name or name not in ARCH_CONFIG_REGISTRY:
+        return ()
+    args = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[name](args)
+    return tuple((k, v) for k, v in vars(args).items() if flat_name(k))
+
+
+def preset_values(name: Optional[str]) -> Dict[str, Any]:
+    """The mechanisms' fields the architecture preset ``name`` sets, by flat name (``<key>_<field>``: value), as it
+    sets them on an empty command line; {} for no preset or an unknown one."""
+    return dict(_preset_items(name))
 
 
 def model_shape(cfg) -> ModelShape:
@@ -134,7 +156,8 @@ def model_config(cfg, overrides: Optional[Mapping[str, Any]] = None) -> "SyntaxT
         return cfg
     given = config_items(cfg, "the model config")
     if overrides:
-        overrides = check_overrides(overrides, GROUPS, given, flat_name, given.get("_name") or given.get("arch"))
+        overrides = check_overrides(overrides, GROUPS, stored_names(cfg, given, overrides), flat_name,
+                                    given.get("_name") or given.get("arch"))
     for name, value in (overrides or {}).items():  # an override wins over both forms
         group, field = (name, None) if name in GROUPS else flat_name(name) or (None, None)
         if group is None:
@@ -161,6 +184,18 @@ def model_config(cfg, overrides: Optional[Mapping[str, Any]] = None) -> "SyntaxT
     return config
 
 
+def stored_names(cfg, given: Mapping[str, Any], overrides: Mapping[str, Any]) -> List[str]:
+    """The top-level names the stored config ``cfg`` (read as ``given``) held before ``overrides`` reached it. A
+    checkpoint written by ``fairseq-train --arch <preset>`` keeps the model's config as the command line's
+    ``argparse.Namespace``, and fairseq's loader sets every override's name on it (``setattr``), whatever the name,
+    before the model is built: there, a name that is also an override's proves nothing (``{'dbas': …}`` would be
+    found among the "stored" ones), and only fairseq's and the groups' own names make it known. A DictConfig or a
+    dataclass takes no new name from fairseq's loader: its names are all stored ones."""
+    if isinstance(cfg, argparse.Namespace):
+        return [name for name in given if name not in overrides]
+    return list(given)
+
+
 def store(config: "SyntaxTransformerConfig", cfg) -> None:
     """Write the resolved groups of ``config`` back into ``cfg``, the form fairseq keeps for the model and writes into
     checkpoints, so that a checkpoint holds the whole configuration (data-derived fields included): a flat Namespace
@@ -178,4 +213,5 @@ def store(config: "SyntaxTransformerConfig", cfg) -> None:
             cfg[group] = value if isinstance(cfg, DictConfig) else dataclasses.asdict(value)
 
 
-__all__ = ["GROUPS", "START_HELP", "SyntaxTransformerConfig", "flat_name", "layer_side", "model_config", "model_shape", "store"]
+__all__ = ["GROUPS", "START_HELP", "SyntaxTransformerConfig", "flat_name", "layer_side", "model_config", "model_shape",
+           "store", "stored_names"]

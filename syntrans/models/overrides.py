@@ -20,8 +20,7 @@ import difflib
 import functools
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-#: override names the checkpoint decides: the model's class and preset are those it was trained as
-CHECKPOINT_DECIDES = ("arch", "_name", "preset")
+from ..tasks.checkpoint_match import CHECKPOINT_DECIDES, check_decided, decided_message  # the task checks them too
 
 
 @functools.lru_cache(maxsize=1)
@@ -69,10 +68,7 @@ def check_overrides(overrides: Mapping[str, Any], groups: Mapping[str, type], kn
         if not isinstance(name, str):
             raise ValueError(f"--model-overrides: names are strings, found {name!r}")
         if name in CHECKPOINT_DECIDES:
-            arch = f" ({architecture})" if architecture else ""
-            raise ValueError(f"{where}: the checkpoint decides the architecture{arch}: an override cannot change the "
-                             "model it holds (its parameters are that architecture's); train a model of the other "
-                             "architecture, or override its options (e.g. {'lisa': {'gold_parents': True}})")
+            raise ValueError(decided_message(name, architecture))
         if name in groups:
             if not isinstance(value, Mapping):
                 raise ValueError(f"{where}: a group takes a dict of its fields, e.g. {{'{name}': "
@@ -115,4 +111,4 @@ def _unknown(name: str, value: Any, groups: Mapping[str, type], fields: Mapping[
     return f"{where}: no field or group {name!r} in the model config (names are case-sensitive){hint}"
 
 
-__all__ = ["CHECKPOINT_DECIDES", "check_overrides", "fairseq_field_names"]
+__all__ = ["CHECKPOINT_DECIDES", "check_decided", "check_overrides", "decided_message", "fairseq_field_names"]

@@ -26,6 +26,19 @@ from .errors import PrepError
 SEGMENTATIONS = ("subword_nmt", "sentencepiece", "gpt2")  # syntrans.data.piece_routes.SEGMENTATIONS (no fairseq here)
 
 
+def check_sentencepiece_model(path: str) -> None:
+    """PrepError naming ``path`` (the file as given, before it is copied into ``OUT/bpe``) unless SentencePiece loads
+    it: a corrupt model was reported only after tokenizing, under the name of the copy."""
+    import sentencepiece  # lazy: only a given model needs it
+
+    try:
+        sentencepiece.SentencePieceProcessor(model_file=str(path))
+    except (RuntimeError, OSError, ValueError) as e:
+        why = " ".join(str(e).split())[:200]
+        raise PrepError(f"--sentencepiece-model {path}: SentencePiece cannot load it ({why}): expected a model file "
+                        "written by spm_train (NAME.model)") from None
+
+
 @dataclass(frozen=True)
 class Segmentation:
     """The segmentation a corpus is prepared with (``--bpe`` and its model flags, fairseq's names)."""
@@ -58,6 +71,8 @@ class Segmentation:
                             f"--bpe {self.bpe}")
         if self.sentencepiece_model and not Path(self.sentencepiece_model).is_file():
             raise PrepError(f"--sentencepiece-model {self.sentencepiece_model}: no such file")
+        if self.sentencepiece_model:
+            check_sentencepiece_model(self.sentencepiece_model)
 
     @property
     def default(self) -> bool:

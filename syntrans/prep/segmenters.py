@@ -73,10 +73,9 @@ class SubwordNmtSegmenter(Segmenter):
     name = "subword_nmt"
 
     def __init__(self, codes: str, separator: str = "@@"):
-        from subword_nmt.apply_bpe import BPE  # lazy, as the other segmenters' packages
+        from .bpe_codes import read_bpe  # subword-nmt lazily, as the other segmenters' packages
 
-        with open(codes, encoding="utf-8") as f:
-            self.bpe = BPE(f, separator=separator)
+        self.bpe = read_bpe(codes, separator=separator)  # checked first: subword-nmt would exit, naming nothing
         self.separator = separator
 
     @staticmethod

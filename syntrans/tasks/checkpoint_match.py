@@ -145,6 +145,48 @@ def check_resume_dictionaries(task, model) -> None:
                 "trained on another data-bin (fairseq would say only 'please ensure that the architectures match'). "
                 + ("Resume with the data-bin it was trained on, or train into another --save-dir" if resuming else
                    "Train on the data-bin it was trained on (its dictionaries)"))
+    check_dictionary_words(task, path, resuming)
+
+
+def _dictionary_words(path: str):
+    """The words of a fairseq dictionary file in id order (its first column), or None when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.split(" ", 1)[0] for line in f.read().splitlines()]
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def check_dictionary_words(task, path: str, resuming: bool) -> None:
+    """ValueError when the checkpoint ``path`` was trained on a data-bin (the ``task.data`` it stores) whose
+    dictionaries hold other words, in other order, than this run's: a dictionary of the same size but other words
+    passes the rows check and maps every id to another word (resuming then fails in fairseq's data loader with "please
+    report this to the fairseq developers"). Not checked where the stored data-bin is this run's or is gone."""
+    state = _stored_state(path)
+    if state is None:
+        return
+    stored_task = _get(state.get("cfg"), "task") if state.get("cfg") is not None else None
+    stored_task = stored_task if stored_task is not None else state.get("args")
+    stored_data = _get(stored_task, "data") if stored_task is not None else None
+    data = command_value(task.cfg, "task.data") or task.cfg.data
+    if not isinstance(stored_data, str) or not isinstance(data, str):
+        return
+    theirs_dir, ours_dir = stored_data.split(os.pathsep)[0], data.split(os.pathsep)[0]
+    if not os.path.isdir(theirs_dir) or os.path.realpath(theirs_dir) == os.path.realpath(ours_dir):
+        return
+    for side, lang in (("source", task.cfg.source_lang), ("target", task.cfg.target_lang)):
+        theirs_file, ours_file = (os.path.join(d, f"dict.{lang}.txt") for d in (theirs_dir, ours_dir))
+        theirs, ours = _dictionary_words(theirs_file), _dictionary_words(ours_file)
+        if theirs is None or ours is None or theirs == ours:
+            continue
+        k = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
+        word = lambda words: repr(words[k]) if k < len(words) else "(the end)"  # noqa: E731
+        raise ValueError(
+            f"{path}: fairseq-train would {'resume' if resuming else 'start'} from this checkpoint, trained on "
+            f"{theirs_dir}, whose {side} dictionary {theirs_file} is not this run's {ours_file}: entry {k + 1} is "
+            f"{word(theirs)} there and {word(ours)} here (every id would mean another word, even with as many entries). "
+            + ("Resume with the data-bin it was trained on, or train into another --save-dir" if resuming else
+               "Train on the data-bin it was trained on (its dictionaries)"))
 
 
 #: the Transformer flags (fairseq's flat names) a model started from a checkpoint of another model class must share
@@ -240,5 +282,35 @@ def check_generation_arch(task, cfg) -> None:
                      f"of a {asked} model")
 
 
-__all__ = ["check_generation_arch", "check_resume_dictionaries", "check_warm_start", "command_value", "loaded_path",
+#: override names the checkpoint decides: the model's class and preset are those it was trained as
+CHECKPOINT_DECIDES = ("arch", "_name", "preset")
+
+
+def decided_message(name: str, architecture: Optional[str] = None) -> str:
+    """The refusal of an override of ``name``, one of :data:`CHECKPOINT_DECIDES` (``architecture``: the checkpoint's)."""
+    arch = f" ({architecture})" if architecture else ""
+    return (f"--model-overrides {name!r}: the checkpoint decides the architecture{arch}: an override cannot change the "
+            "model it holds (its parameters are that architecture's); train a model of the other architecture, or "
+            "override its options (e.g. {'lisa': {'gold_parents': True}})")
+
+
+def check_decided(overrides: Mapping[str, Any], architecture: Optional[str] = None) -> None:
+    """ValueError (:func:`decided_message`) when ``overrides`` name what the checkpoint decides. The task checks this
+    before fairseq builds the model: an override of ``_name`` or ``arch`` has by then chosen fairseq's model class
+    (``{'_name': 'transformer'}``: a stock Transformer, which fails later on the syntax tensors without a word on
+    the cause), so the model's own check (:func:`syntrans.models.overrides.check_overrides`) would never run."""
+    for name in overrides:
+        if name in CHECKPOINT_DECIDES:
+            raise ValueError(decided_message(name, architecture))
+
+
+def check_decided_overrides(overrides: Dict[str, Any], cfg) -> None:
+    """ValueError when the ``--model-overrides`` of the command that loads a checkpoint name what the checkpoint
+    decides (:func:`check_decided`), the checkpoint's architecture named (as stored, where the override has not
+    replaced it)."""
+    held = next((_get(cfg, k) for k in ("preset", "arch", "_name") if k not in overrides and _get(cfg, k)), None)
+    check_decided(overrides, held)
+
+
+__all__ = ["CHECKPOINT_DECIDES", "check_decided", "check_decided_overrides", "decided_message", "check_generation_arch", "check_resume_dictionaries", "check_warm_start", "command_value", "loaded_path",
            "model_value", "resume_path"]

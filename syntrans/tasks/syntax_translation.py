@@ -19,10 +19,10 @@ from ..data.missing_sidecars import how_to_write
 from ..data.syntax_dataset import SyntaxPairDataset
 from ..generation.end_of_split import EndOfSplit
 from ..generation.printing import gen_subset_of, syntax_generator
-from .checkpoint_match import check_generation_arch, check_resume_dictionaries, check_warm_start
-from .model_interface import SyntaxModel, SyntaxTask
-from .shard_checks import check_shares
+from .checkpoint_match import check_decided_overrides, check_generation_arch, check_resume_dictionaries, check_warm_start
+from .model_interface import SyntaxModel, SyntaxTask, model_overrides
 from .cpu_autocast import CPU_AUTOCAST, CPU_AUTOCAST_HELP
+from .shard_checks import check_shares
 from .syntax_steps import SyntaxSteps
 
 logger = logging.getLogger("syntrans.task")
@@ -123,11 +123,12 @@ class SyntaxTranslationTask(SyntaxSteps, TranslationTask, SyntaxTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         """fairseq's model building; then the features the model reads are requested of every split. A checkpoint's
-        architecture is checked against the command's ``--arch``, a new model's dictionaries against those of the
+        architecture is checked against the command's ``--arch`` and its ``--model-overrides`` (which may not name it), a new model's dictionaries against those of the
         checkpoint fairseq-train will load, and its Transformer against that of a checkpoint of another model it
         starts from, a stock Transformer's (:mod:`.checkpoint_match`)."""
         if from_checkpoint:
             check_generation_arch(self, cfg)  # fairseq-generate --arch: fairseq would ignore it
+            check_decided_overrides(model_overrides(self), cfg)  # {'_name': …} has chosen fairseq's model class by now
         model = super().build_model(cfg, from_checkpoint=from_checkpoint)
         if not from_checkpoint:
             check_resume_dictionaries(self, model)  # a checkpoint_last.pt of another data-bin
