@@ -8,7 +8,6 @@ The expected values are found without the code under test: each batch row's sent
 sentence by its tokens, and its features built from its sidecars as the bilingual task builds them; a feature one
 token off fails."""
 import pytest
-import torch
 from fairseq import options, tasks
 from fairseq.data import Dictionary, data_utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf

@@ -117,3 +117,16 @@ def test_the_gate_falls_back_to_the_chain_counted_or_refuses_under_strict(heads,
     assert s.heads == list(heads)  # refused: left as it was
     assert fault in gate_heads(s, "f, sentence 4", strict=False)
     assert s.heads == [2, 3, 0] and s.deprels is None  # each word headed by the next, the last the root
+
+
+def test_every_route_passes_parses_through_the_one_gate():
+    """The tree check and its fallback are called in syntax/tree_checks.py only (gate_heads); the routes (the
+    sidecar build, syntrans-translate --parse, Translator.translate_parsed through parse_match) call the gate."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "syntrans"
+    private = [f"{p.relative_to(package)}" for p in package.rglob("*.py") if p.name != "tree_checks.py"
+               and any(f"{name}(" in p.read_text(encoding="utf-8") for name in ("dependency_fault", "chain_heads"))]
+    assert private == []
+    for route in ("data/build_sidecars.py", "cli/translate.py", "syntax/parse_match.py"):
+        assert "gate_heads(" in (package / route).read_text(encoding="utf-8"), route

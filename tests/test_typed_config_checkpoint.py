@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import PRINTED_4DP, generate
-from test_pre_redesign_checkpoint import lines_by_id
+from test_checkpoint_of_the_old_layout import lines_by_id
 
 pytestmark = pytest.mark.slow  # translates in other processes (conftest)
 

@@ -136,14 +136,14 @@ def read_parse_file(path: str) -> Dict[int, list]:
     """line number → its parsed sentences, from a parsed corpus (errors name the file). Dependency heads that are no
     tree get the chain fallback, reported, as syntrans-preprocess gives them without --strict."""
     from ..syntax.parsed import read_parsed  # lazy: stanza's trees (seconds), not for --help
-    from ..syntax.tree_checks import chain_heads, dependency_fault
+    from ..syntax.tree_checks import gate_heads
     by_line: Dict[int, list] = {}
     for k, s in enumerate(read_parsed(path)):
-        fault = None if s.heads is None else dependency_fault(s.heads, s.words)
+        where = f"{path}, sentence {k + 1} (line {s.line} of the input)"
+        fault = gate_heads(s, where, strict=False)  # the one gate: the chain fallback, reported
         if fault:
-            _info(f"{path}, sentence {k + 1} (line {s.line} of the input): the dependency heads are no tree: {fault}; "
-                  "the chain fallback is used (each word headed by the next)")
-            s.heads, s.deprels = chain_heads(len(s.words)), None
+            _info(f"{where}: the dependency heads are no tree: {fault}; the chain fallback is used (each word headed by "
+                  "the next)")
         by_line.setdefault(s.line, []).append(s)
     return by_line
 

@@ -19,7 +19,6 @@ import sys
 from types import SimpleNamespace
 from typing import Callable, Dict, List, Optional, Sequence
 
-import torch
 
 from ..checkpoints.loading import load_checkpoint, resolve_device
 from ..generation.recording import ParseRecordingGenerator

@@ -4,7 +4,7 @@ A mechanism is switched on by some of its fields (:attr:`Mechanism.switches`, e.
 fields only tune it. ``--sla-heads 2`` without ``--sla-layers`` built no SLA head and said nothing: the user believed
 the model had some. :func:`idle_option_fault` names the first tuning field that differs from its declared default in a
 mechanism that is off, and what would switch it on. A value the model's architecture preset gives is no user's
-choice (``--arch sla_transformer_iwslt_de_en --gate-layers ''`` keeps the preset's gate settings) and is let be. A
+choice (a preset with one of its methods switched off keeps that method's preset settings) and is let be. A
 stored config that holds every field at its default or its preset's value has none.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ import operator
 from typing import Callable, Optional, Sequence
 
 from .parsed import ParsedSentence
-from .tree_checks import dependency_fault
+from .tree_checks import NotATree, gate_heads
 
 Same = Callable[[str, str], bool]
 
@@ -32,8 +32,9 @@ def word_mismatch(tokens: Sequence[str], words: Sequence[str], same: Same = oper
 def line_parse_fault(tokens: Sequence[str], sentences: Sequence[ParsedSentence], same: Same = operator.eq
                      ) -> Optional[str]:
     """What keeps ``sentences`` from being a usable parse of the line ``tokens``, or None: a sentence whose parts
-    disagree (:meth:`ParsedSentence.validate`), dependency heads that are no tree (a cycle, no root or several:
-    :func:`dependency_fault`), words that are not the tokens (:func:`word_mismatch`)."""
+    disagree (:meth:`ParsedSentence.validate`), dependency heads that are no tree (a cycle, no root or several: the
+    one gate, :func:`~syntrans.syntax.tree_checks.gate_heads`, here strict), words that are not the tokens
+    (:func:`word_mismatch`)."""
     for k, s in enumerate(sentences, 1):
         if not isinstance(s, ParsedSentence):
             return f"sentence {k}: expected a ParsedSentence, found {type(s).__name__} {s!r:.60}"
@@ -42,9 +43,10 @@ def line_parse_fault(tokens: Sequence[str], sentences: Sequence[ParsedSentence],
             s.validate(name)
         except ValueError as e:
             return str(e)
-        fault = None if s.heads is None else dependency_fault(s.heads, s.words)
-        if fault:
-            return f"{name}: the dependency heads are no tree: {fault}"
+        try:
+            gate_heads(s, name, strict=True)
+        except NotATree as e:
+            return str(e)
     return word_mismatch(tokens, [w for s in sentences for w in s.words], same)
 
 

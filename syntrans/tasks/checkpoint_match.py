@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 logger = logging.getLogger("syntrans.task")
 
@@ -291,7 +291,8 @@ def decided_message(name: str, architecture: Optional[str] = None) -> str:
     arch = f" ({architecture})" if architecture else ""
     return (f"--model-overrides {name!r}: the checkpoint decides the architecture{arch}: an override cannot change the "
             "model it holds (its parameters are that architecture's); train a model of the other architecture, or "
-            "override its options (e.g. {'lisa': {'gold_parents': True}})")
+            "override the options of its methods ({GROUP: {FIELD: VALUE}}, the groups as the model's config names "
+            "them)")
 
 
 def check_decided(overrides: Mapping[str, Any], architecture: Optional[str] = None) -> None:

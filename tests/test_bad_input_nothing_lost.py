@@ -82,7 +82,7 @@ def test_fairseq_generate_refuses_a_misspelt_group_and_another_arch(tiny_data, t
     """fairseq-generate built the checkpoint's model whatever a misspelt group, --arch or the 'arch' override said,
     exit 0. Its checkpoint is the typed-config fixture, whose stored model config is no Namespace: no user has such a
     checkpoint, and this test passed while a checkpoint of ``fairseq-train --arch <preset>`` still took a misspelt group
-    (issue 54); test_bad_input_round3.py::test_generate_refuses_a_misspelt_override_on_a_checkpoint_of_the_command_line
+    (issue 54); test_bad_input_matched_by_content.py::test_generate_refuses_a_misspelt_override_on_a_checkpoint_of_the_command_line
     runs the probes on one trained by the test."""
     base = [str(BIN / "fairseq-generate"), str(tiny_data), "--user-dir", USER_DIR, "--task", "syntax_translation",
             "--path", str(FIXTURE), "--gen-subset", "valid", "--beam", "1", "--max-sentences", "2", "--cpu"]

@@ -3,14 +3,14 @@
 line is), corpora prepared by our commands. Nothing is matched by count alone, nothing written over an input, every
 error one line naming the file.
 
-Rounds 1 and 2 (test_bad_input.py, test_bad_input_round2.py) ran most probes on ``tests/fixtures/typed_config``, whose
+Rounds 1 and 2 (test_bad_input.py, test_bad_input_nothing_lost.py) ran most probes on ``tests/fixtures/typed_config``, whose
 stored config is a nested typed one that no user has any more: fairseq's loader treats the two forms differently
 (item 1)."""
 import os
 import subprocess
 
 import pytest
-from helpers import BIN, SMALL, USER_DIR, run, tiny_train_argv
+from helpers import BIN, USER_DIR, run, tiny_train_argv
 
 #: a preset with parse heads on both sides: its oracle ({'dbsa': {'gold_parents': True}}) changes the decoding
 PRESET = "dbsa_transformer_wmt_en_de"
@@ -53,7 +53,7 @@ def test_generate_refuses_a_misspelt_override_on_a_checkpoint_of_the_command_lin
     Namespace, on which fairseq's loader sets every override's name before the model is built: the check found the
     misspelt name among the stored ones, and fairseq-generate decoded without the override, exit 0 (a ``_name`` chose
     fairseq's own Transformer, which failed on the syntax tensors). Round 2's test
-    (test_bad_input_round2.py::test_fairseq_generate_refuses_a_misspelt_group_and_another_arch) passed on the
+    (test_bad_input_nothing_lost.py::test_fairseq_generate_refuses_a_misspelt_group_and_another_arch) passed on the
     typed-config fixture, whose config is no Namespace: no user has such a checkpoint."""
     status, out, err = command("fairseq-generate", tiny_data, "--user-dir", USER_DIR, "--task", "syntax_translation",
                                "--path", preset_checkpoint, "--gen-subset", "valid", "--beam", "1", "--max-len-b", "2",
