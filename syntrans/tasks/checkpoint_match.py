@@ -168,13 +168,16 @@ def check_dictionary_words(task, path: str, resuming: bool) -> None:
     stored_task = _get(state.get("cfg"), "task") if state.get("cfg") is not None else None
     stored_task = stored_task if stored_task is not None else state.get("args")
     stored_data = _get(stored_task, "data") if stored_task is not None else None
-    data = command_value(task.cfg, "task.data") or task.cfg.data
+    options = getattr(task, "cfg", None) or getattr(task, "args", None)  # a dataclass task's cfg, a legacy task's args
+    data = command_value(options, "task.data") or getattr(options, "data", None)
     if not isinstance(stored_data, str) or not isinstance(data, str):
         return
     theirs_dir, ours_dir = stored_data.split(os.pathsep)[0], data.split(os.pathsep)[0]
     if not os.path.isdir(theirs_dir) or os.path.realpath(theirs_dir) == os.path.realpath(ours_dir):
         return
-    for side, lang in (("source", task.cfg.source_lang), ("target", task.cfg.target_lang)):
+    pair = [(side, getattr(options, f"{side}_lang", None)) for side in ("source", "target")]
+    sides = pair if all(lang for _, lang in pair) else [(lang, lang) for lang in getattr(task, "langs", None) or []]
+    for side, lang in sides:  # the translation task: source and target; the multilingual task: each language
         theirs_file, ours_file = (os.path.join(d, f"dict.{lang}.txt") for d in (theirs_dir, ours_dir))
         theirs, ours = _dictionary_words(theirs_file), _dictionary_words(ours_file)
         if theirs is None or ours is None or theirs == ours:
