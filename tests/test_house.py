@@ -539,3 +539,13 @@ def test_no_module_name_is_used_twice():
     cli = {p.name for p in (PACKAGE / "cli").glob("*.py")}
     assert [n for n, k in names.items() if k > 1] == []
     assert sorted(cli & set(names)) == [], "a module outside cli/ has a command module's name"
+
+
+def test_one_checkpoint_reader():
+    """``torch.load`` is called in checkpoints/safety.py only (``safe_torch_load``: on the CPU, weights-only with the
+    fairseq allow-list); every reader of a checkpoint goes through it."""
+    import re
+
+    callers = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                     if p.name != "safety.py" and re.search(r"(?<![\w.])torch\.load\(", p.read_text(encoding="utf-8")))
+    assert callers == []

@@ -23,7 +23,7 @@ import torch
 
 from ..atomic_write import atomic_path
 from .load_errors import is_read_error, read_error_message
-from .safety import allow_fairseq_checkpoint_globals
+from .safety import safe_torch_load
 
 EPOCH_CHECKPOINT = re.compile(r"^checkpoint(\d+)\.pt$")  # checkpoint{epoch}.pt
 UPDATE_CHECKPOINT = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")  # checkpoint_{epoch}_{update}.pt
@@ -37,12 +37,8 @@ def load_checkpoint_safely(path: str) -> Dict:
     if not os.path.isfile(path):
         found = "a directory" if os.path.isdir(path) else "nothing"
         raise FileNotFoundError(f"{path}: expected a checkpoint file, found {found}")
-    kwargs = {"map_location": "cpu"}
-    if hasattr(torch.serialization, "add_safe_globals"):
-        allow_fairseq_checkpoint_globals()
-        kwargs["weights_only"] = True
     try:
-        state = torch.load(path, **kwargs)
+        state = safe_torch_load(path)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as e:
         if isinstance(e, OSError) and is_read_error(e):  # cut short ("[Errno 22]"): named, with the checkpoints beside it
             raise ValueError(read_error_message(path, e)) from e

@@ -44,6 +44,17 @@ def fairseq_checkpoint_globals() -> List[object]:
     return out
 
 
+def safe_torch_load(path: str, **extra):
+    """The one ``torch.load`` of a fairseq checkpoint in syntrans: on the CPU, weights-only with the fairseq
+    allow-list where torch has one (torch >= 2.4; older torch loads it as fairseq itself does); ``extra``: further
+    ``torch.load`` arguments (``mmap=True``). Errors are torch's: the callers say what they mean."""
+    kwargs = {"map_location": "cpu", **extra}
+    if hasattr(torch.serialization, "add_safe_globals"):
+        allow_fairseq_checkpoint_globals()
+        kwargs["weights_only"] = True
+    return torch.load(path, **kwargs)
+
+
 def allow_fairseq_checkpoint_globals() -> None:
     """Allow-list :func:`fairseq_checkpoint_globals` for ``torch.load(weights_only=True)``."""
     add = getattr(torch.serialization, "add_safe_globals", None)

@@ -89,22 +89,17 @@ def _stored_state(path: str) -> Optional[Dict[str, Any]]:
     """The checkpoint's state, memory-mapped (the tensors are not read); None when the file cannot be read this way
     (an old format: fairseq's loader reads it). A file torch cannot read at all raises
     :class:`~syntrans.checkpoints.load_errors.CheckpointReadError`, which names it and the checkpoints beside it."""
-    import torch
 
     from ..checkpoints.load_errors import CheckpointReadError, is_read_error, read_error_message
-    from ..checkpoints.safety import allow_fairseq_checkpoint_globals
+    from ..checkpoints.safety import safe_torch_load
 
-    kwargs: Dict[str, Any] = {"map_location": "cpu"}
-    if hasattr(torch.serialization, "add_safe_globals"):
-        allow_fairseq_checkpoint_globals()
-        kwargs["weights_only"] = True
     try:
-        state = torch.load(path, mmap=True, **kwargs)
+        state = safe_torch_load(path, mmap=True)
     except Exception as error:  # noqa: BLE001 (an old format: left to fairseq's loader; a file torch cannot read)
         if not is_read_error(error):
             return None
         try:
-            torch.load(path, **kwargs)  # without mmap: whether torch can read the file at all
+            safe_torch_load(path)  # without mmap: whether torch can read the file at all
         except Exception as again:  # noqa: BLE001 (as above)
             if is_read_error(again):
                 raise CheckpointReadError(read_error_message(path, again)) from again
