@@ -4,7 +4,7 @@
   batch features, parses printed or plotted).
 * A model side is ``encoder`` or ``decoder``: the half of the model that reads that text (mechanisms, layers,
   reports).
-* ``src``/``tgt`` are the short forms of the text sides in names of files, features and flags (``--nsd-src-…``).
+* ``src``/``tgt`` are the short forms of the text sides in feature and flag names (``src_parent_first``, ``--nsd-src-…``).
 
 Standard library only (a helper of every floor)."""
 
@@ -14,9 +14,5 @@ TEXT_SIDES = ("source", "target")
 MODEL_SIDES = ("encoder", "decoder")
 #: text side → the model side that reads it
 MODEL_SIDE = dict(zip(TEXT_SIDES, MODEL_SIDES))
-#: model side → the text side it reads
-TEXT_SIDE = dict(zip(MODEL_SIDES, TEXT_SIDES))
-#: text side → its short form in names (``src_…``, ``--nsd-src-…``)
-SHORT = {"source": "src", "target": "tgt"}
 
-__all__ = ["MODEL_SIDE", "MODEL_SIDES", "SHORT", "TEXT_SIDE", "TEXT_SIDES"]
+__all__ = ["MODEL_SIDE", "MODEL_SIDES", "TEXT_SIDES"]

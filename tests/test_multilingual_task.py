@@ -76,7 +76,7 @@ def check_batch(data, split, task, batch, before_src, before_tgt):
     pad = task.source_dictionary.pad()
     net = batch["net_input"]
     for r in range(net["src_tokens"].size(0)):
-        row, target, prev = net["src_tokens"][r].tolist(), batch["target"][r].tolist(), net["prev_output_tokens"][r]
+        row, target = net["src_tokens"][r].tolist(), batch["target"][r].tolist()
         n = int(net["src_lengths"][r]) - 1 - before_src  # the sentence's pieces: between the tokens before and EOS
         start = len(row) - 1 - n  # left padding: the sentence ends one slot (EOS, or the token in its place) early
         assert all(t == pad for t in row[:start - before_src]) and all(t in langtoks for t in row[start - before_src:start])

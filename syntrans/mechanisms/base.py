@@ -27,10 +27,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..data.features import FeatureNeeds
+from ..sides import MODEL_SIDES
 from ..modules.blocks import HeadBlock, LayerMixer, SideInputs, SyntaxPart
 from ..modules.layer_report import LayerReport
 
-SIDES = ("encoder", "decoder")
+SIDES = MODEL_SIDES  # encoder, decoder (syntrans/sides.py)
 #: ``--syntax-start``: how a method's new tensors start. ``paper``: as its paper (or, where it states none, our
 #: choice) initialises them, for training from scratch; ``pretrained``: so that the model computes exactly what the
 #: Transformer it is added to computes (closed blends, :mod:`syntrans.modules.closed_start`, and neutral starts)
