@@ -98,6 +98,18 @@ def matched_name(drops: Tuple[float, ...]) -> str:
     return VANILLA + "[" + ",".join(f"{k}={v:g}" for k, v in zip(("dropout", "attn", "act"), drops)) + "]"
 
 
+def capped_heads(ns, heads: int) -> Tuple[List[str], List[str]]:
+    """(notes, flags) that give a preset whose syntax heads per layer do not fit ``heads`` all of them instead; ``ns``:
+    the preset's flat Namespace of the command line."""
+    notes, extra = [], []
+    for M in MECHANISMS:
+        wanted = getattr(ns, f"{M.key}_heads", None)
+        if isinstance(wanted, int) and wanted > heads:
+            notes.append(f"{M.key} heads {wanted} of the preset > --heads {heads}: capped at {heads}")
+            extra += [f"--{M.key}-heads", str(heads)]
+    return notes, extra
+
+
 def plan_models(opts: BenchOptions, corpus: Corpus, archs: List[str]) -> List[dict]:
     """What to build, in row order: the stock vanilla Transformer first; then for each preset, unless
     ``--no-matched-vanilla``, the stock Transformer with the preset's dropout rates (when they differ from
@@ -106,13 +118,8 @@ def plan_models(opts: BenchOptions, corpus: Corpus, archs: List[str]) -> List[di
     plan = [{"name": VANILLA, "arch": VANILLA, "extra": [], "reference": VANILLA, "notes": []}]
     refs = {stock: VANILLA}
     for arch in archs:
-        notes, extra = [], []
         ns = model_namespace(opts, corpus, arch)
-        for M in MECHANISMS:  # a preset's heads per layer that do not fit --heads: all of them
-            heads = getattr(ns, f"{M.key}_heads", None)  # the preset's, on the command line's flat Namespace
-            if isinstance(heads, int) and heads > opts.heads:
-                notes.append(f"{M.key} heads {heads} of the preset > --heads {opts.heads}: capped at {opts.heads}")
-                extra += [f"--{M.key}-heads", str(opts.heads)]
+        notes, extra = capped_heads(ns, opts.heads)
         drops = _dropouts(ns)
         if opts.no_matched_vanilla:
             ref = VANILLA
