@@ -18,7 +18,9 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
 
 from fairseq import options
 
@@ -245,6 +247,51 @@ class PreprocessReport:
     sides: List[Tuple[str, str, SidecarReport]] = field(default_factory=list)
     fairseq_seconds: Optional[float] = None
     sidecar_seconds: float = 0.0
+    #: (split, lang) → the subwords binarized as the unknown word, of how many, and the lines (1-based) holding them
+    unknown: Dict[Tuple[str, str], "Unknown"] = field(default_factory=dict)
+
+
+@dataclass
+class Unknown:
+    """The subwords of one binarized side that its dictionary lacks (fairseq's binarizer writes them as ``<unk>``)."""
+
+    count: int
+    subwords: int  # all subwords of the side, EOS excluded
+    lines: List[int]  # 1-based, each once
+
+    def describe(self, what: str, dictionary: str) -> str:
+        shown = ", ".join(map(str, self.lines[:5])) + (", …" if len(self.lines) > 5 else "")
+        return (f"[syntrans] unknown subwords, {what}: {self.count:,} of {self.subwords:,} subwords ({100 * self.count / max(self.subwords, 1):.2f}%) "
+                f"are not in {dictionary} and are binarized as <unk>, in {len(self.lines):,} lines ({shown})")
+
+
+def unknown_subwords(data: str, unk: int) -> Unknown:
+    """How many tokens of the binarized text ``data`` (``.idx``/``.bin``, every sentence ending in EOS) are ``unk``,
+    and on which lines."""
+    from fairseq.data import indexed_dataset
+
+    sizes = binarized_sizes(data)  # (n,) tokens per sentence, EOS included; both files checked whole
+    flat = np.memmap(f"{data}.bin", dtype=indexed_dataset.MMapIndexedDataset.Index(f"{data}.idx").dtype, mode="r")
+    hits = np.flatnonzero(flat == unk)
+    lines = np.unique(np.searchsorted(np.cumsum(sizes), hits, side="right")) + 1
+    return Unknown(int(len(hits)), int(sizes.sum() - len(sizes)), [int(i) for i in lines])
+
+
+def count_unknown(args: argparse.Namespace, text: str) -> Dict[Tuple[str, str], Unknown]:
+    """:func:`unknown_subwords` of every binarized side in ``text`` (each with its own dictionary's unknown word)."""
+    from fairseq.data import Dictionary
+
+    out, unk = {}, {}
+    for kind in ("train", "valid", "test"):
+        for k, prefix in enumerate((getattr(args, f"{kind}pref") or "").split(",")):
+            split = kind if k == 0 else f"{kind}{k}"
+            for lang in filter(None, (args.source_lang, args.target_lang)):
+                data = side_prefix(text, split, args.source_lang, args.target_lang, lang)
+                if prefix and os.path.exists(f"{data}.idx"):
+                    if lang not in unk:
+                        unk[lang] = Dictionary.load(os.path.join(text, f"dict.{lang}.txt")).unk()
+                    out[split, lang] = unknown_subwords(data, unk[lang])
+    return out
 
 
 def check_binarized(args: argparse.Namespace, sides: Sequence[Tuple[str, str, SidecarReport]], staged: str,
@@ -320,6 +367,8 @@ def _run_phases(args: argparse.Namespace, jobs, log: Callable[[str], None], repo
         if binarizing is not None:
             report.fairseq_seconds = binarizing.wait()
         check_binarized(args, report.sides, staged, text)
+        if not args.sidecars_only:
+            report.unknown = count_unknown(args, text)
         moves = [(os.path.join(folder, name), os.path.join(args.destdir, name))  # fairseq's files, then the sidecars
                  for folder in (text, staged) if folder != args.destdir for name in sorted(os.listdir(folder))]
         check_not_inputs(args, jobs, [target for _, target in moves])
@@ -403,6 +452,9 @@ def preprocess(args: argparse.Namespace, log: Callable[[str], None] = _quiet) ->
     finally:
         if not done and created:
             remove_empty_folders(args.destdir, created)
+    for (split, lang), unknown in sorted(report.unknown.items()):
+        if unknown.count:
+            log(unknown.describe(f"{split}.{lang}", os.path.join(args.destdir, f"dict.{lang}.txt")))
     if report.fairseq_seconds is not None:
         log(f"[syntrans] fairseq binarization {report.fairseq_seconds:.2f}s (a process of its own), syntax sidecars "
             f"{report.sidecar_seconds:.2f}s beside it")
