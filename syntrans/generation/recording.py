@@ -29,7 +29,7 @@ from fairseq.sequence_scorer import SequenceScorer
 
 from ..modules.attention_record import side_reports
 from ..modules.blocks import KEEP_PARSE
-from ..modules.layer_report import LayerReport
+from ..modules.layer_report import LayerReport, SyntaxOutput
 from ..modules.parse_heads import ParseLayer, parse_layers, sentence_heads
 
 Heads = Dict[str, torch.Tensor]  # parse tag (e.g. "dbsa@0") → (n,) long subword parents
@@ -165,7 +165,7 @@ class ParseRecordingScorer(SequenceScorer):
         parses = model_parses(models)
         model = models[0]
         encoder = model.encoder
-        seen: List[Dict] = []
+        seen: List[SyntaxOutput] = []
 
         def ask(module, args, kwargs):  # the model's forward keeps the parses in its output
             kwargs["keep"] = tuple(kwargs.get("keep", ())) + (KEEP_PARSE,)
@@ -183,10 +183,10 @@ class ParseRecordingScorer(SequenceScorer):
                 h.remove()
         reports = seen[-1]
         net = sample["net_input"]
-        src = side_heads(reports["encoder"], [x for x in parses if x.side == "encoder"],
+        src = side_heads(reports.encoder.layers, [x for x in parses if x.side == "encoder"],
                          real_positions(net["src_tokens"], encoder.padding_idx, encoder.dictionary.eos()))
         # decoder input = BOS (fairseq's EOS symbol) + the reference, padded like the target
-        tgt = side_heads(reports["decoder"], [x for x in parses if x.side == "decoder"],
+        tgt = side_heads(reports.decoder.layers, [x for x in parses if x.side == "decoder"],
                          real_positions(net["prev_output_tokens"], self.pad, self.eos))
         for b, per_sentence in enumerate(hypos):
             for hypo in per_sentence:
