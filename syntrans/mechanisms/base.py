@@ -133,7 +133,7 @@ class Mechanism:
         if fault:
             raise ValueError(fault)
 
-    def check_heads(self, heads, available: int, used: bool, of: str = "") -> None:
+    def check_attention_heads(self, heads, available: int, used: bool, of: str = "") -> None:
         """The one check of a mechanism's ``--<key>-heads``: a whole number in 1..``available`` (the layer's attention
         heads; ``of`` names which, for messages) wherever the mechanism takes heads (``used``)."""
         check_option(not used or (is_number(heads, True) and 1 <= heads <= available), f"--{self.key}-heads",

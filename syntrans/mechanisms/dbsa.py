@@ -221,7 +221,7 @@ class Dbsa(Mechanism):
                        "decoder": resolve_layers(cfg.decoder_layers, shape.decoder_layers, "--dbsa-decoder-layers")}
         for side, flag in (("encoder", "--dbsa-encoder-layers"), ("decoder", "--dbsa-decoder-layers")):
             H = shape.heads(side)
-            self.check_heads(cfg.heads, H, bool(self.layers[side]), of=f" of {flag}")
+            self.check_attention_heads(cfg.heads, H, bool(self.layers[side]), of=f" of {flag}")
         check_option(is_number(cfg.weight) and cfg.weight >= 0, "--dbsa-weight",
                      "(λ_dep) is the weight of the DBSA parent loss and must be >= 0", cfg.weight)
         if cfg.gold_parents and not self.layers["encoder"]:
