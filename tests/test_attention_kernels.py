@@ -11,6 +11,8 @@ fairseq's order of operations):
 * a method's heads whose probabilities the step does not need (parse heads at evaluation, the distance mask's bias)
   form no scores of their own.
 """
+import dataclasses
+
 import pytest
 import torch
 from helpers import side_inputs, syntax_attention
@@ -64,7 +66,7 @@ def run(attn, x, pad, data, backend, keep=()):
     out, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False,
                           syntax=side_inputs(pad, keep=keep, backend=backend, **data))
     w = torch.linspace(-1, 1, out.numel()).view_as(out)
-    loss = (out * w).sum() + sum(r["stats"][0] for r in report.mechanisms.values() if isinstance(r, dict) and "stats" in r)
+    loss = (out * w).sum() + sum(r.loss for r in report.mechanisms.values() if getattr(r, "loss", None) is not None)
     if attn.training:
         loss.backward()
     grads = {n: p.grad.clone() for n, p in attn.named_parameters() if p.grad is not None}
@@ -85,10 +87,12 @@ def test_auto_equals_explicit(layout, train, gated):
     a_rep, e_rep = a_rep.mechanisms, e_rep.mechanisms
     assert set(a_rep) == set(e_rep)
     for key in a_rep:
-        for name in a_rep[key]:
-            got, want = a_rep[key][name], e_rep[key][name]
-            for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
-                torch.testing.assert_close(g.float(), w.float(), rtol=1e-5, atol=1e-5)
+        assert type(a_rep[key]) is type(e_rep[key])
+        for field in dataclasses.fields(a_rep[key]):
+            got, want = getattr(a_rep[key], field.name), getattr(e_rep[key], field.name)
+            assert (got is None) == (want is None), (key, field.name)
+            if got is not None:
+                torch.testing.assert_close(got.float(), want.float(), rtol=1e-5, atol=1e-5)
     assert set(a_grads) == set(e_grads) and (a_grads or not train)
     for n in a_grads:
         torch.testing.assert_close(a_grads[n], e_grads[n], rtol=1e-4, atol=1e-6, msg=n)
@@ -146,7 +150,7 @@ def test_parse_losses_from_the_log_sum_exp_equal_the_explicit_ones(layout, causa
         for backend in ("flex", "explicit"):
             o, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, attn_mask=mask,
                              syntax=side_inputs(pad, backend=backend, **data))
-            out[backend] = (o, rep.mechanisms[blocks[0].key]["stats"])
+            out[backend] = (o, rep.mechanisms[blocks[0].key].stats)
     torch.testing.assert_close(out["flex"][0], out["explicit"][0], rtol=1e-4, atol=1e-5)
     for got, want in zip(out["flex"][1], out["explicit"][1]):
         torch.testing.assert_close(got.float(), want.float(), rtol=1e-4, atol=1e-4)
@@ -170,7 +174,7 @@ def test_flex_backward_equals_the_explicit_path_on_cuda(key):
         attn.zero_grad(set_to_none=True)
         out, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False,
                            syntax=side_inputs(pad, backend=backend, **data))
-        loss = out.square().sum() + sum(r["stats"][0] for r in rep.mechanisms.values() if "stats" in r)
+        loss = out.square().sum() + sum(r.loss for r in rep.mechanisms.values() if getattr(r, "loss", None) is not None)
         loss.backward()
         got[backend] = (out, loss, {n: p.grad.clone() for n, p in attn.named_parameters()})
     torch.testing.assert_close(got["auto"][0], got["explicit"][0], rtol=1e-3, atol=1e-4)

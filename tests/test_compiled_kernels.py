@@ -213,7 +213,7 @@ def test_compiled_parse_loss_from_the_log_sum_exp_equals_the_explicit_one(layout
             for backend in ("compiled", "explicit"):
                 o, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, attn_mask=mask,
                                  syntax=side_inputs(pad, backend=backend, **data))
-                out[backend] = (o, rep.mechanisms[blocks[0].key]["stats"])
+                out[backend] = (o, rep.mechanisms[blocks[0].key].stats)
         torch.testing.assert_close(out["compiled"][0], out["explicit"][0], rtol=1e-4, atol=1e-5, msg=f"T={T}")
         for got, want in zip(out["compiled"][1], out["explicit"][1]):
             torch.testing.assert_close(got.float(), want.float(), rtol=1e-4, atol=1e-4, msg=f"T={T}")
@@ -235,7 +235,7 @@ def test_compiled_parse_loss_on_cpu_falls_back_where_torch_has_no_log_sum_exp():
         want = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, backend="explicit",
                                                                                             **data))
     torch.testing.assert_close(got[0], want[0])
-    for g, w in zip(got[2].mechanisms["lisa"]["stats"], want[2].mechanisms["lisa"]["stats"]):
+    for g, w in zip(got[2].mechanisms["lisa"].stats, want[2].mechanisms["lisa"].stats):
         torch.testing.assert_close(g.float(), w.float())
 
 
@@ -375,7 +375,7 @@ def test_block_mask_made_once_per_batch_and_side(monkeypatch):
     with torch.no_grad():
         for layer in layers:
             _, _, rep = layer(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs)
-            assert "stats" in rep.mechanisms["lisa"]  # the LISA head ran (its loss from the log-sum-exp)
+            assert rep.mechanisms["lisa"].loss is not None  # the LISA head ran (its loss from the log-sum-exp)
     assert len(made) == 1 and made[0][0] is pad
     with torch.no_grad():
         layers[0](x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, backend="flex", **data))

@@ -102,7 +102,7 @@ def test_parent_loss_uses_the_mean_of_the_heads_and_real_tokens_only(causal):
     mask = torch.ones(T, T).triu(1).bool() if causal else None
     _, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, dbsa=parents),
                         attn_mask=None if mask is None else torch.zeros(T, T).masked_fill(mask, float("-inf")))
-    loss, count, hits, dropped = report.mechanisms["dbsa"]["stats"]
+    loss, count, hits, dropped = report.mechanisms["dbsa"].stats
     want, n_arcs, n_hits, n_later = 0.0, 0, 0, 0
     for b, n in enumerate(lengths):
         p = T - n
@@ -148,11 +148,11 @@ def test_uas_is_one_for_a_head_forced_to_gold_and_chance_for_a_uniform_head(caus
     forced = forced_module(rel, T, causal, scale=30.0)
     inputs = side_inputs(torch.zeros(1, T, dtype=torch.bool), dbsa=parents)
     _, _, report = forced(x, x, x, need_weights=False, attn_mask=mask, syntax=inputs)
-    loss, count, hits, _ = report.mechanisms["dbsa"]["stats"]
+    loss, count, hits, _ = report.mechanisms["dbsa"].stats
     assert int(hits) == int(count) == T and loss.item() < 1e-6
     uniform = forced_module(rel, T, causal, scale=0.0)  # every score 0: uniform over the allowed keys
     _, _, report = uniform(x, x, x, need_weights=False, attn_mask=mask, syntax=inputs)
-    loss, count, hits, _ = report.mechanisms["dbsa"]["stats"]
+    loss, count, hits, _ = report.mechanisms["dbsa"].stats
     want = sum(math.log(i + 1) for i in range(T)) if causal else T * math.log(T)
     assert loss.item() == pytest.approx(want, rel=1e-5)
 
@@ -169,7 +169,7 @@ def test_random_near_uniform_head_scores_chance():
     x = torch.randn(Tn, B, C, generator=g)
     parents = torch.randint(0, Tn, (B, Tn), generator=g)
     _, _, report = attn(x, x, x, need_weights=False, syntax=side_inputs(torch.zeros(B, Tn, dtype=torch.bool), dbsa=parents))
-    loss, count, hits, _ = report.mechanisms["dbsa"]["stats"]
+    loss, count, hits, _ = report.mechanisms["dbsa"].stats
     assert abs(float(hits) / float(count) - 1 / Tn) < 0.03
     assert loss.item() / float(count) == pytest.approx(math.log(Tn), rel=1e-3)
 

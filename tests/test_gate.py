@@ -59,7 +59,7 @@ def test_pure_equals_the_distance_mask_attention():
     fused, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=distance_inputs(x, pad, gaps, "auto"))
     explicit, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False,
                           syntax=distance_inputs(x, pad, gaps, "explicit"))
-    assert torch.all(rep.mechanisms["gate"]["values"] == 1)
+    assert torch.all(rep.mechanisms["gate"].values == 1)
     torch.testing.assert_close(fused, out_ref, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(explicit, out, atol=1e-6, rtol=1e-5)
 
@@ -118,8 +118,8 @@ def test_closed_gate_is_bitwise_stock_attention():
     stock.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("gate.")})
     stock.skip_embed_dim_check = True  # fairseq's unfused path, the order of operations ours follows
     out, w, report = run(attn, x, pad, gaps)
-    assert report.mechanisms["gate"]["values"].shape == (2, H)
-    assert torch.all(report.mechanisms["gate"]["values"] == 0)
+    assert report.mechanisms["gate"].values.shape == (2, H)
+    assert torch.all(report.mechanisms["gate"].values == 0)
     out_s, w_s = stock(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
     assert torch.equal(out, out_s) and torch.equal(w, w_s)
 
@@ -132,10 +132,10 @@ def test_max_pool_ignores_padding():
         p = int(pad[b].sum())
         assert torch.equal(pooled[b], x[p:, b].max(0).values)
     attn = gated()
-    g1 = run(attn, x, pad, gaps)[2].mechanisms["gate"]["values"].clone()
+    g1 = run(attn, x, pad, gaps)[2].mechanisms["gate"].values.clone()
     y = x.clone()
     y[: int(pad[1].sum()), 1] = 1e3  # huge values at sentence 1's padding positions
-    assert torch.equal(run(attn, y, pad, gaps)[2].mechanisms["gate"]["values"], g1)
+    assert torch.equal(run(attn, y, pad, gaps)[2].mechanisms["gate"].values, g1)
 
 
 @pytest.mark.fast
@@ -185,18 +185,18 @@ def test_batchnorm_uses_running_statistics_at_evaluation():
     """A sentence's gates do not depend on the rest of the batch at evaluation (they do in training)."""
     x, pad, gaps = batch()
     attn = gated()
-    both = run(attn, x, pad, gaps)[2].mechanisms["gate"]["values"].clone()
+    both = run(attn, x, pad, gaps)[2].mechanisms["gate"].values.clone()
     y = x.clone()
     y[:, 0] = torch.randn(y[:, 0].shape, generator=torch.Generator().manual_seed(5))  # another first sentence
-    other = run(attn, y, pad, gaps)[2].mechanisms["gate"]["values"]
+    other = run(attn, y, pad, gaps)[2].mechanisms["gate"].values
     assert torch.equal(other[1], both[1]) and not torch.allclose(other[0], both[0])
-    one = run(attn, x[:, 1:], pad[1:], gaps[1:])[2].mechanisms["gate"]["values"]
+    one = run(attn, x[:, 1:], pad[1:], gaps[1:])[2].mechanisms["gate"].values
     # alone: the same up to rounding (the gate's linear layers round a 1-row batch differently from a 2-row one)
     torch.testing.assert_close(one[0], both[1], rtol=0, atol=1e-6)
     attn.train()
-    train_both = run(attn, x, pad, gaps)[2].mechanisms["gate"]["values"].clone()
+    train_both = run(attn, x, pad, gaps)[2].mechanisms["gate"].values.clone()
     assert not torch.allclose(train_both, both)
-    train_other = run(attn, y, pad, gaps)[2].mechanisms["gate"]["values"]
+    train_other = run(attn, y, pad, gaps)[2].mechanisms["gate"].values
     assert not torch.allclose(train_other[1], train_both[1], rtol=0, atol=1e-6)  # batch statistics in training
 
 
@@ -229,8 +229,9 @@ def test_validation_logs_gate_values_per_layer_and_head(tiny_data):
         _, extra = model(**sample["net_input"])
     metrics = extra["aux_metrics"]
     assert sorted(metrics) == ["gate_l1h0", "gate_l1h1"]
-    g = extra["syntax"]["encoder"][1].mechanisms["gate"]["values"]
+    g = extra["syntax"].encoder.layers[1].mechanisms["gate"].values
     assert g.shape == (5, 2)
+    assert extra["syntax"].encoder.layers[1].mechanisms["gate"].weights_per_head is g  # what the figures draw
     assert metrics["gate_l1h1"]["value"].item() == pytest.approx(g[:, 1].sum().item())
     assert metrics["gate_l1h1"]["ntokens"] == 5
     model.train()

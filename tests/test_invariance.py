@@ -408,7 +408,7 @@ def test_only_chosen_layers_and_heads_are_biased(tiny_data):
                                 keep=("probs",))
     finally:
         hook.remove()
-    reports = out["syntax"]["layers"]
+    reports = out["syntax"].layers
     assert sorted(reports) == [1]  # layer 0 reports nothing: it has no syntax heads
     probs = reports[1].probs  # (B, 4, T, T)
     attn, x = layers[1].self_attn, seen["x"]
@@ -462,7 +462,7 @@ def test_dbsa_parents_feed_only_the_loss(tiny_data):
         d = model.encoder.forward_torchscript(net)
     assert torch.equal(a["encoder_out"][0], b["encoder_out"][0])
     torch.testing.assert_close(a["encoder_out"][0], c["encoder_out"][0], rtol=1e-5, atol=1e-6)
-    loss_a, loss_b = (float(x["syntax"]["aux_losses"]["dbsa_src"]["loss"]) for x in (a, b))
+    loss_a, loss_b = (float(x["syntax"].aux["aux_losses"]["dbsa_src"]["loss"]) for x in (a, b))
     assert loss_a != loss_b
-    assert "aux_losses" not in c["syntax"]  # no parents: no loss, no UAS
+    assert "aux_losses" not in c["syntax"].aux  # no parents: no loss, no UAS
     assert not torch.allclose(a["encoder_out"][0], d["encoder_out"][0])

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from helpers import side_inputs, syntax_attention
 
+from syntrans.mechanisms.base import ParentReport
 from syntrans.mechanisms.distance import DistanceHeads
 from syntrans.mechanisms.lisa import Lisa, LisaConfig, LisaHead, parent_l2_loss, parent_loss
 from syntrans.mechanisms.plan import SyntaxPlan
@@ -85,7 +86,7 @@ def test_lisa_loss_counts_real_tokens_only():
     attn = lisa_module()
     x, pad, parents, lengths, rel = batch()
     _, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, lisa=parents))
-    loss, count, hits = report.mechanisms["lisa"]["stats"]
+    loss, count, hits = report.mechanisms["lisa"].stats
     want_loss, want_count, want_hits = 0.0, 0, 0
     for b, n in enumerate(lengths):
         p = 6 - n
@@ -161,7 +162,7 @@ def test_lisa_layer_without_parents_still_attends():
     attn = lisa_module()
     x, pad, _, _, _ = batch()
     out, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad))
-    assert torch.isfinite(out).all() and "stats" not in report.mechanisms.get("lisa", {})
+    assert torch.isfinite(out).all() and report.mechanisms.get("lisa") is None
     stock = MultiheadAttention(C, H, self_attention=True).eval()
     stock.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("lisa.")})
     assert not torch.allclose(stock(x, x, x, key_padding_mask=pad, need_weights=False)[0], out)
@@ -198,7 +199,7 @@ def test_l2_loss_by_hand_with_padding_and_eos():
     assert (int(count), int(hits)) == (5, 3)
     extra = {}
     cfg = small_config(lisa_layers="0", lisa_weight=0.5)
-    reports = {0: LayerReport(mechanisms={"lisa": {"stats": (loss, count, hits)}})}
+    reports = {0: LayerReport(mechanisms={"lisa": ParentReport(loss=loss, count=count, hits=hits)})}
     Lisa(cfg.lisa, model_shape(cfg)).report("encoder", reports, extra, True)
     logged = extra["aux_losses"]["lisa"]
     assert logged["loss"].item() == pytest.approx(3.46) and int(logged["ntokens"]) == 5 and logged["weight"] == 0.5
@@ -230,7 +231,7 @@ def test_l2_lisa_head_is_a_stock_head_with_the_l2_loss_on_its_probabilities():
                 want_loss += sum((A[i, j].item() - (1.0 if j == par else 0.0)) ** 2 for j in range(n))
                 want_count += 1
                 want_hits += int(A[i].argmax().item() == par)
-    loss, count, hits = report.mechanisms["lisa"]["stats"]
+    loss, count, hits = report.mechanisms["lisa"].stats
     assert int(count) == want_count == 7 and int(hits) == want_hits
     assert loss.item() == pytest.approx(want_loss, rel=1e-5)
 
@@ -243,13 +244,13 @@ def test_lisa_loss_is_taken_before_attention_dropout(loss):
     x, pad, parents, _, _ = batch()
     syntax = side_inputs(pad, lisa=parents)
     out_eval, _, report_eval = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)
-    evaluated = report_eval.mechanisms["lisa"]["stats"]
+    evaluated = report_eval.mechanisms["lisa"].stats
     attn.train()
     torch.manual_seed(3)
     out_train, _, report_train = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)
     assert not torch.allclose(out_train, out_eval)  # the dropout ran
-    assert len(report_train.mechanisms["lisa"]["stats"]) == len(evaluated) == 3
-    for got, want in zip(report_train.mechanisms["lisa"]["stats"], evaluated):
+    assert len(report_train.mechanisms["lisa"].stats) == len(evaluated) == 3
+    for got, want in zip(report_train.mechanisms["lisa"].stats, evaluated):
         assert torch.equal(got, want)
 
 

@@ -1,9 +1,11 @@
-"""What docs/python-api.md promises of a model's forward: the layers' reports in ``extra["syntax"]`` per side and
-layer, ``keep=("probs",)`` and ``keep=("parse",)`` adding every head's probabilities and a parse block's predicted
+"""What docs/python-api.md promises of a model's forward: the layers' reports in ``extra["syntax"]`` (a
+``SyntaxOutput``: each side's ``SideOutput``) per side and layer, ``keep=("probs",)`` and ``keep=("parse",)`` adding every head's probabilities and a parse block's predicted
 parents, nothing kept unasked, and ``syntax_backend="explicit"`` (every head's scores formed) giving the same output
 as the kernels the attention picks."""
 import torch
 from helpers import build_task_and_model, first_batch
+
+from syntrans.modules.layer_report import SyntaxOutput
 
 
 def dbsa_model(tiny_data):
@@ -22,9 +24,10 @@ def test_keep_probs_and_parse_come_back_per_side_and_layer(tiny_data):
     with torch.no_grad():
         _, plain = model(**net)
         _, kept = model(**net, keep=("probs", "parse"))
-    assert sorted(plain["syntax"]) == ["decoder", "encoder"]
-    assert all(r.probs is None and not r.parse for side in plain["syntax"].values() for r in side.values())
-    enc, dec = kept["syntax"]["encoder"][0], kept["syntax"]["decoder"][0]
+    assert isinstance(plain["syntax"], SyntaxOutput)
+    assert all(r.probs is None and not r.parse for side in ("encoder", "decoder")
+               for r in plain["syntax"].side(side).layers.values())
+    enc, dec = kept["syntax"].encoder.layers[0], kept["syntax"].decoder.layers[0]
     assert enc.probs.shape == (B, H, S, S) and enc.probs.dtype == torch.float32
     assert dec.probs.shape == (B, H, T, T)
     real = ~net["src_tokens"].eq(task.source_dictionary.pad())  # (B, S) the rows of real source tokens
@@ -43,7 +46,7 @@ def test_encoder_alone_keeps_its_layers_reports(tiny_data):
     with torch.no_grad():
         out = model.encoder(**net, keep=("probs",))
         _, extra = model(**sample["net_input"], keep=("probs",))
-    torch.testing.assert_close(out["syntax"]["layers"][0].probs, extra["syntax"]["encoder"][0].probs)
+    torch.testing.assert_close(out["syntax"].layers[0].probs, extra["syntax"].encoder.layers[0].probs)
 
 
 def test_explicit_backend_gives_the_same_output(tiny_data):

@@ -286,8 +286,8 @@ def test_record_attention_keeps_probs_without_changing_the_model(models, tiny_da
             after = model.encoder(**enc)  # the hooks are gone: a forward after the block keeps nothing
     finally:
         model.train()
-    assert all(r.probs is None for r in plain["syntax"]["layers"].values())
-    assert all(r.probs is None for r in after["syntax"]["layers"].values())
+    assert all(r.probs is None for r in plain["syntax"].layers.values())
+    assert all(r.probs is None for r in after["syntax"].layers.values())
     plain = plain["encoder_out"][0]
     torch.testing.assert_close(kept, plain, rtol=0, atol=1e-5)
     assert sorted(probs) == [("encoder", 0), ("encoder", 1)]

@@ -45,9 +45,9 @@ def gates_one_by_one(task, model, split="valid"):
     with torch.no_grad():
         for k in range(len(ds)):
             sample = ds.collater([ds[k]])
-            reports = enc.forward_torchscript(sample["net_input"])["syntax"]["layers"]
+            reports = enc.forward_torchscript(sample["net_input"])["syntax"].layers
             for i in sums:
-                g = reports[i].mechanisms["gate"]["values"]
+                g = reports[i].mechanisms["gate"].values
                 assert g.shape == (1, gated[i].syntax_heads)
                 sums[i] += g[0].double()
     model.train()

@@ -317,11 +317,11 @@ def test_the_gate_mixes_sla_and_stock_attention_per_head_without_batchnorm():
         real = ~pad[b]
         g = gates[b].view(H, 1, 1)
         torch.testing.assert_close(w[:, b][:, real][:, :, real], g * sla[b] + (1 - g) * raw[b], atol=1e-6, rtol=1e-5)
-        torch.testing.assert_close(report.mechanisms["gate"]["values"][b], gates[b], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(report.mechanisms["gate"].values[b], gates[b], atol=1e-6, rtol=1e-5)
         xb = x[real, b:b + 1]  # the sentence alone, unpadded
         alone = attn(xb, xb, xb, key_padding_mask=None, need_weights=False,
                      syntax=side_inputs(pad[b:b + 1, real], sla=log_m[b:b + 1][:, real][:, :, real]))[2]
-        torch.testing.assert_close(alone.mechanisms["gate"]["values"][0], report.mechanisms["gate"]["values"][b],
+        torch.testing.assert_close(alone.mechanisms["gate"].values[0], report.mechanisms["gate"].values[b],
                                    atol=1e-6, rtol=1e-5)
 
 
@@ -500,7 +500,8 @@ def test_the_token_gate_mixes_each_query_row_by_its_tokens_gate():
         real = ~pad[b]
         gi = g[b, real].view(1, -1, 1)  # one value per query row, the same in every head
         torch.testing.assert_close(w[:, b][:, real][:, :, real], gi * sla[b] + (1 - gi) * raw[b], atol=1e-6, rtol=1e-5)
-    torch.testing.assert_close(report.mechanisms["sla_gate"]["values"], g, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(report.mechanisms["sla_gate"].values, g, atol=1e-6, rtol=1e-5)
+    assert report.mechanisms["sla_gate"].weights_per_head is None  # one gate per token: figures draw no G per head
     attn.eval()
     explicit = attn(x, x, x, key_padding_mask=pad, need_weights=True, syntax=side_inputs(pad, sla=log_m))[0]
     fused = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, sla=log_m))[0]

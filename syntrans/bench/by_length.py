@@ -28,6 +28,7 @@ from fairseq.modules import MultiheadAttention
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
 from ..data.features import FEATURES
+from ..mechanisms.base import ParentReport
 from ..mechanisms.plan import SyntaxPlan
 from ..mechanisms.registry import MECHANISMS
 from ..models.config import model_config
@@ -179,6 +180,17 @@ def causal_mask(case: Case, batch: Batch) -> Optional[torch.Tensor]:
     return torch.triu(torch.full((T, T), float("-inf"), device=batch.x.device), 1) if case.side == "decoder" else None
 
 
+def report_losses(reports: Dict) -> Dict[str, torch.Tensor]:
+    """The parent losses among a layer's mechanism reports ({key: report}): {key: loss ()}."""
+    return {k: r.loss for k, r in reports.items() if isinstance(r, ParentReport) and r.loss is not None}
+
+
+def parent_losses(reports: Dict) -> torch.Tensor:
+    """:func:`report_losses` summed (0.0 without one): what a benchmark adds to its loss, so that their backward is
+    measured too."""
+    return sum(report_losses(reports).values(), 0.0)
+
+
 def run_layer(layer, case: Case, batch: Batch, causal: Optional[torch.Tensor], kw: Dict) -> Tuple[torch.Tensor, Dict]:
     """(output (T, B, C), its mechanisms' reports by key) of an encoder or decoder layer on ``batch``; ``kw``:
     ``{"syntax": inputs}`` for a syntax layer, empty for fairseq's stock layer (which reports nothing)."""
@@ -198,7 +210,6 @@ def step_fn(module, syntax: bool, case: Case, batch: Batch, part: str, backend: 
         module.zero_grad(set_to_none=True)
         tokens = batch.pad.long()  # only the shape and device are read
         inputs = side.inputs(tokens, batch.pad, batch.features, batch.x.dtype, True, (), backend) if syntax else None
-        aux = 0.0
         kw = {"syntax": inputs} if syntax else {}
         if part == "attention":
             out = module(batch.x, batch.x, batch.x, key_padding_mask=batch.pad, need_weights=False, attn_mask=causal,
@@ -206,10 +217,7 @@ def step_fn(module, syntax: bool, case: Case, batch: Batch, part: str, backend: 
             y, report = out[0], (out[2].mechanisms if syntax else {})
         else:
             y, report = run_layer(module, case, batch, causal, kw)
-        for rep in report.values():
-            if isinstance(rep, dict) and "stats" in rep:
-                aux = aux + rep["stats"][0]
-        (y.float().sum() + aux).backward()
+        (y.float().sum() + parent_losses(report)).backward()
 
     return run
 

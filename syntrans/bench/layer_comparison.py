@@ -27,7 +27,7 @@ import torch
 
 from ..modules.blocks import LayerMixer
 from ..modules.compiled_kernels import failures
-from .by_length import DTYPES, Case, build_pair, cases, causal_mask, make_batch, run_layer
+from .by_length import DTYPES, Case, build_pair, cases, causal_mask, make_batch, report_losses, run_layer
 from .corpus import say
 
 #: dtype → (outputs and losses, gradients): the largest ‖test − reference‖ / ‖reference‖ accepted; in a half dtype
@@ -66,10 +66,9 @@ def _step(layer, case: Case, batch, backend: Optional[str]) -> Tuple[Dict[str, t
     weights = torch.randn(y.shape, generator=torch.Generator().manual_seed(0)).to(y.device)  # the same on every device
     loss = (y.float() * weights).sum()
     got = {"output": y.detach().float().cpu()}
-    for key, rep in report.items():
-        if isinstance(rep, dict) and "stats" in rep:
-            loss = loss + rep["stats"][0].float()
-            got[f"loss:{key}"] = rep["stats"][0].detach().float().cpu()
+    for key, parent_loss in report_losses(report).items():
+        loss = loss + parent_loss.float()
+        got[f"loss:{key}"] = parent_loss.detach().float().cpu()
     loss.backward()
     grads = {n: p.grad.detach().float().cpu() for n, p in layer.named_parameters() if p.grad is not None}
     return got, grads

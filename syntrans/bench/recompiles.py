@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..modules.compiled_kernels import compile_options, compiled_graphs, failures
-from .by_length import DTYPES, Case, build_pair, make_batch
+from .by_length import DTYPES, Case, build_pair, make_batch, parent_losses
 from .corpus import say
 
 WARMUP = 5  # batches counted as warm-up
@@ -61,8 +61,7 @@ def count_recompiles(case: Case, opts, device: str) -> Dict:
             out, _, report = layer(batch.x, batch.x, batch.x, key_padding_mask=batch.pad, need_weights=False,
                                    attn_mask=causal, syntax=inputs)
             if cuda:
-                loss = out.float().sum() + sum(r["stats"][0] for r in report.mechanisms.values()
-                                               if isinstance(r, dict) and "stats" in r)
+                loss = out.float().sum() + parent_losses(report.mechanisms)
                 loss.backward()
                 torch.cuda.synchronize()
             per_batch.append(compiled_graphs() - before)

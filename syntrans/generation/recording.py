@@ -10,17 +10,18 @@
 * :class:`ParseRecordingScorer`, fairseq's ``--score-reference`` (``SequenceScorer``): both parses from the one
   teacher-forced forward of the reference (asked by a hook on the model's forward).
 
-The record of one hypothesis::
+The record of one hypothesis, a :class:`HypothesisParses`::
 
-    hypo["syntax"] = {"src": {"dbsa@0": LongTensor (n,), "lisa@2": …},   # per source subword (EOS excluded)
-                      "tgt": {"dbsa@0": LongTensor (m,)}}                   # per hypothesis subword (EOS excluded)
+    hypo["syntax"].source  # {"dbsa@0": LongTensor (n,), "lisa@2": …}: per source subword (EOS excluded)
+    hypo["syntax"].target  # {"dbsa@0": LongTensor (m,)}: per hypothesis subword (EOS excluded)
 
 each value the predicted parent as a 0-based subword position of the same side, −1 for EOS (source) or BOS
-(target). ``src`` is the same for every hypothesis of a sentence.
+(target). ``source`` is the same for every hypothesis of a sentence.
 """
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Dict, List
 
 import torch
@@ -29,10 +30,18 @@ from fairseq.sequence_scorer import SequenceScorer
 
 from ..modules.attention_record import side_reports
 from ..modules.blocks import KEEP_PARSE
-from ..modules.layer_report import LayerReport
+from ..modules.layer_report import LayerReport, SyntaxOutput
 from ..modules.parse_heads import ParseLayer, parse_layers, sentence_heads
 
 Heads = Dict[str, torch.Tensor]  # parse tag (e.g. "dbsa@0") → (n,) long subword parents
+
+
+@dataclass
+class HypothesisParses:
+    """The parses a recording generator hands back with a hypothesis (``hypo["syntax"]``, module docstring)."""
+
+    source: Heads = field(default_factory=dict)  # per source subword (EOS excluded), −1: EOS
+    target: Heads = field(default_factory=dict)  # per hypothesis subword (EOS excluded), −1: BOS
 
 
 def model_parses(models) -> List[ParseLayer]:
@@ -128,7 +137,7 @@ class ParseRecordingGenerator(SequenceGenerator):
         finalized = super().generate(models, sample, **kwargs)
         for sent, hypos in enumerate(finalized):
             for hypo in hypos:
-                hypo.setdefault("syntax", {"src": {}, "tgt": {}})["src"] = self.model.src_heads[sent]
+                hypo.setdefault("syntax", HypothesisParses()).source = self.model.src_heads[sent]
         return finalized
 
     def finalize_hypos(self, step, bbsz_idx, eos_scores, tokens, scores, finalized, finished, beam_size, attn,
@@ -151,8 +160,8 @@ class ParseRecordingGenerator(SequenceGenerator):
                     raise RuntimeError(f"ParseRecordingGenerator: the hypothesis finalized from beam row "
                                        f"{int(bbsz_idx[i])} at step {step} is not that row's prefix; fairseq's "
                                        "finalize_hypos no longer appends in bbsz_idx order")
-                hypo["syntax"] = {"src": {}, "tgt": {tag: sentence_heads(h[i], subwords).cpu()
-                                                     for tag, h in history.items()}}
+                hypo["syntax"] = HypothesisParses(target={tag: sentence_heads(h[i], subwords).cpu()
+                                                          for tag, h in history.items()})
         return out
 
 
@@ -165,7 +174,7 @@ class ParseRecordingScorer(SequenceScorer):
         parses = model_parses(models)
         model = models[0]
         encoder = model.encoder
-        seen: List[Dict] = []
+        seen: List[SyntaxOutput] = []
 
         def ask(module, args, kwargs):  # the model's forward keeps the parses in its output
             kwargs["keep"] = tuple(kwargs.get("keep", ())) + (KEEP_PARSE,)
@@ -183,12 +192,12 @@ class ParseRecordingScorer(SequenceScorer):
                 h.remove()
         reports = seen[-1]
         net = sample["net_input"]
-        src = side_heads(reports["encoder"], [x for x in parses if x.side == "encoder"],
+        src = side_heads(reports.encoder.layers, [x for x in parses if x.side == "encoder"],
                          real_positions(net["src_tokens"], encoder.padding_idx, encoder.dictionary.eos()))
         # decoder input = BOS (fairseq's EOS symbol) + the reference, padded like the target
-        tgt = side_heads(reports["decoder"], [x for x in parses if x.side == "decoder"],
+        tgt = side_heads(reports.decoder.layers, [x for x in parses if x.side == "decoder"],
                          real_positions(net["prev_output_tokens"], self.pad, self.eos))
         for b, per_sentence in enumerate(hypos):
             for hypo in per_sentence:
-                hypo["syntax"] = {"src": src[b], "tgt": tgt[b]}
+                hypo["syntax"] = HypothesisParses(src[b], tgt[b])
         return hypos

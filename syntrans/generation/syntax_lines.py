@@ -57,14 +57,14 @@ class SyntaxPrinter:
         for b, sid in enumerate(sample["id"].tolist()):
             best = hypos[b][: self.nbest]
             syntax = best[0]["syntax"]
-            for tag, heads in syntax["src"].items():
+            for tag, heads in syntax.source.items():
                 out.append(f"SH-{sid}\t{tag}\t{_ints(heads)}\n")
                 self._score("src", tag, sid, heads, self.src_gold)
             for hypo in best:
-                for tag, heads in hypo["syntax"]["tgt"].items():
+                for tag, heads in hypo["syntax"].target.items():
                     out.append(f"TH-{sid}\t{tag}\t{_ints(heads)}\n")
             if self.teacher_forced:
-                for tag, heads in syntax["tgt"].items():
+                for tag, heads in syntax.target.items():
                     self._score("tgt", tag, sid, heads, self.tgt_gold)
         self.stream.write("".join(out))
 

@@ -67,14 +67,14 @@ def last_parses(model, sides: Sequence[str]) -> Dict[str, ParseLayer]:
 
 def source_parse(layer: ParseLayer, record: Dict, pieces: Sequence[str], word_index: Sequence[int],
                  marker: str, where: str) -> PredictedParse:
-    """The source parse of ``layer`` from a hypothesis's ``hypo["syntax"]["src"]`` record (per source subword, EOS
+    """The source parse of ``layer`` from a hypothesis's ``hypo["syntax"].source`` record (per source subword, EOS
     excluded), over the words the BPE ``pieces`` spell."""
     parents = _parents(record, layer, len(pieces), "source subwords", where)
     return PredictedParse(layer.tag, bpe_words(pieces, marker), word_heads(parents, word_index, layer.mode))
 
 
 def target_parse(layer: ParseLayer, record: Dict, pieces: Sequence[str], marker: str, where: str) -> PredictedParse:
-    """The hypothesis parse of ``layer`` from ``hypo["syntax"]["tgt"]`` (per hypothesis subword, EOS excluded; BOS
+    """The hypothesis parse of ``layer`` from ``hypo["syntax"].target`` (per hypothesis subword, EOS excluded; BOS
     = −1), over the words of the hypothesis ``pieces`` (a final piece with the marker closes its word)."""
     parents = _parents(record, layer, len(pieces), "hypothesis subwords", where)
     return PredictedParse(layer.tag, hypothesis_words(pieces, marker),

@@ -267,10 +267,10 @@ class Translator:
         marker = self.source.marker
         source = target = None
         if "source" in self.parses:
-            source = source_parse(self.parses["source"], hypo["syntax"]["src"], pieces, item["word"], marker, where)
+            source = source_parse(self.parses["source"], hypo["syntax"].source, pieces, item["word"], marker, where)
         if "target" in self.parses:
             tgt = [self.task.target_dictionary[int(t)] for t in hypo["tokens"][:-1]]  # the hypothesis without EOS
-            target = target_parse(self.parses["target"], hypo["syntax"]["tgt"], tgt, marker, where)
+            target = target_parse(self.parses["target"], hypo["syntax"].target, tgt, marker, where)
         return source, target
 
     def _output(self, hypo: Dict) -> str:

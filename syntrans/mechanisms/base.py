@@ -19,7 +19,7 @@ its report beside its hidden states, and the side returns the reports in its out
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Dict, Mapping, Optional, Set, Tuple, Type
 
 import torch
@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from ..data.features import FeatureNeeds
 from ..sides import MODEL_SIDES
 from ..modules.blocks import HeadBlock, LayerMixer, SideInputs, SyntaxPart
-from ..modules.layer_report import LayerReport
+from ..modules.layer_report import BlockReport, LayerReport, MechanismReport
 
 SIDES = MODEL_SIDES  # encoder, decoder (syntrans/sides.py)
 #: ``--syntax-start``: how a method's new tensors start. ``paper``: as its paper (or, where it states none, our
@@ -133,7 +133,7 @@ class Mechanism:
         if fault:
             raise ValueError(fault)
 
-    def check_heads(self, heads, available: int, used: bool, of: str = "") -> None:
+    def check_attention_heads(self, heads, available: int, used: bool, of: str = "") -> None:
         """The one check of a mechanism's ``--<key>-heads``: a whole number in 1..``available`` (the layer's attention
         heads; ``of`` names which, for messages) wherever the mechanism takes heads (``used``)."""
         check_option(not used or (is_number(heads, True) and 1 <= heads <= available), f"--{self.key}-heads",
@@ -220,7 +220,16 @@ class Mechanism:
 
     def model_report(self, encoder_out: Dict, decoder_extra: Dict, prev_output_tokens: torch.Tensor, pad: int,
                      extra: Dict) -> None:
-        """Losses that need both sides (the encoder's outputs and the decoder's extra)."""
+        """Losses that need both sides (the encoder's outputs and the decoder's extra, each side's
+        :class:`~syntrans.modules.layer_report.SideOutput` under ``"syntax"``)."""
+
+    # ---------------------------------------------------------------------------------------------- figures
+    @classmethod
+    def marked(cls, side: str, features: Mapping[str, Optional[torch.Tensor]]) -> Optional[torch.Tensor]:
+        """The parent marked on the side's heads' attention in figures, per query of the batch (B, T) (−1: none):
+        the batch feature :attr:`marked_parents` names, or None without it."""
+        name = cls.marked_parents.get(side)
+        return features.get(name) if name else None
 
 
 def gold_rows(probs: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
@@ -260,12 +269,28 @@ def parent_loss_from_lse(q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor, sc
     return loss, has.sum(), ((best == parents) & has).sum()
 
 
-def reports_of(layers: Dict[int, LayerReport], key: str) -> Dict[int, Any]:
+@dataclass
+class ParentReport(BlockReport):
+    """What a block of parse heads (heads trained to attend to each token's dependency head) reports of a forward: its
+    parent loss with its counts, when the batch has the gold parents (else None), and its kept attention
+    (:class:`BlockReport`)."""
+
+    loss: Optional[torch.Tensor] = None  # () float32, the loss summed over the queries with a gold parent
+    count: Optional[torch.Tensor] = None  # () long, those queries
+    hits: Optional[torch.Tensor] = None  # () long, those whose predicted parent (argmax key) is the gold one
+
+    @property
+    def stats(self) -> Tuple[Optional[torch.Tensor], ...]:
+        """The loss and its counts, in field order: (loss, count, hits, and a subclass's counts after them)."""
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "attention")
+
+
+def reports_of(layers: Dict[int, LayerReport], key: str) -> Dict[int, MechanismReport]:
     """{layer: the report of mechanism ``key``} over the layers whose report has one."""
     return {i: r.mechanisms[key] for i, r in layers.items() if r.mechanisms.get(key) is not None}
 
 
-__all__ = ["FeatureNeeds", "HeadBlock", "LayerMixer", "Mechanism", "ModelShape", "SIDES", "STARTS", "SideInputs",
-           "SyntaxPart",
+__all__ = ["FeatureNeeds", "HeadBlock", "LayerMixer", "Mechanism", "ModelShape", "ParentReport", "SIDES", "STARTS",
+           "SideInputs", "SyntaxPart",
            "check_choice", "check_option", "gold_rows", "is_number", "parent_loss_from_lse", "reports_of",
            "required_feature"]

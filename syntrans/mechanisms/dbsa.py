@@ -16,7 +16,7 @@ Logged as ``dbsa_src``/``dbsa_tgt`` with ``…_uas`` and, on the decoder side, `
 # no ``from __future__ import annotations`` here: fairseq builds the flags from the config fields' real types
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -26,7 +26,8 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.aux_losses import report_aux_loss, report_aux_metric
 from ..modules.blocks import HeadBlock, SideInputs
 from ..modules.precision import named_precision
-from .base import FeatureNeeds, Mechanism, check_option, gold_rows, is_number, parent_loss_from_lse, reports_of, required_feature
+from .base import (FeatureNeeds, Mechanism, ParentReport, check_option, gold_rows, is_number, parent_loss_from_lse,
+                   reports_of, required_feature)
 from .layer_lists import resolve_layers
 
 FEATURE = {"encoder": "src_parent_chain", "decoder": "tgt_parent_chain"}
@@ -138,6 +139,14 @@ def dbsa_parent_loss(scores: torch.Tensor, parents: torch.Tensor) -> Tuple[torch
     return loss, has.sum(), hits
 
 
+@dataclass
+class DbsaReport(ParentReport):
+    """What a layer's DBSA heads report: their parent loss L_dep with its counts (:class:`ParentReport`), the decoder
+    arcs left out of it, and their kept mean attention (the layer's parse, (B, T, S))."""
+
+    dropped: Optional[torch.Tensor] = None  # () long, the decoder arcs to a later parent (:func:`causal_parents`)
+
+
 class DbsaHeads(HeadBlock):
     """n DBSA heads: stock dot-product heads whose U is applied in the query projection (:meth:`query_projection`); here the
     parent loss of their own softmax, the oracle and the kept mean attention."""
@@ -147,6 +156,7 @@ class DbsaHeads(HeadBlock):
     incremental = True
     stock_at_start = True  # U starts as the identity (BiaffineQueryProjection)
     parse = "chain"
+    Report = DbsaReport
 
     def __init__(self, num_heads: int, causal: bool, gold_parents: bool):
         super().__init__(num_heads)
@@ -171,23 +181,26 @@ class DbsaHeads(HeadBlock):
         if self.causal:
             parents, dropped = causal_parents(parents)
         pad = inputs.pad_mask if inputs.pad_mask.size(1) == k.size(2) else None
-        return {"stats": parent_loss_from_lse(q, k, lse, scale, parents, pad, self.causal) + (dropped,)}
+        loss, count, hits = parent_loss_from_lse(q, k, lse, scale, parents, pad, self.causal)
+        return self.Report(loss=loss, count=count, hits=hits, dropped=dropped)
 
     def probs(self, scores, probs, inputs):
         parents = inputs.get(self.key)
-        report: Dict = {}
+        report = None
         if parents is not None:
             dropped = parents.new_zeros(())
             if self.causal:
                 parents, dropped = causal_parents(parents)
-            report["stats"] = dbsa_parent_loss(scores, parents) + (dropped,)
+            loss, count, hits = dbsa_parent_loss(scores, parents)
+            report = self.Report(loss=loss, count=count, hits=hits, dropped=dropped)
         if self.gold_parents and not self.training:
             if parents is None:
                 raise ValueError("--dbsa-gold-parents needs the batch's gold source parents (src_parent_chain), which "
                                  "the encoder prepares from the split's source sidecars")
             probs = gold_rows(probs, parents)
         if self.key in inputs.keep:
-            report["attention"] = self.rows(probs)  # (B, T, S) the parse: the heads' mean attention
+            report = self.Report() if report is None else report
+            report.attention = self.rows(probs)  # (B, T, S) the parse: the heads' mean attention
         return probs, report
 
 
@@ -208,7 +221,7 @@ class Dbsa(Mechanism):
                        "decoder": resolve_layers(cfg.decoder_layers, shape.decoder_layers, "--dbsa-decoder-layers")}
         for side, flag in (("encoder", "--dbsa-encoder-layers"), ("decoder", "--dbsa-decoder-layers")):
             H = shape.heads(side)
-            self.check_heads(cfg.heads, H, bool(self.layers[side]), of=f" of {flag}")
+            self.check_attention_heads(cfg.heads, H, bool(self.layers[side]), of=f" of {flag}")
         check_option(is_number(cfg.weight) and cfg.weight >= 0, "--dbsa-weight",
                      "(λ_dep) is the weight of the DBSA parent loss and must be >= 0", cfg.weight)
         if cfg.gold_parents and not self.layers["encoder"]:
@@ -244,8 +257,15 @@ class Dbsa(Mechanism):
         why = f"the {side}'s DBSA heads (training{', or --dbsa-gold-parents' if side == 'encoder' else ''})"
         return required_feature(features, name, tuple(tokens.shape), why).long()
 
+    @classmethod
+    def marked(cls, side, features):
+        """The gold parents; on the decoder side only the arcs its causal heads can attend to and its loss scores
+        (:func:`causal_parents`)."""
+        value = super().marked(side, features)
+        return causal_parents(value.long())[0] if value is not None and side == "decoder" else value
+
     def report(self, side, layers, extra, training):
-        stats = [r["stats"] for r in reports_of(layers, self.key).values() if "stats" in r]
+        stats = [r.stats for r in reports_of(layers, self.key).values() if r.loss is not None]
         if not stats:
             return
         loss, count, hits, dropped = (sum(x) for x in zip(*stats))
@@ -256,4 +276,4 @@ class Dbsa(Mechanism):
             report_aux_metric(extra, f"{name}_later", 100.0 * dropped.float(), count + dropped)
 
 
-__all__ = ["BiaffineQueryProjection", "Dbsa", "DbsaConfig", "DbsaHeads", "causal_parents", "dbsa_parent_loss"]
+__all__ = ["BiaffineQueryProjection", "Dbsa", "DbsaConfig", "DbsaHeads", "DbsaReport", "causal_parents", "dbsa_parent_loss"]

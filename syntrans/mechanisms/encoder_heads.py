@@ -13,7 +13,7 @@ class EncoderHeads(Mechanism):
     def __init__(self, cfg, shape):
         super().__init__(cfg, shape)
         self.layers = resolve_layers(cfg.layers, shape.encoder_layers, f"--{self.key}-layers")
-        self.check_heads(cfg.heads, shape.encoder_heads, bool(self.layers))
+        self.check_attention_heads(cfg.heads, shape.encoder_heads, bool(self.layers))
 
     @property
     def active(self) -> bool:

@@ -22,6 +22,7 @@ from fairseq.dataclass import FairseqDataclass
 from ..modules.attention_kernels import dropped
 from ..modules.aux_losses import report_aux_metric
 from ..modules.blocks import LINEAR_DEFAULT, LayerMixer, SideInputs
+from ..modules.layer_report import MixerReport
 from ..modules.precision import full_precision, named_precision
 from ..modules.recompute import recomputing
 from .base import Mechanism, check_choice, check_option, is_number, reports_of
@@ -69,6 +70,17 @@ def mix(p_syn: torch.Tensor, p_raw: torch.Tensor, gates: torch.Tensor) -> torch.
     return torch.lerp(p_raw, p_syn, g)  # p_raw + G·(p_syn − p_raw), one pass over the (B, h, T, S) tensors
 
 
+@dataclass
+class GateReport(MixerReport):
+    """What a gated layer's mixer reports: its gates."""
+
+    values: torch.Tensor  # (B, n) G of each sentence and syntax head, detached
+
+    @property
+    def weights_per_head(self) -> torch.Tensor:
+        return self.values
+
+
 class SyntaxGate(LayerMixer):
     """G = σ(BN(W₂·LayerNorm(ReLU(W₁·maxpool(X) + b₁)) + b₂)) ∈ (0, 1)^{B×H} (Hou et al., gated self-attention, §3).
 
@@ -80,6 +92,7 @@ class SyntaxGate(LayerMixer):
     """
 
     key = "gate"
+    Report = GateReport
 
     def __init__(self, embed_dim: int, num_heads: int, hidden: int, batchnorm: bool = True, mode: str = "gated",
                  warmup_epochs: int = 0, syntax_dropout: float = 0.0):
@@ -171,14 +184,14 @@ class SyntaxGate(LayerMixer):
         if self.syntax_dropout_p() > 0:
             p_syn = dropped(p_syn, syntax_keep) if syntax_keep is not None else F.dropout(p_syn, self.syntax_dropout,
                                                                                           True)
-        return mix(p_syn, p_raw, gates[:, :n]), {"values": gates[:, :n].detach()}  # (B, n)
+        return mix(p_syn, p_raw, gates[:, :n]), self.Report(gates[:, :n].detach())  # (B, n)
 
     def mix_outputs(self, o_syn, o_raw, x, pad, inputs: SideInputs):
         if self.training and self.syntax_dropout > 0:
             raise RuntimeError("the gate's syntax ignoring acts on probabilities: mix them, not the outputs")
         n = o_syn.size(1)
         gates = self(x, pad)
-        return mix(o_syn, o_raw, gates[:, :n]), {"values": gates[:, :n].detach()}  # (B, n)
+        return mix(o_syn, o_raw, gates[:, :n]), self.Report(gates[:, :n].detach())  # (B, n)
 
 
 class Gate(Mechanism):
@@ -225,9 +238,9 @@ class Gate(Mechanism):
         if training:
             return
         for i, rep in sorted(reports_of(layers, self.key).items()):
-            g = rep["values"]  # (B, n) the layer's syntax heads
+            g = rep.values  # (B, n) the layer's syntax heads
             for h in range(g.size(1)):
                 report_aux_metric(extra, f"gate_l{i}h{h}", g[:, h].float().sum(), g.size(0))
 
 
-__all__ = ["CONSTANT_GATES", "GATE_MODES", "Gate", "GateConfig", "SyntaxGate", "masked_max_pool", "mix"]
+__all__ = ["CONSTANT_GATES", "GATE_MODES", "Gate", "GateConfig", "GateReport", "SyntaxGate", "masked_max_pool", "mix"]

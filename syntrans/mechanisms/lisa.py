@@ -23,6 +23,7 @@ from ..modules.precision import full_precision, to_dtype_clamped
 from .base import (
     FeatureNeeds,
     Mechanism,
+    ParentReport,
     check_choice,
     check_option,
     gold_rows,
@@ -73,6 +74,7 @@ class LisaHead(HeadBlock):
 
     key = "lisa"
     parse = "first"
+    Report = ParentReport  # its parent loss with its counts; its kept attention is its own softmax (B, T, S)
 
     def __init__(self, head_dim: int, loss: str, gold_parents: bool):
         super().__init__(1)
@@ -103,7 +105,8 @@ class LisaHead(HeadBlock):
         if self.loss != "ce":
             return None
         pad = inputs.pad_mask if inputs.pad_mask.size(1) == k.size(2) else None
-        return {"stats": parent_loss_from_lse(q, k, lse, scale, inputs.get(self.key), pad, False)}
+        loss, count, hits = parent_loss_from_lse(q, k, lse, scale, inputs.get(self.key), pad, False)
+        return self.Report(loss=loss, count=count, hits=hits)
 
     def biaffine(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """s_ij = [f(W_q x_i); 1]ᵀ U f(W_k x_j) (Bugliarello & Okazaki 2020, LISA): q (B, T, d), k (B, S, d) unscaled
@@ -130,12 +133,14 @@ class LisaHead(HeadBlock):
 
     def probs(self, scores, probs, inputs):
         parents = inputs.get(self.key)
-        report: Dict = {}
+        report = None
         if parents is not None:
-            report["stats"] = (parent_loss(scores[:, 0].float(), parents) if self.loss == "ce"
-                               else parent_l2_loss(probs[:, 0], parents))
+            loss, count, hits = (parent_loss(scores[:, 0].float(), parents) if self.loss == "ce"
+                                 else parent_l2_loss(probs[:, 0], parents))
+            report = self.Report(loss=loss, count=count, hits=hits)
         if self.key in inputs.keep:
-            report["attention"] = probs[:, 0]
+            report = self.Report() if report is None else report
+            report.attention = probs[:, 0]  # (B, T, S)
         if self.gold_parents and not self.training:
             if parents is None:
                 raise ValueError("--lisa-gold-parents needs the batch's gold source parents (src_parent_first)")
@@ -213,7 +218,7 @@ class Lisa(Mechanism):
         return required_feature(features, "src_parent_first", tuple(tokens.shape), why).long()
 
     def report(self, side, layers, extra, training):
-        stats = [r["stats"] for r in reports_of(layers, self.key).values() if "stats" in r]
+        stats = [r.stats for r in reports_of(layers, self.key).values() if r.loss is not None]
         if not stats:
             return
         loss, count, hits = (sum(x) for x in zip(*stats))

@@ -42,6 +42,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from ..modules.aux_losses import report_aux_metric
 from ..modules.blocks import LINEAR_DEFAULT, HeadBlock, LayerMixer, LogMaskHeads, SideInputs
+from ..modules.layer_report import MixerReport
 from ..modules.precision import full_precision, named_precision
 from ..syntax.sla_window import WINDOWS, tree_window, window_log_mask
 from .base import FeatureNeeds, check_choice, check_option, is_number, reports_of, required_feature
@@ -95,12 +96,22 @@ class SlaHeads(LogMaskHeads):
     needs = "tree window (the encoder prepares it from src_word_first and src_parent_first)"
 
 
+@dataclass
+class TokenGateReport(MixerReport):
+    """What a token-gated layer's mixer reports: one gate per token, shared by the layer's syntax heads (no gate per
+    head: :attr:`weights_per_head` is None)."""
+
+    values: torch.Tensor  # (B, T) g_i of each token, detached
+    pad: torch.Tensor  # (B, T) True at padding
+
+
 class TokenGate(LayerMixer):
     """One gate per token and layer shared by the layer's syntax heads (Li et al.'s released SLA code): g_i =
     σ(w·x_i + b), one Linear(d → 1) of the layer input x_i, and A[i, :] = g_i·A_syn[i, :] + (1 − g_i)·A_raw[i, :]
     for every syntax head. The gate runs in float32 with autocast off (a (T, B, C) → (T, B) projection)."""
 
     key = "sla_gate"
+    Report = TokenGateReport
 
     def __init__(self, embed_dim: int):
         super().__init__()
@@ -117,7 +128,7 @@ class TokenGate(LayerMixer):
     def _mix(self, syn: torch.Tensor, raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor):
         g = self(x)  # (B, T)
         mixed = torch.lerp(raw, syn, g.to(syn.dtype)[:, None, :, None])  # (B, n, T, S|d): raw + g·(syn − raw)
-        return mixed, {"values": g.detach(), "pad": pad}
+        return mixed, self.Report(g.detach(), pad)
 
     def mix(self, p_syn, p_raw, x, pad, inputs: SideInputs, syntax_keep=None):
         """p_* (B, n, T, S): each query row mixed by its token's gate (no syntax dropout: ``syntax_keep`` is None)."""
@@ -161,8 +172,8 @@ class Sla(EncoderHeads):
         if training:
             return
         for i, rep in sorted(reports_of(layers, TokenGate.key).items()):
-            real = ~rep["pad"]  # (B, T)
-            report_aux_metric(extra, f"sla_gate_l{i}", rep["values"].float()[real].sum(), real.sum())
+            real = ~rep.pad  # (B, T)
+            report_aux_metric(extra, f"sla_gate_l{i}", rep.values.float()[real].sum(), real.sum())
 
     def features(self, side: str) -> FeatureNeeds:
         if side == "encoder" and self.active:
@@ -180,5 +191,5 @@ class Sla(EncoderHeads):
                                boundary_visible=bool(self.cfg.boundary_visible))  # (B, T, T)
 
 
-__all__ = ["DEFAULT_THRESHOLD", "Sla", "SlaConfig", "SlaHeads", "TokenGate", "WINDOWS", "tree_window",
+__all__ = ["DEFAULT_THRESHOLD", "Sla", "SlaConfig", "SlaHeads", "TokenGate", "TokenGateReport", "WINDOWS", "tree_window",
            "window_log_mask"]

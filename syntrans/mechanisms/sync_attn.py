@@ -109,8 +109,8 @@ class SyncAttn(Mechanism):
         return self.layer
 
     def model_report(self, encoder_out, decoder_extra, prev_output_tokens, pad, extra):
-        E = encoder_out["syntax"]["layers"][self.sources["encoder"]].mechanisms[DEPENDENCY_HEADS]["attention"]  # (B, I, I)
-        D = decoder_extra["syntax"]["layers"][self.sources["decoder"]].mechanisms[DEPENDENCY_HEADS]["attention"]  # (B, J, J)
+        E = encoder_out["syntax"].layers[self.sources["encoder"]].mechanisms[DEPENDENCY_HEADS].attention  # (B, I, I)
+        D = decoder_extra["syntax"].layers[self.sources["decoder"]].mechanisms[DEPENDENCY_HEADS].attention  # (B, J, J)
         C = decoder_extra["attn"][0]  # (B, J, I) mean over heads of layer l_sync
         loss, count = sync_loss(E, D, C, prev_output_tokens.eq(pad))
         report_aux_loss(extra, "sync", loss, count, float(self.cfg.weight))

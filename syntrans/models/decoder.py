@@ -3,7 +3,7 @@
 Per forward it prepares the side's syntax inputs once and hands them down every layer; the mechanisms may change the
 token embeddings (where fairseq's ``project_in_dim`` hook sits) and read the features before the output projection,
 keeping what decoding needs in fairseq's incremental state (reordered with the beams). The layers' reports with the
-side's losses and metrics come back in ``extra["syntax"]``.
+side's losses and metrics come back in ``extra["syntax"]`` (a :class:`~syntrans.modules.layer_report.SideOutput`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 from fairseq.models.transformer import TransformerDecoderBase
 
 from ..mechanisms.plan import SideSyntax
-from ..modules.layer_report import LayerReport
+from ..modules.layer_report import LayerReport, SideOutput
 from .layers import SyntaxDecoderLayer, wrap_layer
 
 SIDE = "decoder"
@@ -49,7 +49,8 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
                 alignment_heads: Optional[int] = None, src_lengths=None, return_all_hiddens: bool = False, keep=(),
                 syntax_backend: str = "auto", **features):
         """fairseq's decoder forward; ``features``: the batch's target-side syntax features (teacher forcing), ``keep``
-        and ``syntax_backend`` as for the encoder. ``extra`` has fairseq's keys plus ``syntax``."""
+        and ``syntax_backend`` as for the encoder. ``extra`` has fairseq's keys plus ``syntax``, the side's
+        :class:`~syntrans.modules.layer_report.SideOutput`."""
         x, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state, full_context_alignment,
                                          alignment_layer, alignment_heads, keep=keep, syntax_backend=syntax_backend,
                                          **features)
@@ -109,9 +110,9 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
         x = x.transpose(0, 1)  # (B, T, C)
         if self.project_out_dim is not None:
             x = self.project_out_dim(x)
-        syntax: Dict = {"layers": reports}
-        self.syntax.outputs(self, x, inputs, syntax, incremental_state)
-        self.syntax.report(reports, syntax, self.training)
+        syntax = SideOutput(reports)
+        self.syntax.outputs(self, x, inputs, syntax.aux, incremental_state)
+        self.syntax.report(reports, syntax.aux, self.training)
         return x, {"attn": [attn], "inner_states": inner_states, "syntax": syntax}
 
     def reorder_incremental_state(self, incremental_state, new_order):

@@ -2,7 +2,8 @@
 
 Per forward it prepares the side's syntax inputs once (:meth:`~syntrans.mechanisms.plan.SideSyntax.inputs`) and hands
 them down every layer; the mechanisms may change the token embeddings and read the final states, and the layers'
-reports with the side's losses and metrics come back in ``encoder_out["syntax"]``.
+reports with the side's losses and metrics come back in ``encoder_out["syntax"]`` (a
+:class:`~syntrans.modules.layer_report.SideOutput`).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from fairseq.models.transformer import TransformerEncoderBase
 
 from ..mechanisms.plan import SideSyntax
 from ..modules.blocks import SideInputs
-from ..modules.layer_report import LayerReport
+from ..modules.layer_report import LayerReport, SideOutput
 from .layers import SyntaxEncoderLayer, wrap_layer
 
 SIDE = "encoder"
@@ -60,7 +61,8 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
                 token_embeddings: Optional[torch.Tensor] = None, keep=(), syntax_backend: str = "auto", **features):
         """fairseq's encoder forward; ``features``: the batch's syntax features (``net_input`` keys), ``keep``: what the
         layers keep in their reports, ``syntax_backend``: ``explicit`` forms every head's scores (the reference path).
-        The output has fairseq's keys plus ``syntax``: {"layers": {layer: report}, "aux_losses", "aux_metrics"}."""
+        The output has fairseq's keys plus ``syntax``: the side's
+        :class:`~syntrans.modules.layer_report.SideOutput` (its layers' reports, its losses and metrics)."""
         pad = src_tokens.eq(self.padding_idx)  # (B, T)
         has_pads = torch.tensor(src_tokens.device.type == "xla") or pad.any()
         inputs = self.syntax.inputs(src_tokens, pad, features, self.embed_tokens.weight.dtype, self.training, keep,
@@ -79,9 +81,9 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
                 fc_results.append(fc_result)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
-        syntax: Dict = {"layers": reports}
-        self.syntax.outputs(self, x.transpose(0, 1), inputs, syntax)
-        self.syntax.report(reports, syntax, self.training)
+        syntax = SideOutput(reports)
+        self.syntax.outputs(self, x.transpose(0, 1), inputs, syntax.aux)
+        self.syntax.report(reports, syntax.aux, self.training)
         lengths = src_tokens.ne(self.padding_idx).sum(dim=1, dtype=torch.int32).reshape(-1, 1).contiguous()
         return {"encoder_out": [x], "encoder_padding_mask": [pad], "encoder_embedding": [embed],
                 "encoder_states": states, "fc_results": fc_results, "src_tokens": [], "src_lengths": [lengths],

@@ -11,7 +11,8 @@ settings are architecture presets (:mod:`syntrans.models.presets`).
 
 Per forward, each side returns its layers' reports and its losses and metrics; the model adds the losses that need
 both sides (the plan's ``model_report``) and hands the criterion every loss and metric in ``extra["aux_losses"]`` and
-``extra["aux_metrics"]``, the layers' reports in ``extra["syntax"]`` ({"encoder": {layer: report}, "decoder": …}).
+``extra["aux_metrics"]``, each side's output (its layers' reports) in ``extra["syntax"]``
+(:class:`~syntrans.modules.layer_report.SyntaxOutput`: ``.encoder.layers[i]``, ``.decoder.layers[i]``).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ..mechanisms.plan import SyntaxPlan
 from ..mechanisms.registry import MECHANISMS
 from ..modules.aux_losses import merge_aux
 from ..modules.blocks import SyntaxPart
+from ..modules.layer_report import SyntaxOutput
 from ..tasks.model_interface import SyntaxModel, model_overrides, value_ranges
 from .config import START_HELP, layer_side, model_config, model_shape, store
 from .decoder import SyntaxTransformerDecoder
@@ -129,11 +131,11 @@ class SyntaxTransformerModel(TransformerModelBase, SyntaxModel):
                                 src_lengths=src_lengths, return_all_hiddens=return_all_hiddens, keep=keep,
                                 syntax_backend=syntax_backend, **features)
         aux: Dict = {}
-        merge_aux(aux, encoder_out["syntax"])
-        merge_aux(aux, extra["syntax"])
+        merge_aux(aux, encoder_out["syntax"].aux)
+        merge_aux(aux, extra["syntax"].aux)
         self.plan.model_report(encoder_out, extra, prev_output_tokens, self.decoder.padding_idx, aux)
         extra.update(aux)
-        extra["syntax"] = {"encoder": encoder_out["syntax"]["layers"], "decoder": extra["syntax"]["layers"]}
+        extra["syntax"] = SyntaxOutput(encoder_out["syntax"], extra["syntax"])
         return x, extra
 
 

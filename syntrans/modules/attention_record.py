@@ -18,7 +18,7 @@ from typing import Dict, Iterator, Tuple
 import torch
 
 from .blocks import KEEP_PROBS
-from .layer_report import LayerReport
+from .layer_report import LayerReport, SideOutput
 from .syntax_attention import SyntaxMultiheadAttention
 
 LayerKey = Tuple[str, int]  # ("encoder" | "decoder", 0-based layer)
@@ -38,10 +38,16 @@ def syntax_layers(model) -> Dict[LayerKey, SyntaxMultiheadAttention]:
     return dict(sorted(out.items(), key=lambda kv: (kv[0][0] != "encoder", kv[0][1])))
 
 
+def side_output(output) -> SideOutput:
+    """The syntax output of a side's forward (the encoder's dict, or the decoder's (x, extra)); empty for a side that
+    returned none."""
+    syntax = output.get("syntax") if isinstance(output, dict) else output[1].get("syntax")
+    return syntax if syntax is not None else SideOutput()
+
+
 def side_reports(side: str, output) -> Dict[int, LayerReport]:
     """The layers' reports in the output of a side's forward: the encoder's dict, or the decoder's (x, extra)."""
-    syntax = output.get("syntax") if isinstance(output, dict) else output[1].get("syntax")
-    return (syntax or {}).get("layers", {})
+    return side_output(output).layers
 
 
 @contextmanager

@@ -19,6 +19,8 @@ from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Optional, Tup
 import torch
 import torch.nn as nn
 
+from .layer_report import BlockReport, MixerReport
+
 #: what a forward can ask its layers to keep in their reports (besides a mechanism's key: its blocks' attention)
 KEEP_PROBS = "probs"  # every head's probabilities of every layer with syntax heads, (B, H, T, S) float32
 KEEP_PARSE = "parse"  # the predicted parent of every query row of every parse-predicting block, (B, T) long
@@ -97,6 +99,8 @@ class HeadBlock(SyntaxPart):
     #: its heads attend as the stock heads they take over when built (so ``--syntax-start pretrained`` leaves them
     #: unblended: :class:`~syntrans.modules.closed_start.ClosedHeadBlend`)
     stock_at_start: ClassVar[bool] = False
+    #: what the block reports of a forward (:meth:`probs`, :meth:`fused_report`): its mechanism's subclass
+    Report: ClassVar[type] = BlockReport
 
     def __init__(self, num_heads: int):
         super().__init__()
@@ -122,7 +126,7 @@ class HeadBlock(SyntaxPart):
         return False
 
     def fused_report(self, q: torch.Tensor, k: torch.Tensor, lse: torch.Tensor, scale: float,
-                     inputs: SideInputs) -> Optional[Dict]:
+                     inputs: SideInputs) -> Optional[BlockReport]:
         """The block's report from a fused kernel: q, k (B, n, T|S, d) as :meth:`fused_qk` gave them, lse (B, n, T) the
         log-sum-exp of every row's masked scores, ``scale`` the scores' scale. None: the block needs its
         probabilities (the explicit path) for its loss."""
@@ -138,13 +142,11 @@ class HeadBlock(SyntaxPart):
             return scores + self.bias(inputs, scores.dtype)
         return scores
 
-    def probs(self, scores: torch.Tensor, probs: torch.Tensor, inputs: SideInputs) -> Tuple[torch.Tensor, Dict]:
+    def probs(self, scores: torch.Tensor, probs: torch.Tensor,
+              inputs: SideInputs) -> Tuple[torch.Tensor, Optional[BlockReport]]:
         """scores (B, n, T, S) masked, probs (B, n, T, S) float32 their softmax → (the probabilities the heads
-        attend with, the block's report: here its mean attention (B, T, S) when its key is kept)."""
-        report: Dict[str, Any] = {}
-        if self.key in inputs.keep:
-            report["attention"] = self.rows(probs)
-        return probs, report
+        attend with, the block's report or None: here its mean attention (B, T, S) when its key is kept)."""
+        return probs, (self.Report(attention=self.rows(probs)) if self.key in inputs.keep else None)
 
     def fused_qk(self, q: torch.Tensor, k: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tensor, Optional[float]]]:
         """The block as a dot-product attention a fused kernel can run: (q', k', scale) with scores q'k'ᵀ·scale
@@ -219,13 +221,16 @@ class LayerMixer(SyntaxPart):
     """What a mechanism does to all syntax heads of a layer after their softmax (e.g. mixes them with the stock
     probabilities)."""
 
+    #: what the mixer reports of a forward (:meth:`mix`, :meth:`mix_outputs`): its mechanism's subclass
+    Report: ClassVar[type] = MixerReport
+
     def syntax_dropout_p(self) -> float:
         """The dropout rate on the syntax heads' probabilities in this forward (0: none). The attention draws that
         mask together with its attention dropout mask (one draw) and hands it to :meth:`mix` as ``syntax_keep``."""
         return 0.0
 
     def mix(self, p_syn: torch.Tensor, p_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,
-            inputs: SideInputs, syntax_keep: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, Dict]:
+            inputs: SideInputs, syntax_keep: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, MixerReport]:
         """p_syn (B, n, T, S) the syntax heads' probabilities, p_raw (B, n, T, S) their stock ones, x (T, B, C) the
         layer input, pad (B, T), ``syntax_keep`` the dropout of p_syn at :meth:`syntax_dropout_p` as the attention
         drew it (a mask and its scale, :func:`~syntrans.modules.attention_kernels.dropped` applies it; None: the
@@ -233,7 +238,7 @@ class LayerMixer(SyntaxPart):
         raise NotImplementedError
 
     def mix_outputs(self, o_syn: torch.Tensor, o_raw: torch.Tensor, x: torch.Tensor, pad: torch.Tensor,
-                    inputs: SideInputs) -> Tuple[torch.Tensor, Dict]:
+                    inputs: SideInputs) -> Tuple[torch.Tensor, MixerReport]:
         """The same mix applied to the heads' outputs, where it is linear (evaluation): o_syn = A_syn·V and
         o_raw = A_raw·V (B, n, T, d) → (outputs, report)."""
         raise NotImplementedError

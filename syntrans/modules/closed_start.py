@@ -16,12 +16,14 @@ does (∂b/∂α = after − before at the start), and a method's auxiliary loss
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, Optional, Sequence
 
 import torch
 import torch.nn as nn
 
 from .blocks import LayerMixer, SideInputs
+from .layer_report import MixerReport
 
 #: what a warm start's log says of every α
 CLOSED = ("α = 0: closed, tanh(α) = 0, so the pretrained model's function is kept at the start (--syntax-start "
@@ -48,12 +50,20 @@ class ClosedBlend(nn.Module):
         return closed_blend(before, after, self.alpha)
 
 
+@dataclass
+class BlendReport(MixerReport):
+    """What a layer's closed blend reports: its weights."""
+
+    values: torch.Tensor  # (n,) tanh(α_h) per syntax head (0 for a head not blended), detached
+
+
 class ClosedHeadBlend(LayerMixer):
     """A = A_raw + tanh(α_h)·(A_method − A_raw) per syntax head h of a layer (module docstring); α_h for the heads of
     ``blended`` (one flag per syntax head, in head order), the other heads keep their own attention (A_method, which
     is A_raw for a head that starts as the stock one)."""
 
     key = "start"
+    Report = BlendReport
 
     def __init__(self, blended: Sequence[bool]):
         super().__init__()
@@ -79,7 +89,7 @@ class ClosedHeadBlend(LayerMixer):
 
     def _blend(self, method: torch.Tensor, raw: torch.Tensor):
         w = self.weights(method.dtype)  # (n,)
-        return torch.lerp(raw, method, w.view(1, -1, 1, 1)), {"values": w.detach()}  # (B, n, T, S|d)
+        return torch.lerp(raw, method, w.view(1, -1, 1, 1)), self.Report(w.detach())  # (B, n, T, S|d)
 
     def mix(self, p_syn, p_raw, x, pad, inputs: SideInputs, syntax_keep=None):
         """p_syn (B, n, T, S) the heads' probabilities after the method (and the layer's mixer), p_raw (B, n, T, S)
@@ -91,4 +101,4 @@ class ClosedHeadBlend(LayerMixer):
         return self._blend(o_syn, o_raw)
 
 
-__all__ = ["CLOSED", "ClosedBlend", "ClosedHeadBlend", "closed_blend"]
+__all__ = ["CLOSED", "BlendReport", "ClosedBlend", "ClosedHeadBlend", "closed_blend"]

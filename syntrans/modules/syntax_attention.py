@@ -340,7 +340,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         out = []
         for block, p, sc in zip(blocks, p_parts, s_parts):
             p, block_report = block.probs(sc, p, syntax)
-            if block_report:
+            if block_report is not None:
                 report.mechanisms[block.key] = block_report
             if block.parse and KEEP_PARSE in syntax.keep:
                 report.parse[block.key] = block.rows(p.detach()).argmax(dim=-1)

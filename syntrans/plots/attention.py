@@ -33,11 +33,10 @@ import torch
 from fairseq import utils
 
 from ..checkpoints.loading import load_checkpoint
-from ..mechanisms.dbsa import causal_parents
 from ..mechanisms.registry import BY_NAME, head_name
-from ..modules.attention_record import side_reports, syntax_layers
+from ..modules.attention_record import side_output, syntax_layers
 from ..modules.blocks import KEEP_PROBS
-from ..modules.layer_report import LayerReport
+from ..modules.layer_report import LayerReport, SyntaxOutput
 from ..modules.parse_heads import ParseLayer, rows_to_heads
 from .gates import _figure
 
@@ -85,13 +84,10 @@ def _marks_centre(kind: str) -> bool:
 
 def _parents(side: str, kind: str, net_input) -> Optional[np.ndarray]:
     """Marked key per query of sentence 0 of the batch, NaN where a query has none; None without the feature (the
-    mechanism's ``marked_parents``)."""
-    name = BY_NAME[kind].marked_parents.get(side) if kind in BY_NAME else None
-    value = net_input.get(name) if name else None
+    mechanism's :meth:`~syntrans.mechanisms.base.Mechanism.marked`)."""
+    value = BY_NAME[kind].marked(side, net_input) if kind in BY_NAME else None
     if value is None:
         return None
-    if side == "decoder":  # causal: arcs to later tokens are dropped from the loss (and cannot be attended)
-        value = causal_parents(value.long())[0]
     p = value[0].double().cpu().numpy()  # (T,)
     return np.where(p >= 0, p, np.nan)
 
@@ -132,21 +128,22 @@ def sentence_attention(model, task, split: str = "test", index: int = 0) -> Sent
     try:
         with torch.no_grad():
             if any(side == "decoder" for side, _ in layers):
-                reports = model(**net_input, keep=(KEEP_PROBS,))[1]["syntax"]
+                syntax: SyntaxOutput = model(**net_input, keep=(KEEP_PROBS,))[1]["syntax"]
             else:
-                reports = {"encoder": side_reports("encoder", model.encoder.forward_torchscript(
-                    {**net_input, "keep": (KEEP_PROBS,)}))}
+                syntax = SyntaxOutput(encoder=side_output(model.encoder.forward_torchscript(
+                    {**net_input, "keep": (KEEP_PROBS,)})))
     finally:
         model.train(was_training)
 
     out = SentenceAttention(split, index, [task.source_dictionary[int(t)] for t in net_input["src_tokens"][0]],
                             [task.target_dictionary[int(t)] for t in net_input["prev_output_tokens"][0]])
     for (side, layer), attn in layers.items():
-        report = reports.get(side, {}).get(layer, LayerReport())
+        report = syntax.side(side).layers.get(layer, LayerReport())
         kept = report.probs
         if kept is None:
             raise RuntimeError(f"{side} layer {layer} has syntax heads but kept no attention in this forward")
-        gates = report.mechanisms[attn.mixer_key]["values"] if attn.mixer_key else None  # (1, n) the syntax heads' G
+        mix = report.mechanisms.get(attn.mixer_key) if attn.mixer_key else None
+        gates = mix.weights_per_head if mix is not None else None  # (1, n) the syntax heads' G (a mixer with one per head)
         for h, kind in enumerate(head_kinds(attn)):
             out.heads.append(HeadAttention(side, layer, h, kind, kept[0, h].float().cpu().numpy(),
                                            _parents(side, kind, net_input),

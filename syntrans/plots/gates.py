@@ -87,10 +87,11 @@ def gate_matrix_from_model(model, task, split: str, max_sentences: Optional[int]
                 reports = side_reports("encoder", encoder.forward_torchscript(net_input))
                 for i, attn in attns.items():
                     report = reports.get(i)
-                    g = report.mechanisms.get(attn.mixer_key, {}).get("values") if report else None  # (B, n)
+                    mix = report.mechanisms.get(attn.mixer_key) if report else None
+                    g = mix.weights_per_head if mix is not None else None  # (B, n)
                     if g is None or g.dim() != 2 or g.size(0) != batch:
-                        raise RuntimeError(f"encoder layer {i} is gated but its forward left no gate values for this "
-                                           f"batch of {batch} sentences")
+                        raise RuntimeError(f"encoder layer {i} is gated but its forward left no gate per syntax head "
+                                           f"for this batch of {batch} sentences")
                     sums[i, :heads[i]] += g[:, :heads[i]].double().sum(0).cpu().numpy()
                 count += batch
     finally:

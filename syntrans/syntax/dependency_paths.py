@@ -20,9 +20,10 @@ from .tree_checks import line_roots
 NO_PATH = int(np.iinfo(np.int64).max)
 
 
-def _check_heads(heads: np.ndarray) -> None:
-    """``heads[w]``: 1-based head word of word w, 0 = root. Raises ValueError naming the first bad word: a head outside
-    0..n, a word that is its own head, or a cycle (:func:`~syntrans.syntax.tree_checks.line_roots`)."""
+def _check_dependency_heads(heads: np.ndarray) -> None:
+    """The dependency heads of a line, ``heads[w]`` the 1-based head word of word w (0 = root): a 1-D integer array
+    whose heads lie in range (:func:`~syntrans.syntax.tree_checks.check_head_range`) and run into no cycle
+    (:func:`~syntrans.syntax.tree_checks.line_roots`). Raises ValueError naming the first bad word."""
     if heads.ndim != 1:
         raise ValueError(f"heads must be 1-D, found shape {heads.shape}")
     if heads.size and heads.dtype.kind not in "iu":
@@ -38,7 +39,7 @@ def word_path_lengths(heads: Sequence[int]) -> np.ndarray:
     to line positions and one root per sentence). Returns (n, n) int64: D[u, v] the number of arcs between u and v,
     D[u, u] = 0, :data:`NO_PATH` between words of different sentences. Breadth-first search from every word."""
     heads = np.asarray(heads)
-    _check_heads(heads)
+    _check_dependency_heads(heads)
     n = len(heads)
     neighbours: List[List[int]] = [[] for _ in range(n)]
     for w, h in enumerate(heads.tolist()):
