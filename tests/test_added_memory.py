@@ -68,3 +68,14 @@ def test_a_folder_without_a_dictionary_is_named(tmp_path, capsys):
         added_memory.main([str(tmp_path)])
     err = capsys.readouterr().err
     assert str(tmp_path) in err and "dict.en.txt" in err
+
+
+def test_runs_over_different_presets_are_read_together_and_other_batch_sizes_refused():
+    a = {"tokens": 1024, "devices": [{"device": "cpu", "rows": [{"presets": ["x"]}]}]}
+    b = {"tokens": 1024, "devices": [{"device": "cpu", "rows": [{"presets": ["y"]}]},
+                                     {"device": "cuda", "rows": [{"presets": ["z"]}]}]}
+    out = added_memory.merged([a, b])
+    assert out["tokens"] == 1024
+    assert [[r["presets"][0] for r in d["rows"]] for d in out["devices"]] == [["x", "y"], ["z"]]
+    with pytest.raises(ValueError, match="different --layer-tokens"):
+        added_memory.merged([a, dict(b, tokens=2048)])

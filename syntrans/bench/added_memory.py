@@ -12,7 +12,8 @@ NLLB_SHAPES`: layers, dimension, FFN and heads; pre-norm, shared embeddings), an
   same in every model, so the parameters a method adds do not depend on it);
 - the training memory of those parameters with Adam in float32 (weight, gradient, two moments: 16 bytes each);
 - the layers that carry its syntax heads, per side;
-- with ``--by-length JSON`` (``syntrans-benchmark --lengths … --json JSON`` at the same dimension, heads and FFN):
+- with ``--by-length JSON …`` (``syntrans-benchmark --lengths … --json JSON`` at the same dimension, heads and FFN;
+  several runs' rows together):
   the activation memory one such layer adds in one training step (its peak less the stock layer's, ``auto``
   kernels) at each measured length, times the layers that carry syntax heads: an estimate, which assumes every
   syntax layer of a side costs what its first does and leaves out what a method computes outside its layers.
@@ -95,6 +96,24 @@ def layer_activations(by_length: dict) -> Dict[str, Dict[str, Dict[int, float]]]
     return out
 
 
+def merged(runs: List[dict]) -> dict:
+    """The rows of several ``syntrans-benchmark --lengths`` results as one (each device's rows together); the runs
+    must have the same batch size in tokens."""
+    tokens = {run.get("tokens") for run in runs}
+    if len(tokens) > 1:
+        raise ValueError(f"--by-length: the runs have different --layer-tokens ({sorted(tokens)}): their figures "
+                         "cannot be added up")
+    out = {"tokens": tokens.pop(), "devices": []}
+    for run in runs:
+        for device in run.get("devices", []):
+            into = next((d for d in out["devices"] if d["device"] == device["device"]), None)
+            if into is None:
+                out["devices"].append({"device": device["device"], "rows": list(device.get("rows", []))})
+            else:
+                into["rows"] += device.get("rows", [])
+    return out
+
+
 def report(rows: List[dict], shape: str, vocab: int, dim: int, by_length: Optional[dict], tokens: int) -> dict:
     """The figures of every preset against the stock Transformer (first row)."""
     base = rows[0]
@@ -142,13 +161,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--vocab", type=int, default=256_000, help="the released model's embedding rows "
                         "(default 256,000: NLLB-200's SentencePiece dictionary, special symbols aside)")
     parser.add_argument("--archs", help="comma-separated presets (default: every registered one)")
-    parser.add_argument("--by-length", help="the JSON of syntrans-benchmark --lengths at the same dim/heads/FFN")
+    parser.add_argument("--by-length", nargs="+", metavar="JSON", help="the JSON of syntrans-benchmark --lengths at "
+                        "the same dim/heads/FFN (several: runs over different --archs, their rows together)")
     parser.add_argument("--json", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     if not (Path(args.data_bin) / f"dict.{args.source_lang}.txt").exists():
         parser.error(f"{args.data_bin}: no dict.{args.source_lang}.txt (expected a syntrans-preprocess data-bin)")
     archs = args.archs.split(",") if args.archs else syntax_presets()
-    by_length = json.loads(Path(args.by_length).read_text()) if args.by_length else None
+    by_length = merged([json.loads(Path(f).read_text()) for f in args.by_length]) if args.by_length else None
     tokens = int(by_length.get("tokens", 0)) if by_length else 0
     rows = count(args.data_bin, args.source_lang, args.target_lang, shape_flags(args.shape),
                  NLLB_SHAPES[args.shape][3], archs)
