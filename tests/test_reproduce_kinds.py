@@ -316,3 +316,69 @@ def test_a_missing_japanese_tokenizer_stops_the_run_before_any_training(tmp_path
     monkeypatch.setattr(rep, "prepare", lambda ds, system=None, views=None: SimpleNamespace(tgt=ds.tgt, lowercase=False))
     units, _ = rep.plan()
     assert len(units) == 5 and {u[1] for u in units} == {"baseline", "LISA", "PASCAL", "MULTI-TASK", "S&H"}
+
+
+def test_every_part_of_a_resumed_run_is_timed_from_its_log(tmp_path):
+    from syntrans.reproduce.timing import RESUME_HEADER, earlier_parts
+
+    def line(t):
+        return f"2026-12-02 {t} | INFO | fairseq_cli.train | something"
+
+    (tmp_path / "train.log").write_text("\n".join([line("10:00:00"), "no stamp here", line("10:20:30")]) + "\n")
+    assert earlier_parts(tmp_path) == [1230.0]
+    # a resumed log of the layout before headers: one part; then two parts after headers, the last killed at once
+    (tmp_path / "train.resumed.log").write_text("\n".join([
+        line("11:00:00"), line("11:05:00"),
+        f"{RESUME_HEADER} 2026-12-02 12:00:00", line("12:00:01"), line("12:10:01"),
+        f"{RESUME_HEADER} 2026-12-02 13:00:00"]) + "\n")
+    assert earlier_parts(tmp_path) == [1230.0, 300.0, 600.0, 0.0]
+
+
+def test_a_resumed_part_is_appended_after_its_header(tmp_path):
+    import sys
+
+    from syntrans.reproduce.run_commands import _run
+
+    log = tmp_path / "train.resumed.log"
+    _run([sys.executable, "-c", "print('first part')"], log, "first", header="== header 1")
+    _run([sys.executable, "-c", "print('second part')"], log, "second", header="== header 2")
+    assert log.read_text().splitlines() == ["== header 1", "first part", "== header 2", "second part"]
+    _run([sys.executable, "-c", "print('new')"], log, "no header: a new log")
+    assert log.read_text().splitlines() == ["new"]
+
+
+def test_a_training_resumed_after_a_stop_keeps_both_logs_and_sums_their_times(tmp_path, monkeypatch):
+    """The runner's training part (reproduce/run_training.py) on a run stopped once: the first part's log stays, the
+    resumed part is appended after a header, and train.done's seconds are both parts' (the first from its log)."""
+    from types import SimpleNamespace
+
+    from syntrans.reproduce import run_training
+    from syntrans.reproduce.config_file import ArgsFile
+    from syntrans.reproduce.tables import System
+    from syntrans.reproduce.timing import RESUME_HEADER
+
+    def fake_run(cmd, log_path, what, header=""):  # the first part: a 10-minute run, killed; the second: its end
+        with open(log_path, "a" if header else "w") as f:
+            f.write((header + "\n" if header else "") + "2026-12-02 10:00:00 | INFO | part\n"
+                    "2026-12-02 10:10:00 | INFO | part\n")
+        return None
+
+    monkeypatch.setattr(run_training, "_run", fake_run)
+    part = run_training.Training()
+    part.opts = SimpleNamespace(smoke=False, train_args=[])
+    part.runs = SimpleNamespace(kind="paper")
+    part.user_dir = "syntrans"
+    part.log = lambda message: None
+    cfg = ArgsFile(tmp_path / "x.args", [], [])
+    run_dir = tmp_path / "run"
+    part.train(SimpleNamespace(data_bin=tmp_path), cfg, System("x", "x.args", None), 1, run_dir, "x")
+    first = json.loads((run_dir / "train.done").read_text())
+    assert (first["parts"], first["resumed"]) == (1, False)
+    (run_dir / "train.done").unlink()  # as if the first part had been killed before its end
+    (run_dir / "checkpoint_last.pt").write_bytes(b"")
+    part.train(SimpleNamespace(data_bin=tmp_path), cfg, System("x", "x.args", None), 1, run_dir, "x")
+    done = json.loads((run_dir / "train.done").read_text())
+    assert (done["parts"], done["resumed"]) == (2, True)
+    assert done["seconds"] == pytest.approx(600.0 + done["last_part_seconds"], abs=0.11)
+    assert (run_dir / "train.log").exists()
+    assert (run_dir / "train.resumed.log").read_text().startswith(RESUME_HEADER)

@@ -37,10 +37,14 @@ def _tool(name: str) -> str:
     return found
 
 
-def _run(cmd: List[str], log_path: Path, what: str) -> Optional[float]:
+def _run(cmd: List[str], log_path: Path, what: str, header: str = "") -> Optional[float]:
     """Run ``cmd`` with its output in ``log_path``; its peak resident memory in MB (the process and the processes it
-    waited for, from ``os.wait4``; None where the platform has no wait4). RunError with the log's end on failure."""
-    with open(log_path, "w", encoding="utf-8") as log:
+    waited for, from ``os.wait4``; None where the platform has no wait4). RunError with the log's end on failure.
+    With a ``header`` line the output is appended after it (the log of an earlier run kept), else the log is new."""
+    with open(log_path, "a" if header else "w", encoding="utf-8") as log:
+        if header:
+            log.write(header + "\n")
+            log.flush()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         peak = None
         if hasattr(os, "wait4"):

@@ -1,6 +1,9 @@
 """The training part of a reproduction: one system and seed trained by fairseq-train with the config's flags, its
 batch kept on any number of GPUs, marked done (``train.done``, written atomically) so that a re-run skips it; the
-last epoch checkpoints averaged where the paper averages. A part of
+last epoch checkpoints averaged where the paper averages. A run stopped before its end (a killed job, a session's
+end) resumes from its ``checkpoint_last.pt``; each resumed part's output is appended to ``train.resumed.log`` after a
+header line, and ``train.done``'s ``seconds`` are the wall time of every part (the earlier ones read from their
+logs' timestamps, the work a stop lost included). A part of
 :class:`syntrans.reproduce.runner.Reproduction` (it reads ``opts``, ``runs``, ``user_dir``, ``log``)."""
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from .config_file import ArgsFile, config_batch
 from .run_commands import _run, _tool, device_name
 from .smoke_flags import smoke_flags
 from .tables import System
+from .timing import RESUME_HEADER, earlier_parts
 
 
 class Training:
@@ -51,11 +55,16 @@ class Training:
         cmd += self.opts.train_args
         resumed = (run_dir / "checkpoint_last.pt").exists()
         self.log(f"   [{label}] fairseq-train" + (" (resuming from checkpoint_last.pt)" if resumed else ""))
+        earlier = earlier_parts(run_dir) if resumed else []  # (seconds, …) of the parts before this one, from their logs
         t0 = time.time()
-        rss = _run(cmd, run_dir / ("train.resumed.log" if resumed else "train.log"), f"[{label}] fairseq-train")
+        header = f"{RESUME_HEADER} {time.strftime('%Y-%m-%d %H:%M:%S')}" if resumed else ""
+        rss = _run(cmd, run_dir / ("train.resumed.log" if resumed else "train.log"), f"[{label}] fairseq-train", header)
         gpu = json.loads(gpu_file.read_text(encoding="utf-8"))["peak_gpu_bytes"] if gpu_file.exists() else {}
-        write_text(done, json.dumps({"command": cmd, "seconds": round(time.time() - t0, 1), "device": device_name(),
-                                     "resumed": resumed, "peak_rss_mb": None if rss is None else round(rss, 1),
+        seconds = time.time() - t0
+        write_text(done, json.dumps({"command": cmd, "seconds": round(seconds + sum(earlier), 1),
+                                     "last_part_seconds": round(seconds, 1), "parts": len(earlier) + 1,
+                                     "device": device_name(), "resumed": resumed,
+                                     "peak_rss_mb": None if rss is None else round(rss, 1),
                                      "peak_gpu_mb": round(max(gpu.values()) / 2 ** 20, 1) if gpu else None},
                                     indent=1))  # atomically: a half-written marker would read as a finished run
         self.log(f"   [{label}] trained in {time.time() - t0:.0f}s")

@@ -6,7 +6,7 @@ fairseq's end-of-epoch line (``train | epoch 003 | … | num_updates 900 | … |
 the updates so far and ``train_wall``, the seconds spent in training steps during that epoch (fairseq resets the
 ``train`` meters every epoch, and rounds it to whole seconds); ``num. model params: N`` gives the model's size. The
 total is the wall time of the whole ``fairseq-train`` process (validation and checkpoints included), as the runner
-measured it (``train.done``). fairseq 0.12 logs the size as ``num. shared model params: N``.
+measured it (``train.done``; a resumed run's: every part's, :func:`earlier_parts`). fairseq 0.12 logs the size as ``num. shared model params: N``.
 """
 from __future__ import annotations
 
@@ -38,6 +38,41 @@ class TrainingLog:
     @property
     def per_epoch(self) -> Optional[float]:
         return self.train_wall / self.epochs if self.epochs else None
+
+
+#: the line before each resumed part of ``train.resumed.log`` (then its start time)
+RESUME_HEADER = "== syntrans-reproduce: resumed from checkpoint_last.pt at"
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\b")
+
+
+def earlier_parts(run_dir: Path) -> List[float]:
+    """The wall seconds of each part of a run written so far: ``train.log`` and every part of ``train.resumed.log``
+    (split at :data:`RESUME_HEADER` lines), each from its first to its last timestamped line (fairseq's simple
+    format); a part with fewer than two timestamps counts 0."""
+    import datetime
+
+    parts: List[List[str]] = []
+    for name in ("train.log", "train.resumed.log"):
+        path = Path(run_dir) / name
+        if not path.exists():
+            continue
+        chunks: List[List[str]] = [[]]
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith(RESUME_HEADER):
+                chunks.append([])
+                continue
+            m = _STAMP.match(line)
+            if m:
+                chunks[-1].append(m.group(1))
+        parts += chunks[1:] if name == "train.resumed.log" and not chunks[0] else chunks  # a log before headers: one part
+    out = []
+    for stamps in parts:
+        if len(stamps) < 2:
+            out.append(0.0)
+            continue
+        first, last = (datetime.datetime.strptime(x, "%Y-%m-%d %H:%M:%S") for x in (stamps[0], stamps[-1]))
+        out.append((last - first).total_seconds())
+    return out
 
 
 def read_training_log(*paths: Path) -> TrainingLog:
