@@ -61,7 +61,7 @@ def test_syntax_heads_equal_hand_softmax(tau, backend):
     stock, ours = pair(C, H)
     x, pad, gaps, lengths = batch(embed=C)
     B, T = pad.shape
-    out, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs(gaps, pad, tau, backend=backend))
+    out, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, inputs=inputs(gaps, pad, tau, backend=backend))
 
     d = C // H
     q = (x @ stock.q_proj.weight.T + stock.q_proj.bias) * d ** -0.5
@@ -91,12 +91,12 @@ def test_other_heads_bit_identical_to_stock():
             m.out_proj.weight[:, : k * (C // H)] = 0.0
     x, pad, gaps, _ = batch(embed=C)
     a, _ = stock(x, x, x, key_padding_mask=pad, need_weights=False)
-    b, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs(gaps, pad, 10.0))
+    b, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, inputs=inputs(gaps, pad, 10.0))
     assert torch.equal(a, b)
     # and the syntax heads did change something when their columns are read
     stock2, ours2 = pair(C, H)
     assert not torch.allclose(stock2(x, x, x, key_padding_mask=pad, need_weights=False)[0],
-                              ours2(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs(gaps, pad, 10.0))[0])
+                              ours2(x, x, x, key_padding_mask=pad, need_weights=False, inputs=inputs(gaps, pad, 10.0))[0])
 
 
 def test_zero_bias_is_stock_bitwise():
@@ -105,7 +105,7 @@ def test_zero_bias_is_stock_bitwise():
     x, pad, _, _ = batch()
     zero = SideInputs(pad_mask=pad, data={"distance": torch.zeros(3, 9, 9)})
     assert torch.equal(stock(x, x, x, key_padding_mask=pad, need_weights=False)[0],
-                       ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=zero)[0])
+                       ours(x, x, x, key_padding_mask=pad, need_weights=False, inputs=zero)[0])
 
 
 def test_padding_query_rows_get_no_bias_and_no_nan():
@@ -114,7 +114,7 @@ def test_padding_query_rows_get_no_bias_and_no_nan():
     assert torch.all(log_m[pad] == 0)  # rows of padding queries
     for backend in ("auto", "explicit"):
         stock, ours = pair(k=4)
-        out, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs(gaps, pad, None, backend=backend))
+        out, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, inputs=inputs(gaps, pad, None, backend=backend))
         assert torch.isfinite(out).all()
 
 

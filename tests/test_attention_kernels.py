@@ -64,7 +64,7 @@ def run(attn, x, pad, data, backend, keep=()):
     """output (T, B, C), report, and the gradients of (output·weights + the parent losses) w.r.t. the parameters."""
     attn.zero_grad(set_to_none=True)
     out, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False,
-                          syntax=side_inputs(pad, keep=keep, backend=backend, **data))
+                          inputs=side_inputs(pad, keep=keep, backend=backend, **data))
     w = torch.linspace(-1, 1, out.numel()).view_as(out)
     loss = (out * w).sum() + sum(r.loss for r in report.mechanisms.values() if getattr(r, "loss", None) is not None)
     if attn.training:
@@ -149,7 +149,7 @@ def test_parse_losses_from_the_log_sum_exp_equal_the_explicit_ones(layout, causa
     with torch.no_grad():
         for backend in ("flex", "explicit"):
             o, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, attn_mask=mask,
-                             syntax=side_inputs(pad, backend=backend, **data))
+                             inputs=side_inputs(pad, backend=backend, **data))
             out[backend] = (o, rep.mechanisms[blocks[0].key].stats)
     torch.testing.assert_close(out["flex"][0], out["explicit"][0], rtol=1e-4, atol=1e-5)
     for got, want in zip(out["flex"][1], out["explicit"][1]):
@@ -173,7 +173,7 @@ def test_flex_backward_equals_the_explicit_path_on_cuda(key):
     for backend in ("auto", "explicit"):
         attn.zero_grad(set_to_none=True)
         out, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False,
-                           syntax=side_inputs(pad, backend=backend, **data))
+                           inputs=side_inputs(pad, backend=backend, **data))
         loss = out.square().sum() + sum(r.loss for r in rep.mechanisms.values() if getattr(r, "loss", None) is not None)
         loss.backward()
         got[backend] = (out, loss, {n: p.grad.clone() for n, p in attn.named_parameters()})

@@ -162,7 +162,7 @@ def test_compiled_pascal_layer_equals_the_explicit_path(weights, op, lengths):
         with torch.no_grad():
             for backend in ("compiled", "explicit"):
                 out[backend] = attn(x, x, x, key_padding_mask=pad, need_weights=False,
-                                    syntax=side_inputs(pad, backend=backend, **data))[0]
+                                    inputs=side_inputs(pad, backend=backend, **data))[0]
         torch.testing.assert_close(out["compiled"], out["explicit"], rtol=1e-4, atol=1e-5, msg=f"T={T}")
     assert_compiled_ran(before)
 
@@ -212,7 +212,7 @@ def test_compiled_parse_loss_from_the_log_sum_exp_equals_the_explicit_one(layout
         with torch.no_grad():
             for backend in ("compiled", "explicit"):
                 o, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, attn_mask=mask,
-                                 syntax=side_inputs(pad, backend=backend, **data))
+                                 inputs=side_inputs(pad, backend=backend, **data))
                 out[backend] = (o, rep.mechanisms[blocks[0].key].stats)
         torch.testing.assert_close(out["compiled"][0], out["explicit"][0], rtol=1e-4, atol=1e-5, msg=f"T={T}")
         for got, want in zip(out["compiled"][1], out["explicit"][1]):
@@ -229,10 +229,10 @@ def test_compiled_parse_loss_on_cpu_falls_back_where_torch_has_no_log_sum_exp():
     x, pad, data = encoder_batch(17, seed=1)
     with torch.no_grad(), pytest.warns(KernelFallbackWarning, match=r"lisa heads: flex attention .* torch "
                                        + torch.__version__.replace("+", r"\+") + r".*return_lse"):
-        got = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, backend="compiled",
+        got = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, backend="compiled",
                                                                                            **data))
     with torch.no_grad():
-        want = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, backend="explicit",
+        want = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, backend="explicit",
                                                                                             **data))
     torch.testing.assert_close(got[0], want[0])
     for g, w in zip(got[2].mechanisms["lisa"].stats, want[2].mechanisms["lisa"].stats):
@@ -288,7 +288,7 @@ def test_a_failed_compile_warns_once_and_the_layer_goes_on_explicit(monkeypatch,
         attn.zero_grad(set_to_none=True)
         with torch.set_grad_enabled(train):
             out = attn(x, x, x, key_padding_mask=pad, need_weights=False,
-                       syntax=side_inputs(pad, backend=backend, **data))[0]
+                       inputs=side_inputs(pad, backend=backend, **data))[0]
         if train:
             out.square().sum().backward()
         return out, {n: p.grad.clone() for n, p in attn.named_parameters() if p.grad is not None}
@@ -328,9 +328,9 @@ def test_the_recompile_limit_falls_back_instead_of_running_eager(monkeypatch):
             x, pad = x[:, :Bx], pad[:Bx]
             data = {"pascal": PascalInputs(data["pascal"].positions[:Bx], 1.0)}
             outs.append((attn(x, x, x, key_padding_mask=pad, need_weights=False,
-                              syntax=side_inputs(pad, backend="compiled", **data))[0],
+                              inputs=side_inputs(pad, backend="compiled", **data))[0],
                          attn(x, x, x, key_padding_mask=pad, need_weights=False,
-                              syntax=side_inputs(pad, backend="explicit", **data))[0]))
+                              inputs=side_inputs(pad, backend="explicit", **data))[0]))
     for got, want in outs:
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     assert list(failures()) == [(FLEX, "pascal heads", "cpu")]
@@ -346,9 +346,9 @@ def test_compiling_can_be_switched_off(monkeypatch):
     before = compiled_graphs()
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, backend="compiled",
+        got = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, backend="compiled",
                                                                                            **data))[0]
-        want = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, backend="explicit",
+        want = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, backend="explicit",
                                                                                             **data))[0]
     torch.testing.assert_close(got, want)
     assert compiled_graphs() == before and not failures()
@@ -374,9 +374,9 @@ def test_block_mask_made_once_per_batch_and_side(monkeypatch):
     inputs = side_inputs(pad, backend="flex", **data)
     with torch.no_grad():
         for layer in layers:
-            _, _, rep = layer(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs)
+            _, _, rep = layer(x, x, x, key_padding_mask=pad, need_weights=False, inputs=inputs)
             assert rep.mechanisms["lisa"].loss is not None  # the LISA head ran (its loss from the log-sum-exp)
     assert len(made) == 1 and made[0][0] is pad
     with torch.no_grad():
-        layers[0](x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, backend="flex", **data))
+        layers[0](x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, backend="flex", **data))
     assert len(made) == 2

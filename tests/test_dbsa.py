@@ -63,7 +63,7 @@ def test_dbsa_head_is_the_biaffine_softmax_and_other_heads_are_stock():
     lengths, T = [6, 3], 6
     x, pad = left_padded(lengths, T)
     _, w, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-                   syntax=side_inputs(pad, distance=torch.zeros(2, T, T)))  # (H, B, T, S)
+                   inputs=side_inputs(pad, distance=torch.zeros(2, T, T)))  # (H, B, T, S)
     _, w_stock = stock_copy(attn)(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
     for b, n in enumerate(lengths):
         p = T - n
@@ -79,9 +79,9 @@ def test_identity_U_gives_the_stock_attention_on_every_path():
     x, pad = left_padded([5, 2], 5)
     want, _ = stock_copy(attn)(x, x, x, key_padding_mask=pad, need_weights=False)
     plain, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False)
-    fused, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad))
+    fused, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad))
     explicit, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False,
-                          syntax=side_inputs(pad, backend="explicit"))
+                          inputs=side_inputs(pad, backend="explicit"))
     for got in (plain, fused, explicit):
         torch.testing.assert_close(got[-2:, 1], want[-2:, 1], atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(got[:, 0], want[:, 0], atol=1e-6, rtol=1e-5)
@@ -100,7 +100,7 @@ def test_parent_loss_uses_the_mean_of_the_heads_and_real_tokens_only(causal):
         off = T - lengths[b]
         parents[b, off:] = torch.tensor([p + off if p >= 0 else -1 for p in r])
     mask = torch.ones(T, T).triu(1).bool() if causal else None
-    _, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, dbsa=parents),
+    _, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, dbsa=parents),
                         attn_mask=None if mask is None else torch.zeros(T, T).masked_fill(mask, float("-inf")))
     loss, count, hits, dropped = report.mechanisms["dbsa"].stats
     want, n_arcs, n_hits, n_later = 0.0, 0, 0, 0
@@ -147,11 +147,11 @@ def test_uas_is_one_for_a_head_forced_to_gold_and_chance_for_a_uniform_head(caus
     mask = torch.zeros(T, T).masked_fill(torch.ones(T, T).triu(1).bool(), float("-inf")) if causal else None
     forced = forced_module(rel, T, causal, scale=30.0)
     inputs = side_inputs(torch.zeros(1, T, dtype=torch.bool), dbsa=parents)
-    _, _, report = forced(x, x, x, need_weights=False, attn_mask=mask, syntax=inputs)
+    _, _, report = forced(x, x, x, need_weights=False, attn_mask=mask, inputs=inputs)
     loss, count, hits, _ = report.mechanisms["dbsa"].stats
     assert int(hits) == int(count) == T and loss.item() < 1e-6
     uniform = forced_module(rel, T, causal, scale=0.0)  # every score 0: uniform over the allowed keys
-    _, _, report = uniform(x, x, x, need_weights=False, attn_mask=mask, syntax=inputs)
+    _, _, report = uniform(x, x, x, need_weights=False, attn_mask=mask, inputs=inputs)
     loss, count, hits, _ = report.mechanisms["dbsa"].stats
     want = sum(math.log(i + 1) for i in range(T)) if causal else T * math.log(T)
     assert loss.item() == pytest.approx(want, rel=1e-5)
@@ -168,7 +168,7 @@ def test_random_near_uniform_head_scores_chance():
         attn.q_proj.bias.zero_()
     x = torch.randn(Tn, B, C, generator=g)
     parents = torch.randint(0, Tn, (B, Tn), generator=g)
-    _, _, report = attn(x, x, x, need_weights=False, syntax=side_inputs(torch.zeros(B, Tn, dtype=torch.bool), dbsa=parents))
+    _, _, report = attn(x, x, x, need_weights=False, inputs=side_inputs(torch.zeros(B, Tn, dtype=torch.bool), dbsa=parents))
     loss, count, hits, _ = report.mechanisms["dbsa"].stats
     assert abs(float(hits) / float(count) - 1 / Tn) < 0.03
     assert loss.item() / float(count) == pytest.approx(math.log(Tn), rel=1e-3)
@@ -293,7 +293,7 @@ def test_incremental_decoding_equals_the_teacher_forced_forward(tiny_data):
         full = model.get_normalized_probs(model(**net), log_probs=True)  # (B, J, V)
         enc = model.encoder.forward_torchscript(net)
         hook = model.decoder.layers[0].self_attn.register_forward_pre_hook(
-            lambda mod, args, kwargs: seen.append(kwargs.get("syntax")), with_kwargs=True)
+            lambda mod, args, kwargs: seen.append(kwargs.get("inputs")), with_kwargs=True)
         state = {}
         steps = []
         for t in range(prev.size(1)):

@@ -40,7 +40,7 @@ def distance_inputs(x, pad, gaps, backend="auto"):
 def run(attn, x, pad, gaps, **kw):
     """(output, head weights (H, B, T, S), report)."""
     return attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-                syntax=distance_inputs(x, pad, gaps), **kw)
+                inputs=distance_inputs(x, pad, gaps), **kw)
 
 
 @pytest.mark.fast
@@ -50,15 +50,15 @@ def test_pure_equals_the_distance_mask_attention():
     out, w, _ = run(attn, x, pad, gaps)
     ref = syntax_attention(C, H, blocks=[DistanceHeads(2)])
     ref.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("gate.")})
-    _, w_ref, _ = ref(x, x, x, key_padding_mask=pad, need_weights=True, syntax=distance_inputs(x, pad, gaps))
+    _, w_ref, _ = ref(x, x, x, key_padding_mask=pad, need_weights=True, inputs=distance_inputs(x, pad, gaps))
     out_ref, _, _ = ref(x, x, x, key_padding_mask=pad, need_weights=False,
-                        syntax=distance_inputs(x, pad, gaps, "auto"))  # fused path: the distance heads in SDPA
+                        inputs=distance_inputs(x, pad, gaps, "auto"))  # fused path: the distance heads in SDPA
     torch.testing.assert_close(w.mean(0), w_ref, atol=1e-6, rtol=1e-5)  # head-averaged weights
     torch.testing.assert_close(out, out_ref, atol=1e-6, rtol=1e-5)
     # the gated layer's own fused path at evaluation (both sides fused, mixed by G ≡ 1) and its explicit one
-    fused, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=distance_inputs(x, pad, gaps, "auto"))
+    fused, _, rep = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=distance_inputs(x, pad, gaps, "auto"))
     explicit, _, _ = attn(x, x, x, key_padding_mask=pad, need_weights=False,
-                          syntax=distance_inputs(x, pad, gaps, "explicit"))
+                          inputs=distance_inputs(x, pad, gaps, "explicit"))
     assert torch.all(rep.mechanisms["gate"].values == 1)
     torch.testing.assert_close(fused, out_ref, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(explicit, out, atol=1e-6, rtol=1e-5)
@@ -253,7 +253,7 @@ def test_gate_mixes_pascal_attention_too():
         attn = syntax_attention(C, H, blocks=blocks, mixer=gate, seed=0)
         attn.skip_embed_dim_check = True  # the stock row: fairseq's unfused path
         weights[name] = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-                             syntax=syntax)[1]
+                             inputs=syntax)[1]
     assert torch.equal(weights["pure"], weights["pascal"])
     torch.testing.assert_close(weights["avg"][:2], 0.5 * (weights["pascal"][:2] + weights["stock"][:2]))
     assert torch.equal(weights["avg"][2:], weights["stock"][2:])
@@ -274,7 +274,7 @@ def test_training_mix_draws_both_dropout_masks_at_once_and_follows_the_formula()
     attn = syntax_attention(C, H, blocks=[DistanceHeads(H)], mixer=gate, dropout=0.25, train=True)
     inputs = distance_inputs(x, pad, gaps)
     torch.manual_seed(7)
-    out = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=inputs)[0]
+    out = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=inputs)[0]
     out.square().sum().backward()
     grads = {n: p.grad.clone() for n, p in attn.named_parameters()}
     attn.zero_grad()

@@ -73,7 +73,7 @@ def test_lisa_head_is_the_biaffine_softmax(head):
     x, pad, parents, lengths, _ = batch()
     data = {"distance": torch.zeros(2, 6, 6)} if head else {}
     _, w, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-                   syntax=side_inputs(pad, lisa=parents, **data))  # (H, B, T, S)
+                   inputs=side_inputs(pad, lisa=parents, **data))  # (H, B, T, S)
     for b, n in enumerate(lengths):
         p = 6 - n
         torch.testing.assert_close(w[head, b, p:, p:], torch.softmax(hand_scores(attn, x, b, p, head), -1),
@@ -85,7 +85,7 @@ def test_lisa_loss_counts_real_tokens_only():
     """−Σ log A[i, parent(i)] over real tokens (no pad, no EOS), with the count and the attachment hits."""
     attn = lisa_module()
     x, pad, parents, lengths, rel = batch()
-    _, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, lisa=parents))
+    _, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, lisa=parents))
     loss, count, hits = report.mechanisms["lisa"].stats
     want_loss, want_count, want_hits = 0.0, 0, 0
     for b, n in enumerate(lengths):
@@ -126,12 +126,12 @@ def test_gold_parent_oracle_at_evaluation_only(loss):
     attn = lisa_module(loss=loss, gold_parents=True)
     x, pad, parents, lengths, _ = batch()
     syntax = side_inputs(pad, lisa=parents)
-    _, w, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, syntax=syntax)
+    _, w, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, inputs=syntax)
     has = parents >= 0
     one_hot = F.one_hot(parents.clamp(min=0), 6).float()
     assert torch.equal(w[0][has], one_hot[has])  # every real token attends to its gold parent
     attn.train()
-    _, w_train, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, syntax=syntax)
+    _, w_train, _ = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, inputs=syntax)
     assert not torch.equal(w_train[0][has], one_hot[has])  # training keeps the learned head
     # rows without a parent (the EOS rows: real, no parent) keep the learned head's rows (no dropout here), which
     # are not the one-hot rows that clamping their parent −1 to key 0 would give
@@ -161,7 +161,7 @@ def test_lisa_layer_without_parents_still_attends():
     """Generation needs no parents for the loss: the head runs, no statistics are recorded."""
     attn = lisa_module()
     x, pad, _, _, _ = batch()
-    out, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad))
+    out, _, report = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad))
     assert torch.isfinite(out).all() and report.mechanisms.get("lisa") is None
     stock = MultiheadAttention(C, H, self_attention=True).eval()
     stock.load_state_dict({k: v for k, v in attn.state_dict().items() if not k.startswith("lisa.")})
@@ -214,7 +214,7 @@ def test_l2_lisa_head_is_a_stock_head_with_the_l2_loss_on_its_probabilities():
     assert not hasattr(attn.lisa, "U") and not [n for n, _ in attn.named_parameters() if "lisa" in n]
     x, pad, parents, lengths, rel = batch()
     out, w, report = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-                          syntax=side_inputs(pad, lisa=parents))  # (H, B, T, S)
+                          inputs=side_inputs(pad, lisa=parents))  # (H, B, T, S)
     stock = MultiheadAttention(C, H, self_attention=True).eval()
     stock.load_state_dict(attn.state_dict())  # strict: the very same parameter names
     want_out, want_w = stock(x, x, x, key_padding_mask=pad, need_weights=True)  # fused path: head mean (B, T, S)
@@ -243,11 +243,11 @@ def test_lisa_loss_is_taken_before_attention_dropout(loss):
     attn = lisa_module(loss=loss, dropout=0.5)
     x, pad, parents, _, _ = batch()
     syntax = side_inputs(pad, lisa=parents)
-    out_eval, _, report_eval = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)
+    out_eval, _, report_eval = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=syntax)
     evaluated = report_eval.mechanisms["lisa"].stats
     attn.train()
     torch.manual_seed(3)
-    out_train, _, report_train = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)
+    out_train, _, report_train = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=syntax)
     assert not torch.allclose(out_train, out_eval)  # the dropout ran
     assert len(report_train.mechanisms["lisa"].stats) == len(evaluated) == 3
     for got, want in zip(report_train.mechanisms["lisa"].stats, evaluated):

@@ -87,7 +87,7 @@ def test_pascal_heads_equal_hand_computation(h_p):
     _, ours = modules([PascalHeads(h_p, 0.0)])
     x, pad, parents, lengths, rel = batch()
     _, weights, _ = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-                         syntax=pascal_inputs(pad, parents))  # (H, B, T, S)
+                         inputs=pascal_inputs(pad, parents))  # (H, B, T, S)
     expect = hand_heads(ours, x, pad, rel, lengths, range(h_p))
     for b, n in enumerate(lengths):
         p = x.size(0) - n
@@ -100,7 +100,7 @@ def test_pascal_heads_equal_hand_computation(h_p):
 def test_pascal_output_equals_hand_computation(backend):
     _, ours = modules([PascalHeads(1, 0.0)])
     x, pad, parents, lengths, rel = batch()
-    out, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=pascal_inputs(pad, parents, backend))
+    out, _, _ = ours(x, x, x, key_padding_mask=pad, need_weights=False, inputs=pascal_inputs(pad, parents, backend))
     probs = hand_heads(ours, x, pad, rel, lengths, [0])
     d = C // H
     v = x @ ours.v_proj.weight.T + ours.v_proj.bias
@@ -118,7 +118,7 @@ def test_stock_heads_match_fairseq_unfused_attention_bitwise():
     x, pad, parents, _, _ = batch()
     _, w_stock = stock(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True)
     _, w_ours, _ = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-                        syntax=pascal_inputs(pad, parents))
+                        inputs=pascal_inputs(pad, parents))
     assert torch.equal(w_stock[2:], w_ours[2:])
     assert not torch.allclose(w_stock[:2], w_ours[:2])
 
@@ -132,7 +132,7 @@ def test_parent_ignoring_q1_is_stock_and_q0_is_pascal():
     syntax = pascal_inputs(pad, parents, "explicit")  # fairseq's unfused order of operations, bitwise
 
     def run(attn):
-        return attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)[0]
+        return attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=syntax)[0]
 
     pascal_eval = run(ours)
     ours.train()  # dropout is 0: training differs from evaluation only by parent ignoring
@@ -143,9 +143,9 @@ def test_parent_ignoring_q1_is_stock_and_q0_is_pascal():
     assert not torch.allclose(ignored, pascal_eval)
     # the fused path (backend "auto") computes the same up to rounding
     auto = pascal_inputs(pad, parents, "auto")
-    torch.testing.assert_close(ours_q1(x, x, x, key_padding_mask=pad, need_weights=False, syntax=auto)[0], ignored,
+    torch.testing.assert_close(ours_q1(x, x, x, key_padding_mask=pad, need_weights=False, inputs=auto)[0], ignored,
                                atol=1e-6, rtol=1e-5)
-    torch.testing.assert_close(ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=auto)[0], pascal_eval,
+    torch.testing.assert_close(ours(x, x, x, key_padding_mask=pad, need_weights=False, inputs=auto)[0], pascal_eval,
                                atol=1e-6, rtol=1e-5)
     ours_q1.eval()  # evaluation never ignores
     assert torch.equal(run(ours_q1), pascal_eval)
@@ -245,7 +245,7 @@ def test_ablations_equal_hand_computation(kind, op, sigma):
     _, ours = modules([PascalHeads(2, 0.0, op)])
     x, pad, parents, lengths, rel = batch()
     syntax = side_inputs(pad, backend="explicit", pascal=PascalInputs(parents, sigma, kind))
-    _, weights, _ = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, syntax=syntax)
+    _, weights, _ = ours(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True, inputs=syntax)
     expect = hand_ablation(ours, x, rel, lengths, 2, kind, op, sigma)
     for b, n in enumerate(lengths):
         p = x.size(0) - n
@@ -259,7 +259,7 @@ def test_ablations_equal_hand_computation(kind, op, sigma):
     for backend in ("explicit", "flex"):
         syntax = side_inputs(pad, backend=backend, pascal=PascalInputs(parents, sigma, kind))
         with torch.no_grad():  # flex attention runs forward only on CPU
-            out = ours(x, x, x, key_padding_mask=pad, need_weights=False, syntax=syntax)[0]
+            out = ours(x, x, x, key_padding_mask=pad, need_weights=False, inputs=syntax)[0]
         for b, n in enumerate(lengths):
             p = x.size(0) - n
             ctx = torch.cat([expect[b][h] @ v[p:, b, h * d:(h + 1) * d] for h in range(H)], -1)
@@ -290,7 +290,7 @@ def test_ignored_rows_leave_the_softmax_unchanged_under_addition():
     x, pad, parents, _, _ = batch()
     ours.train()  # dropout 0: parent ignoring with q = 1 is the only training effect
     got = ours(x, x, x, key_padding_mask=pad, need_weights=False,
-               syntax=side_inputs(pad, backend="explicit", pascal=PascalInputs(parents, 1.0, "parent-only")))[0]
+               inputs=side_inputs(pad, backend="explicit", pascal=PascalInputs(parents, 1.0, "parent-only")))[0]
     torch.testing.assert_close(got, stock(x, x, x, key_padding_mask=pad, need_weights=False)[0], atol=1e-6, rtol=1e-5)
 
 

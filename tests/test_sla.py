@@ -255,7 +255,7 @@ def test_sla_heads_attend_within_the_window(n_sla):
     x, pad, log_m, window = batch_inputs()
     attn = syntax_attention(C, H, blocks=[SlaHeads(n_sla)])
     w = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-             syntax=side_inputs(pad, sla=log_m))[1]  # (H, B, T, S)
+             inputs=side_inputs(pad, sla=log_m))[1]  # (H, B, T, S)
     expect = hand_probs(attn, x, pad, window, range(n_sla))
     for b in range(x.size(1)):
         real = ~pad[b]
@@ -263,8 +263,8 @@ def test_sla_heads_attend_within_the_window(n_sla):
         outside = ~window[b][real][:, real]
         assert outside.any() and (w[:n_sla, b][:, real][:, :, real][:, outside] == 0).all()
     # the fused path (SDPA with log M as the bias) gives the same output
-    fused = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, sla=log_m))[0]
-    explicit = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, "explicit", sla=log_m))[0]
+    fused = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, sla=log_m))[0]
+    explicit = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, "explicit", sla=log_m))[0]
     torch.testing.assert_close(fused, explicit, atol=1e-6, rtol=1e-5)
 
 
@@ -310,7 +310,7 @@ def test_the_gate_mixes_sla_and_stock_attention_per_head_without_batchnorm():
     gate = SyntaxGate(C, H, 8, batchnorm=False)
     attn = syntax_attention(C, H, blocks=[SlaHeads(H)], mixer=gate, train=True)
     w, report = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-                     syntax=side_inputs(pad, sla=log_m))[1:]
+                     inputs=side_inputs(pad, sla=log_m))[1:]
     sla, raw = hand_probs(attn, x, pad, window, range(H)), hand_probs(attn, x, pad, window, ())
     gates = hand_gate(gate, x, pad)
     for b in range(x.size(1)):
@@ -320,7 +320,7 @@ def test_the_gate_mixes_sla_and_stock_attention_per_head_without_batchnorm():
         torch.testing.assert_close(report.mechanisms["gate"].values[b], gates[b], atol=1e-6, rtol=1e-5)
         xb = x[real, b:b + 1]  # the sentence alone, unpadded
         alone = attn(xb, xb, xb, key_padding_mask=None, need_weights=False,
-                     syntax=side_inputs(pad[b:b + 1, real], sla=log_m[b:b + 1][:, real][:, :, real]))[2]
+                     inputs=side_inputs(pad[b:b + 1, real], sla=log_m[b:b + 1][:, real][:, :, real]))[2]
         torch.testing.assert_close(alone.mechanisms["gate"].values[0], report.mechanisms["gate"].values[b],
                                    atol=1e-6, rtol=1e-5)
 
@@ -492,7 +492,7 @@ def test_the_token_gate_mixes_each_query_row_by_its_tokens_gate():
     gate = TokenGate(C)
     attn = syntax_attention(C, H, blocks=[SlaHeads(H)], mixer=gate, train=True)
     w, report = attn(x, x, x, key_padding_mask=pad, need_weights=True, need_head_weights=True,
-                     syntax=side_inputs(pad, sla=log_m))[1:]
+                     inputs=side_inputs(pad, sla=log_m))[1:]
     sla, raw = hand_probs(attn, x, pad, window, range(H)), hand_probs(attn, x, pad, window, ())
     g = hand_token_gate(gate, x, pad)  # (B, T)
     assert g.shape == pad.shape and 0 < g.min() and g.max() < 1 and g.std() > 0  # not a constant
@@ -503,8 +503,8 @@ def test_the_token_gate_mixes_each_query_row_by_its_tokens_gate():
     torch.testing.assert_close(report.mechanisms["sla_gate"].values, g, atol=1e-6, rtol=1e-5)
     assert report.mechanisms["sla_gate"].weights_per_head is None  # one gate per token: figures draw no G per head
     attn.eval()
-    explicit = attn(x, x, x, key_padding_mask=pad, need_weights=True, syntax=side_inputs(pad, sla=log_m))[0]
-    fused = attn(x, x, x, key_padding_mask=pad, need_weights=False, syntax=side_inputs(pad, sla=log_m))[0]
+    explicit = attn(x, x, x, key_padding_mask=pad, need_weights=True, inputs=side_inputs(pad, sla=log_m))[0]
+    fused = attn(x, x, x, key_padding_mask=pad, need_weights=False, inputs=side_inputs(pad, sla=log_m))[0]
     real = (~pad).t().unsqueeze(-1)  # (T, B, 1)
     torch.testing.assert_close(fused * real, explicit * real, atol=1e-5, rtol=1e-4)
 

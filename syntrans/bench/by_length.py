@@ -193,7 +193,7 @@ def parent_losses(reports: Dict) -> torch.Tensor:
 
 def run_layer(layer, case: Case, batch: Batch, causal: Optional[torch.Tensor], kw: Dict) -> Tuple[torch.Tensor, Dict]:
     """(output (T, B, C), its mechanisms' reports by key) of an encoder or decoder layer on ``batch``; ``kw``:
-    ``{"syntax": inputs}`` for a syntax layer, empty for fairseq's stock layer (which reports nothing)."""
+    ``{"inputs": inputs}`` for a syntax layer, empty for fairseq's stock layer (which reports nothing)."""
     if case.side == "encoder":
         out = layer(batch.x, batch.pad, **kw)
         return (out[0], out[2].mechanisms) if kw else ((out[0] if isinstance(out, tuple) else out), {})
@@ -210,7 +210,7 @@ def step_fn(module, syntax: bool, case: Case, batch: Batch, part: str, backend: 
         module.zero_grad(set_to_none=True)
         tokens = batch.pad.long()  # only the shape and device are read
         inputs = side.inputs(tokens, batch.pad, batch.features, batch.x.dtype, True, (), backend) if syntax else None
-        kw = {"syntax": inputs} if syntax else {}
+        kw = {"inputs": inputs} if syntax else {}
         if part == "attention":
             out = module(batch.x, batch.x, batch.x, key_padding_mask=batch.pad, need_weights=False, attn_mask=causal,
                          **kw)

@@ -61,7 +61,7 @@ def _step(layer, case: Case, batch, backend: Optional[str]) -> Tuple[Dict[str, t
     layer.zero_grad(set_to_none=True)
     causal = causal_mask(case, batch)
     kw = {} if backend is None else {
-        "syntax": side.inputs(batch.pad.long(), batch.pad, batch.features, batch.x.dtype, True, (), backend)}
+        "inputs": side.inputs(batch.pad.long(), batch.pad, batch.features, batch.x.dtype, True, (), backend)}
     y, report = run_layer(layer, case, batch, causal, kw)
     weights = torch.randn(y.shape, generator=torch.Generator().manual_seed(0)).to(y.device)  # the same on every device
     loss = (y.float() * weights).sum()

@@ -59,7 +59,7 @@ def count_recompiles(case: Case, opts, device: str) -> Dict:
             before = compiled_graphs()
             inputs = side.inputs(batch.pad.long(), batch.pad, batch.features, batch.x.dtype, True, (), backend)
             out, _, report = layer(batch.x, batch.x, batch.x, key_padding_mask=batch.pad, need_weights=False,
-                                   attn_mask=causal, syntax=inputs)
+                                   attn_mask=causal, inputs=inputs)
             if cuda:
                 loss = out.float().sum() + parent_losses(report.mechanisms)
                 loss.backward()

@@ -97,7 +97,7 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
             x, layer_attn, _, report = layer(x, enc, enc_pad, incremental_state, self_attn_mask=causal,
                                              self_attn_padding_mask=self_attn_padding_mask,
                                              need_attn=idx == alignment_layer, need_head_weights=idx == alignment_layer,
-                                             syntax=inputs)
+                                             inputs=inputs)
             if report:
                 reports[idx] = report
             inner_states.append(x)

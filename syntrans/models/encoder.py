@@ -73,7 +73,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         states, fc_results = ([x] if return_all_hiddens else []), []
         reports: Dict[int, LayerReport] = {}
         for i, layer in enumerate(self.layers):
-            x, fc_result, report = layer(x, encoder_padding_mask=pad if has_pads else None, syntax=inputs)
+            x, fc_result, report = layer(x, encoder_padding_mask=pad if has_pads else None, inputs=inputs)
             if report:
                 reports[i] = report
             if return_all_hiddens:

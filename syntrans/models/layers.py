@@ -27,7 +27,8 @@ Report = LayerReport
 
 
 class SyntaxEncoderLayer(TransformerEncoderLayerBase):
-    """fairseq's encoder layer; ``forward(x, padding_mask, attn_mask, syntax)`` → (x, fc_result, report)."""
+    """fairseq's encoder layer; ``forward(x, padding_mask, attn_mask, inputs)`` → (x, fc_result, report), ``inputs``
+    the side's syntax inputs (:class:`~syntrans.modules.blocks.SideInputs`)."""
 
     def __init__(self, cfg, layer: LayerSyntax, return_fc: bool = False):
         self.syntax_layer = layer  # what its self-attention runs: set before fairseq's constructor, which builds it
@@ -47,7 +48,7 @@ class SyntaxEncoderLayer(TransformerEncoderLayerBase):
         return isinstance(self.self_attn, SyntaxMultiheadAttention)
 
     def forward(self, x, encoder_padding_mask: Optional[torch.Tensor], attn_mask: Optional[torch.Tensor] = None,
-                syntax: Optional[SideInputs] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor], Report]:
+                inputs: Optional[SideInputs] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor], Report]:
         """x (T, B, C) → (x, the FFN's output before dropout (fairseq's fc_result), the layer's report)."""
         if not self.has_syntax:
             out = super().forward(x, encoder_padding_mask, attn_mask)
@@ -59,7 +60,7 @@ class SyntaxEncoderLayer(TransformerEncoderLayerBase):
         if self.normalize_before:
             x = self.self_attn_layer_norm(x)
         x, _, report = self.self_attn(query=x, key=x, value=x, key_padding_mask=encoder_padding_mask,
-                                      need_weights=False, attn_mask=attn_mask, syntax=syntax)
+                                      need_weights=False, attn_mask=attn_mask, inputs=inputs)
         x = self.residual_connection(self.dropout_module(x), residual)
         if not self.normalize_before:
             x = self.self_attn_layer_norm(x)
@@ -75,7 +76,7 @@ class SyntaxEncoderLayer(TransformerEncoderLayerBase):
 
 
 class SyntaxDecoderLayer(TransformerDecoderLayerBase):
-    """fairseq's decoder layer; ``forward(…, syntax=…)`` → (x, attn, self_attn_state, report)."""
+    """fairseq's decoder layer; ``forward(…, inputs=…)`` → (x, attn, self_attn_state, report)."""
 
     def __init__(self, cfg, layer: LayerSyntax, no_encoder_attn=False, add_bias_kv=False, add_zero_attn=False):
         self.syntax_layer = layer  # what its self-attention runs: set before fairseq's constructor, which builds it
@@ -99,7 +100,7 @@ class SyntaxDecoderLayer(TransformerDecoderLayerBase):
 
     def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
                 prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None, self_attn_padding_mask=None,
-                need_attn: bool = False, need_head_weights: bool = False, syntax: Optional[SideInputs] = None):
+                need_attn: bool = False, need_head_weights: bool = False, inputs: Optional[SideInputs] = None):
         """x (T, B, C) → (x, the encoder-decoder attention or None, fairseq's self-attention state or None, report)."""
         if not self.has_syntax:
             x, attn, state = super().forward(x, encoder_out, encoder_padding_mask, incremental_state,
@@ -115,7 +116,7 @@ class SyntaxDecoderLayer(TransformerDecoderLayerBase):
             x = self.self_attn_layer_norm(x)
         x, _, report = self.self_attn(query=x, key=x, value=x, key_padding_mask=self_attn_padding_mask,
                                       incremental_state=incremental_state, need_weights=False,
-                                      attn_mask=self_attn_mask, syntax=syntax)
+                                      attn_mask=self_attn_mask, inputs=inputs)
         if self.c_attn is not None:  # --scale-heads
             T, B = x.size(0), x.size(1)
             x = torch.einsum("tbhd,h->tbhd", x.view(T, B, self.nh, self.head_dim), self.c_attn).reshape(T, B, -1)

@@ -57,8 +57,8 @@ class SyntaxMultiheadAttention(MultiheadAttention):
 
     Takes fairseq's constructor arguments plus ``blocks`` (in head order; each is kept as a submodule under its key)
     and ``mixer``, or ``layer`` (:class:`~syntrans.modules.blocks.LayerSyntax`), whose blocks and mixer are built
-    after the layer's own parameters. ``forward`` takes ``syntax`` (the side's inputs) and returns (output, weights,
-    report).
+    after the layer's own parameters. ``forward`` takes ``inputs`` (the side's syntax inputs) and returns (output,
+    weights, report).
     """
 
     def __init__(self, *args, blocks: Sequence[HeadBlock] = (), mixer: Optional[LayerMixer] = None,
@@ -108,46 +108,47 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         """Whether the syntax heads' attention is mixed with the stock one after their softmax (a mixer, a blend)."""
         return self.mixer_key is not None or self.start_key is not None
 
-    def _mix(self, syn, raw, x, pad, syntax: SideInputs, report: LayerReport, syntax_keep=None,
+    def _mix(self, syn, raw, x, pad, inputs: SideInputs, report: LayerReport, syntax_keep=None,
              outputs: bool = False) -> torch.Tensor:
         """The syntax heads' probabilities syn (or outputs, ``outputs``) mixed with the stock ones raw (B, n, T, S|d):
         the mixer's mix, then the closed blend's; each reports under its key."""
         if self.mixer is not None:
             mixer = self.mixer
-            syn, report.mechanisms[mixer.key] = (mixer.mix_outputs(syn, raw, x, pad, syntax) if outputs else
-                                                 mixer.mix(syn, raw, x, pad, syntax, syntax_keep=syntax_keep))
+            syn, report.mechanisms[mixer.key] = (mixer.mix_outputs(syn, raw, x, pad, inputs) if outputs else
+                                                 mixer.mix(syn, raw, x, pad, inputs, syntax_keep=syntax_keep))
         closing = self.closing
         if closing is not None:
             syn, report.mechanisms[closing.key] = (closing.mix_outputs if outputs else closing.mix)(syn, raw, x, pad,
-                                                                                                   syntax)
+                                                                                                   inputs)
         return syn
 
     # ------------------------------------------------------------------------------------------------ forward
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False,
-                syntax: Optional[SideInputs] = None):
-        """fairseq's arguments plus ``syntax`` → (output (T, B, C), weights or None, the layer's report)."""
+                inputs: Optional[SideInputs] = None):
+        """fairseq's arguments plus ``inputs`` (the side's syntax inputs) → (output (T, B, C), weights or None, the
+        layer's report)."""
         if not self.block_keys:
             out, weights = super().forward(query, key, value, key_padding_mask=key_padding_mask,
                                            incremental_state=incremental_state, need_weights=need_weights,
                                            static_kv=static_kv, attn_mask=attn_mask, before_softmax=before_softmax,
                                            need_head_weights=need_head_weights)
             return out, weights, LayerReport()
-        if syntax is None:
+        if inputs is None:
             B, T = query.size(1), query.size(0)
             pad = key_padding_mask.bool() if key_padding_mask is not None else query.new_zeros(B, T, dtype=torch.bool)
-            syntax = SideInputs(pad_mask=pad)
+            inputs = SideInputs(pad_mask=pad)
         if incremental_state is not None:
             return self._incremental(query, key_padding_mask, incremental_state, need_weights, attn_mask,
-                                     need_head_weights, syntax)
+                                     need_head_weights, inputs)
         if static_kv or before_softmax or key is not query:
             raise NotImplementedError("syntax heads run in self-attention over the whole sequence (or in incremental "
                                       "decoding where their block allows it)")
         return self._split(query, key_padding_mask, attn_mask, need_weights or need_head_weights, need_head_weights,
-                           syntax)
+                           inputs)
 
     def _incremental(self, x, key_padding_mask, incremental_state, need_weights, attn_mask, need_head_weights,
-                     syntax: SideInputs):
+                     inputs: SideInputs):
         """One decoding step on fairseq's cached path (blocks whose effect lives in the projections, e.g. a matrix a
         block put into ``q_proj``); the current query row of every head when the inputs keep probabilities or parses."""
         bad = [b.key for b in self.blocks if not b.incremental]
@@ -155,23 +156,23 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             named = bad or [self.mixer_key or self.start_key]
             raise NotImplementedError(f"{', '.join(named)} heads run in full-sequence self-attention "
                                       "only, not in incremental decoding")
-        rows = bool(syntax.keep & {KEEP_PROBS, KEEP_PARSE})
+        rows = bool(inputs.keep & {KEEP_PROBS, KEEP_PARSE})
         out, weights = super().forward(x, x, x, key_padding_mask=key_padding_mask, incremental_state=incremental_state,
                                        need_weights=need_weights or rows, attn_mask=attn_mask,
                                        need_head_weights=need_head_weights or rows)
         report = LayerReport()
         if rows:
             probs = weights.detach().float().transpose(0, 1)  # (B, H, 1, S)
-            self._keep(probs, syntax, report)
+            self._keep(probs, inputs, report)
             if not need_head_weights:
                 weights = weights.mean(dim=0) if need_weights else None
         return out, weights, report
 
-    def _keep(self, probs: torch.Tensor, syntax: SideInputs, report: LayerReport) -> None:
+    def _keep(self, probs: torch.Tensor, inputs: SideInputs, report: LayerReport) -> None:
         """Kept probabilities (B, H, T, S) and the parse blocks' predicted parents (argmax of their rows)."""
-        if KEEP_PROBS in syntax.keep:
+        if KEEP_PROBS in inputs.keep:
             report.probs = probs.detach()
-        if KEEP_PARSE in syntax.keep:
+        if KEEP_PARSE in inputs.keep:
             report.parse = {b.key: b.rows(probs[:, b.heads]).argmax(dim=-1) for b in self.blocks if b.parse}
 
     def _dropout_p(self) -> float:
@@ -179,7 +180,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
 
     # ------------------------------------------------------------------------------------------------- split
     def _split(self, x, key_padding_mask, attn_mask, need_weights: bool, need_head_weights: bool,
-               syntax: SideInputs):
+               inputs: SideInputs):
         """Full-sequence self-attention, the heads split by kernel; x (T, B, C)."""
         T, B, C = x.shape
         H, d = self.num_heads, self.head_dim
@@ -188,25 +189,25 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         v = self.v_proj(x).view(T, B, H, d).permute(1, 2, 0, 3)
         pad = key_padding_mask.bool() if key_padding_mask is not None else None
         report = LayerReport()
-        keep_all = need_weights or KEEP_PROBS in syntax.keep
-        explicit_all = keep_all or syntax.backend == "explicit"
+        keep_all = need_weights or KEEP_PROBS in inputs.keep
+        explicit_all = keep_all or inputs.backend == "explicit"
         n = self.syntax_heads
         mixes = self.mixes
         parts: List[torch.Tensor] = []
         probs: List[torch.Tensor] = []
         # the heads are cut into parts with split (its backward joins the gradients; a slice's would zero-fill the
         # whole projection for each part)
-        if explicit_all or (mixes and (self.training or any(b.needs_probs(syntax) or b.wants_loss(syntax)
+        if explicit_all or (mixes and (self.training or any(b.needs_probs(inputs) or b.wants_loss(inputs)
                                                                         for b in self.blocks))):
             # one explicit group: all syntax heads (the mixer mixes them), or every head (probabilities kept)
             sizes = [H] if explicit_all else [n, H - n]
             (qg, *qs), (kg, *ks), (vg, *vs) = (t.split(sizes, dim=1) for t in (q, k, v))
-            ctx, p = self._explicit(x, qg, kg, vg, pad, attn_mask, syntax, report)
+            ctx, p = self._explicit(x, qg, kg, vg, pad, attn_mask, inputs, report)
             parts.append(ctx)
             probs.append(p)
         elif mixes:  # a mixed layer at evaluation, nothing kept: both sides fused, then mixed
             (qg, *qs), (kg, *ks), (vg, *vs) = (t.split([n, H - n], dim=1) for t in (q, k, v))
-            parts.append(self._mixed_fused(x, qg, kg, vg, pad, attn_mask, syntax, report))
+            parts.append(self._mixed_fused(x, qg, kg, vg, pad, attn_mask, inputs, report))
         else:
             sizes = [b.num_heads for b in self.blocks] + [H - n]
             *qb, q_rest = q.split(sizes, dim=1)
@@ -214,7 +215,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             *vb, v_rest = v.split(sizes, dim=1)
             qs, ks, vs = [q_rest], [k_rest], [v_rest]
             for block, qi, ki, vi in zip(self.blocks, qb, kb, vb):
-                parts.append(self._block(x, block, qi, ki, vi, pad, attn_mask, syntax, report))
+                parts.append(self._block(x, block, qi, ki, vi, pad, attn_mask, inputs, report))
         if qs and qs[0].size(1):  # the stock heads
             parts.append(sdpa(qs[0], ks[0], vs[0], additive_mask(pad, attn_mask, None, q.dtype, B, T), self._dropout_p()))
         ctx = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]  # (B, H, T, d)
@@ -222,7 +223,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         weights = None
         if keep_all:
             every = probs[0]  # (B, H, T, S) float32
-            if KEEP_PROBS in syntax.keep:
+            if KEEP_PROBS in inputs.keep:
                 report.probs = every.detach()
             if need_weights:
                 weights = every.transpose(0, 1)  # (H, B, T, S), as fairseq returns them
@@ -230,58 +231,58 @@ class SyntaxMultiheadAttention(MultiheadAttention):
                     weights = weights.mean(dim=0)
         return out, weights, report
 
-    def _block(self, x, block: HeadBlock, qb, kb, vb, pad, attn_mask, syntax: SideInputs, report: LayerReport) -> torch.Tensor:
+    def _block(self, x, block: HeadBlock, qb, kb, vb, pad, attn_mask, inputs: SideInputs, report: LayerReport) -> torch.Tensor:
         """One block's heads (qb, kb, vb: (B, n, T|S, d), its part of the layer's) on the fastest kernel this forward
         allows → (B, n, T, d)."""
-        if not block.needs_probs(syntax) and not (block.parse and KEEP_PARSE in syntax.keep):
-            loss = block.wants_loss(syntax)
+        if not block.needs_probs(inputs) and not (block.parse and KEEP_PARSE in inputs.keep):
+            loss = block.wants_loss(inputs)
             fused = block.fused_qk(qb, kb)
-            flexible = self._flexible(x, attn_mask, syntax)
+            flexible = self._flexible(x, attn_mask, inputs)
             if fused is not None and not loss:
                 qf, kf, scale = fused
-                bias = block.bias(syntax, qb.dtype) if block.additive else None
+                bias = block.bias(inputs, qb.dtype) if block.additive else None
                 return sdpa(qf, kf, vb, additive_mask(pad, attn_mask, bias, qb.dtype, qb.size(0), kb.size(2)),
                             self._dropout_p(), scale=scale)
             if fused is not None and flexible:  # the loss from the rows' log-sum-exp: no (B, n, T, S) probabilities
                 qf, kf, scale = fused
                 scale = self.scaling if scale is None else scale
-                got = self._flex(x, block, qf, kf, vb, None, pad, attn_mask, syntax, scale, return_lse=True)
-                fused_report = None if got is None else block.fused_report(qf, kf, got[1], scale, syntax)
+                got = self._flex(x, block, qf, kf, vb, None, pad, attn_mask, inputs, scale, return_lse=True)
+                fused_report = None if got is None else block.fused_report(qf, kf, got[1], scale, inputs)
                 if fused_report is not None:
                     report.mechanisms[block.key] = fused_report
                     return got[0]
-            mod = block.score_mod(syntax)
+            mod = block.score_mod(inputs)
             if mod is not None and not loss and flexible and attn_mask is None:
-                got = self._flex(x, block, qb, kb, vb, mod, pad, None, syntax, self.scaling)
+                got = self._flex(x, block, qb, kb, vb, mod, pad, None, inputs, self.scaling)
                 if got is not None:
                     return got[0]
-        ctx, _ = self._explicit(x, qb, kb, vb, pad, attn_mask, syntax, report, blocks=[block])
+        ctx, _ = self._explicit(x, qb, kb, vb, pad, attn_mask, inputs, report, blocks=[block])
         return ctx
 
-    def _flex(self, x, block: HeadBlock, q, k, v, mod, pad, attn_mask, syntax: SideInputs, scale: float,
+    def _flex(self, x, block: HeadBlock, q, k, v, mod, pad, attn_mask, inputs: SideInputs, scale: float,
               return_lse: bool = False):
         """The block in flex attention: compiled on CUDA (and under ``backend="compiled"``), torch's eager reference
         under ``backend="flex"`` off CUDA; the side's block mask of this batch. None when the compiled kernel cannot
         run for this block (it failed once: :mod:`~syntrans.modules.compiled_kernels`): the caller takes the explicit
         path."""
-        compiled = x.device.type == "cuda" or syntax.backend == "compiled"
+        compiled = x.device.type == "cuda" or inputs.backend == "compiled"
         caller = f"{block.key} heads"
         if compiled and not usable(FLEX, caller, x.device):
             return None
         causal = attn_mask is not None
-        mask = syntax.block_mask(pad, causal, q.size(2), q.device)
+        mask = inputs.block_mask(pad, causal, q.size(2), q.device)
         try:
             return flex(q, k, v, mod, pad, causal=causal, scale=scale, return_lse=return_lse, compiled=compiled,
                         block_mask=mask, caller=caller)
         except KernelUnavailable:
             return None
 
-    def _flexible(self, x, attn_mask, syntax: SideInputs) -> bool:
+    def _flexible(self, x, attn_mask, inputs: SideInputs) -> bool:
         """Whether flex attention can run this forward's blocks fused: on CUDA (or forced, ``backend="flex"``: its
         reference, forward only off CUDA; ``"compiled"``: compiled on every device, inductor's forward only on CPU),
         without attention dropout (flex attention has none), and with no mask from the caller but the decoder's causal
         one (as a mask function)."""
-        wanted = syntax.backend in ("flex", "compiled") or (syntax.backend == "auto" and flex_available(x.device))
+        wanted = inputs.backend in ("flex", "compiled") or (inputs.backend == "auto" and flex_available(x.device))
         return wanted and self._dropout_p() == 0.0 and (attn_mask is None or self.causal_mask_ok(attn_mask))
 
     @staticmethod
@@ -291,7 +292,7 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         future = torch.ones(T, S, dtype=torch.bool, device=attn_mask.device).triu(1)
         return T == S and bool(torch.isneginf(attn_mask[future]).all()) and bool((attn_mask[~future] == 0).all())
 
-    def _explicit(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: LayerReport,
+    def _explicit(self, x, q, k, v, pad, attn_mask, inputs: SideInputs, report: LayerReport,
                   blocks: Optional[List[HeadBlock]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         """Consecutive heads with explicit scores (the reference path): q, k, v (B, n, T|S, d) those of ``blocks``
         and then of stock heads →
@@ -306,13 +307,13 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         live = False  # no row of the scores is fully masked (known on CPU only: rows_live)
         if len(sizes) == 1 and blocks and blocks[0].additive:  # the bias and the masks added in one pass
             pieces = None
-            bias = blocks[0].bias(syntax, raw.dtype)  # (B, 1, T, S)
+            bias = blocks[0].bias(inputs, raw.dtype)  # (B, 1, T, S)
             scores = raw + additive_mask(pad, attn_mask, bias, raw.dtype, raw.size(0), raw.size(-1))
             live = rows_live(pad, attn_mask) and not bool(torch.isneginf(bias).all(dim=-1).any())
         elif len(sizes) == 1:
-            pieces = [blocks[0].scores(raw, q, k, syntax) if blocks else raw]
+            pieces = [blocks[0].scores(raw, q, k, inputs) if blocks else raw]
         else:
-            pieces = [block.scores(r, qi, ki, syntax)
+            pieces = [block.scores(r, qi, ki, inputs)
                       for block, r, qi, ki in zip(blocks, raw.split(sizes, 1), q.split(sizes, 1), k.split(sizes, 1))]
             if at < n:
                 pieces.append(raw.split(sizes, 1)[-1])  # stock heads kept explicit (their probabilities are kept)
@@ -333,16 +334,16 @@ class SyntaxMultiheadAttention(MultiheadAttention):
             syn_keep, attn_keep = dropout_keeps([tuple(syn.shape), tuple(probs.shape)],
                                                 [mixer.syntax_dropout_p() if mixer is not None else 0.0,
                                                  self._dropout_p()], raw.device)
-            mixed = self._mix(syn, p_raw, x, self._pad(x, pad), syntax, report, syntax_keep=syn_keep)
+            mixed = self._mix(syn, p_raw, x, self._pad(x, pad), inputs, report, syntax_keep=syn_keep)
             probs = torch.cat([mixed, *stock], dim=1) if stock else mixed
         p_parts = probs.split(sizes, dim=1) if len(sizes) > 1 else (probs,)
         s_parts = scores.split(sizes, dim=1) if len(sizes) > 1 else (scores,)
         out = []
         for block, p, sc in zip(blocks, p_parts, s_parts):
-            p, block_report = block.probs(sc, p, syntax)
+            p, block_report = block.probs(sc, p, inputs)
             if block_report is not None:
                 report.mechanisms[block.key] = block_report
-            if block.parse and KEEP_PARSE in syntax.keep:
+            if block.parse and KEEP_PARSE in inputs.keep:
                 report.parse[block.key] = block.rows(p.detach()).argmax(dim=-1)
             out.append(p)
         if at < n:
@@ -354,15 +355,15 @@ class SyntaxMultiheadAttention(MultiheadAttention):
         # the drawn attention dropout: the mask on the probabilities, its scale on the (smaller) product
         return torch.matmul(dropped(attended, attn_keep, scale=False), v) * attn_keep[1], probs
 
-    def _mixed_fused(self, x, q, k, v, pad, attn_mask, syntax: SideInputs, report: LayerReport) -> torch.Tensor:
+    def _mixed_fused(self, x, q, k, v, pad, attn_mask, inputs: SideInputs, report: LayerReport) -> torch.Tensor:
         """A mixed layer's syntax heads at evaluation, where the mix is linear: (mix of A_syn, A_raw)·V = mix of
         A_syn·V and A_raw·V, both fused."""
         sizes = [b.num_heads for b in self.blocks]
-        syn = torch.cat([self._block(x, b, qi, ki, vi, pad, attn_mask, syntax, report)
+        syn = torch.cat([self._block(x, b, qi, ki, vi, pad, attn_mask, inputs, report)
                          for b, qi, ki, vi in zip(self.blocks, q.split(sizes, 1), k.split(sizes, 1), v.split(sizes, 1))],
                         dim=1)
         raw = sdpa(q, k, v, additive_mask(pad, attn_mask, None, q.dtype, q.size(0), k.size(2)), 0.0)
-        return self._mix(syn, raw, x, self._pad(x, pad), syntax, report, outputs=True)
+        return self._mix(syn, raw, x, self._pad(x, pad), inputs, report, outputs=True)
 
     @staticmethod
     def _pad(x: torch.Tensor, pad: Optional[torch.Tensor]) -> torch.Tensor:
