@@ -6,7 +6,9 @@ losses L_entdist and L_dist; on the source side, the target side or both.
 One :class:`NsdSide` module per side owns everything NSD does there: its input layer (:class:`NsdInput`: the NSD
 embedding combined with the word embedding, plus the syntactic PE), its classifier (:class:`NsdClassifier`) and its
 losses. On the target side, decoding feeds each step the NSD predicted at the previous one (§3.2), kept in fairseq's
-incremental state and reordered with the beams.
+incremental state and reordered with the beams; a token the task puts between BOS and the sentence (the decoder's
+language token of ``translation_multi_simple_epoch``, the decoder's ``target_prefix_tokens``) is fed ``NO_NSD``, its
+value in training.
 
 NSD values v are integers; a model knows the range [v_min, v_max] of its training split (fixed into its embedding and
 classifier sizes and saved in its config). Class k ↔ value v_min + k; values outside the range are clipped (and
@@ -502,10 +504,13 @@ class Nsd(Mechanism):
                        "a teacher-forced forward with target NSD input (incremental decoding predicts it instead)")
                 given = required_feature({}, s.input_feature, tuple(x.shape[:2]), why)
             values = given
-        else:  # incremental decoding: the previous step's prediction, BOS first
+        else:  # incremental decoding: the previous step's prediction; BOS_NSD first, NO_NSD for a language token
             saved = owner.get_incremental_state(incremental_state, self.key)
-            if saved is None or saved.get("prev") is None:
+            step = 0 if saved is None else int(saved.get("step", 0))  # the decoder inputs read before this one
+            if step == 0:
                 values = torch.full(x.shape[:2], BOS_NSD, dtype=torch.long, device=x.device)
+            elif step <= getattr(owner, "target_prefix_tokens", 0):  # a token the task puts before the sentence:
+                values = torch.full(x.shape[:2], NO_NSD, dtype=torch.long, device=x.device)  # its filler in training
             else:
                 values = saved["prev"].unsqueeze(1)  # (B, 1)
             return owner.nsd.input(x, values)  # a prediction is in the range by construction: nothing to warn of
@@ -529,13 +534,16 @@ class Nsd(Mechanism):
             report_aux_metric(extra, f"nsd_{s.short}_clipped", 100.0 * clipped.float(), count)
         if feeds:
             predicted = owner.nsd.classifier.predict(logits[:, -1])  # (B,) the next input's NSD
-            owner.set_incremental_state(incremental_state, self.key, {"prev": predicted})
+            saved = owner.get_incremental_state(incremental_state, self.key)
+            step = 0 if saved is None else int(saved.get("step", 0))
+            owner.set_incremental_state(incremental_state, self.key, {"prev": predicted, "step": step + 1})
 
     def reorder(self, owner, incremental_state, new_order):
         """The predicted NSD of each hypothesis follows it when the beams are reordered."""
         saved = owner.get_incremental_state(incremental_state, self.key)
         if saved is not None and saved.get("prev") is not None:
-            owner.set_incremental_state(incremental_state, self.key, {"prev": saved["prev"].index_select(0, new_order)})
+            owner.set_incremental_state(incremental_state, self.key, {"prev": saved["prev"].index_select(0, new_order),
+                                                                      "step": saved.get("step", 0)})
 
 
 __all__ = ["NOT_NEUTRAL", "NSD_DIST_NORMS", "NSD_INPUT_MODES", "Nsd", "NsdClassifier", "NsdConfig", "NsdInput", "NsdSettings", "NsdSide",

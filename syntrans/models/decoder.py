@@ -39,6 +39,9 @@ class SyntaxTransformerDecoder(TransformerDecoderBase):
                              f"{embed_tokens.embedding_dim} and a decoder of {C}")
         for key, module in syntax.side_modules(C).items():
             self.add_module(key, module)
+        #: tokens the task's generator forces between BOS and the sentence (a language token), which the features fill
+        #: in training: set by the task before decoding (``syntax_translation_multi_simple_epoch``)
+        self.target_prefix_tokens = 0
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         syntax = self.syntax.layer(next(self._layer_numbers))

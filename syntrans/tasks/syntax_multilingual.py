@@ -96,6 +96,18 @@ class SyntaxMultiSimpleEpochTask(SyntaxSteps, TranslationMultiSimpleEpochTask, S
             self._check_needs(split)
         return model
 
+    def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None):
+        """fairseq's generator, each model's decoder told how many tokens the generator forces between BOS and the
+        sentence: the target language token, which fairseq's ``inference_step`` puts there under ``--decoder-langtok``
+        (unless it replaces BOS: ``--lang-tok-replacing-bos-eos``), and the features fill in training."""
+        _, tgt_langtok = self.args.langtoks["main"]
+        before = 1 if tgt_langtok and not self.args.lang_tok_replacing_bos_eos else 0
+        for model in models:
+            decoder = getattr(model, "decoder", None)
+            if hasattr(decoder, "target_prefix_tokens"):
+                decoder.target_prefix_tokens = before
+        return super().build_generator(models, args, seq_gen_cls=seq_gen_cls, extra_gen_cls_kwargs=extra_gen_cls_kwargs)
+
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         if self.syntax_needs.required:
             raise NotImplementedError("interactive translation needs syntax features for the input: binarize it with "
