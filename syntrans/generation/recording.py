@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Set
 
 import torch
 from fairseq.sequence_generator import EnsembleModel, SequenceGenerator
@@ -57,10 +57,13 @@ def model_parses(models) -> List[ParseLayer]:
     return parses
 
 
-def real_positions(tokens: torch.Tensor, pad: int, boundary: int) -> List[torch.Tensor]:
+def real_positions(tokens: torch.Tensor, pad: int, boundary: int, skip: Set[int] = frozenset()) -> List[torch.Tensor]:
     """Per row of ``tokens`` (B, T) the positions of its subwords: neither padding nor ``boundary`` (the source's
-    EOS, the decoder input's BOS) → B tensors (n_b,) long, in order."""
+    EOS, the decoder input's BOS) nor a token of ``skip`` (a task's language tokens) → B tensors (n_b,) long, in
+    order."""
     keep = tokens.ne(pad) & tokens.ne(boundary)  # (B, T)
+    for token in skip:
+        keep &= tokens.ne(token)
     return [row.nonzero().squeeze(-1) for row in keep]
 
 
@@ -93,12 +96,13 @@ class HeadRecordingEnsemble(EnsembleModel):
         self.pad, self.eos = encoder.padding_idx, encoder.dictionary.eos()
         self.src_heads: List[Heads] = []
         self.history: Dict[str, torch.Tensor] = {}
+        self.skip_tokens: Set[int] = set()  # tokens that are no subword of either side (a task's language tokens)
 
     def forward_encoder(self, net_input):
         out = [m.encoder.forward_torchscript({**net_input, "keep": (KEEP_PARSE,)}) for m in self.models]
         mine = [x for x in self.parses if x.side == "encoder"]
         self.src_heads = side_heads(side_reports("encoder", out[0]), mine,
-                                    real_positions(net_input["src_tokens"], self.pad, self.eos))
+                                    real_positions(net_input["src_tokens"], self.pad, self.eos, self.skip_tokens))
         self.history = {}
         return out
 
@@ -153,13 +157,18 @@ class ParseRecordingGenerator(SequenceGenerator):
         rows_of = defaultdict(list)
         for i, sent in enumerate(sent_of):
             rows_of[sent].append(i)
-        subwords = torch.arange(1, step + 1, device=bbsz_idx.device)  # decoder-input positions of the subwords
         for sent, rows in rows_of.items():
             for hypo, i in zip(finalized[sent][before[sent]:], rows):
                 if not torch.equal(hypo["tokens"][:-1], tokens[bbsz_idx[i], 1: step + 1]):
                     raise RuntimeError(f"ParseRecordingGenerator: the hypothesis finalized from beam row "
                                        f"{int(bbsz_idx[i])} at step {step} is not that row's prefix; fairseq's "
                                        "finalize_hypos no longer appends in bbsz_idx order")
+                # decoder-input positions of the hypothesis's subwords (1 … step), a language token left out
+                row = tokens[bbsz_idx[i], 1: step + 1]  # (step,)
+                keep = torch.ones_like(row, dtype=torch.bool)
+                for token in self.model.skip_tokens:
+                    keep &= row.ne(token)
+                subwords = keep.nonzero().squeeze(-1) + 1  # (m,)
                 hypo["syntax"] = HypothesisParses(target={tag: sentence_heads(h[i], subwords).cpu()
                                                           for tag, h in history.items()})
         return out
@@ -192,11 +201,12 @@ class ParseRecordingScorer(SequenceScorer):
                 h.remove()
         reports = seen[-1]
         net = sample["net_input"]
+        skip = getattr(self, "skip_tokens", set())
         src = side_heads(reports.encoder.layers, [x for x in parses if x.side == "encoder"],
-                         real_positions(net["src_tokens"], encoder.padding_idx, encoder.dictionary.eos()))
+                         real_positions(net["src_tokens"], encoder.padding_idx, encoder.dictionary.eos(), skip))
         # decoder input = BOS (fairseq's EOS symbol) + the reference, padded like the target
         tgt = side_heads(reports.decoder.layers, [x for x in parses if x.side == "decoder"],
-                         real_positions(net["prev_output_tokens"], self.pad, self.eos))
+                         real_positions(net["prev_output_tokens"], self.pad, self.eos, skip))
         for b, per_sentence in enumerate(hypos):
             for hypo in per_sentence:
                 hypo["syntax"] = HypothesisParses(src[b], tgt[b])

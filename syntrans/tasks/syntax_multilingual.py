@@ -5,13 +5,15 @@ pair binarized with the pretrained model's fixed dictionary, each with its sidec
 import logging
 from typing import Tuple
 
-from fairseq.tasks import register_task
+from fairseq.tasks import LegacyFairseqTask, register_task
 from fairseq.tasks.translation_multi_simple_epoch import TranslationMultiSimpleEpochTask
 from fairseq.utils import split_paths
 
 from ..data import sidecars
 from ..data.feature_range import feature_range
 from ..data.missing_sidecars import how_to_write
+from ..generation.end_of_split import EndOfSplit
+from ..generation.printing import NO_GOLD, PRINT_SYNTAX_HELP, gen_subset_of, syntax_generator
 from .cpu_autocast import CPU_AUTOCAST, CPU_AUTOCAST_HELP
 from .checkpoint_match import check_resume_dictionaries, check_warm_start
 from .model_interface import SyntaxModel, SyntaxTask
@@ -30,6 +32,7 @@ class SyntaxMultiSimpleEpochTask(SyntaxSteps, TranslationMultiSimpleEpochTask, S
         """fairseq's flags, and ``--cpu-autocast`` (:mod:`.cpu_autocast`)."""
         TranslationMultiSimpleEpochTask.add_args(parser)
         parser.add_argument("--cpu-autocast", choices=CPU_AUTOCAST, default="off", help=CPU_AUTOCAST_HELP)
+        parser.add_argument("--print-syntax", action="store_true", help=PRINT_SYNTAX_HELP)
 
     def __init__(self, args, langs, dicts, training):
         super().__init__(args, langs, dicts, training)
@@ -39,6 +42,7 @@ class SyntaxMultiSimpleEpochTask(SyntaxSteps, TranslationMultiSimpleEpochTask, S
                 raise ValueError(f"{flag} is not supported by syntax_translation_multi_simple_epoch (the sidecars "
                                  "follow the main data's sentences whole)")
         self.data_manager = SyntaxDataManager(args, self.lang_pairs, langs, dicts, self.sampling_method)
+        self.syntax_generator = self.syntax_printer = None  # --print-syntax: the generator whose parses are printed
 
     @property
     def syntax_needs(self):
@@ -106,7 +110,52 @@ class SyntaxMultiSimpleEpochTask(SyntaxSteps, TranslationMultiSimpleEpochTask, S
             decoder = getattr(model, "decoder", None)
             if hasattr(decoder, "target_prefix_tokens"):
                 decoder.target_prefix_tokens = before
-        return super().build_generator(models, args, seq_gen_cls=seq_gen_cls, extra_gen_cls_kwargs=extra_gen_cls_kwargs)
+
+        def build(cls):
+            if cls is None:
+                return super(SyntaxMultiSimpleEpochTask, self).build_generator(
+                    models, args, extra_gen_cls_kwargs=extra_gen_cls_kwargs)
+            # fairseq 0.12's task drops seq_gen_cls: its own kwargs (the target language token stripped from the
+            # output, unless --keep-inference-langtok), then the base task's build with the class
+            kwargs = dict(extra_gen_cls_kwargs or {})
+            if tgt_langtok and not getattr(args, "keep_inference_langtok", False):
+                kwargs["symbols_to_strip_from_output"] = {
+                    self.data_manager.get_decoder_langtok(self.args.target_lang, tgt_langtok)}
+            return LegacyFairseqTask.build_generator(self, models, args, seq_gen_cls=cls, extra_gen_cls_kwargs=kwargs)
+
+        if not getattr(self.args, "print_syntax", False):
+            return build(seq_gen_cls)
+        subset = getattr(self.args, "gen_subset", None) or "test"
+        pairs = self.data_manager.pairs.get(subset, [])
+        self.syntax_generator, self.syntax_printer = syntax_generator(
+            self, models, args, build, seq_gen_cls, gold=pairs[0] if len(pairs) == 1 else NO_GOLD,
+            skip_tokens=self._language_tokens())
+        return self.syntax_generator
+
+    def _language_tokens(self):
+        """The language tokens the task puts into the generation pair's source and target."""
+        src_spec, tgt_spec = self.args.langtoks["main"]
+        found = {self.data_manager.get_encoder_langtok(self.args.source_lang, self.args.target_lang, src_spec),
+                 self.data_manager.get_decoder_langtok(self.args.target_lang, tgt_spec)}
+        return {int(t) for t in found if t is not None}
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        """fairseq's step; with ``--print-syntax`` the batch's SH-/TH- lines are printed (before its S- lines)."""
+        hypos = super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
+        if self.syntax_printer is not None and generator is self.syntax_generator:
+            self.syntax_printer.batch(sample, hypos)
+        return hypos
+
+    def get_batch_iterator(self, dataset, *args, **kwargs):
+        """fairseq's iterator; with ``--print-syntax``, the generation split's ends with the UAS summary."""
+        epoch_iter = super().get_batch_iterator(dataset, *args, **kwargs)
+        if getattr(self.args, "print_syntax", False) and gen_subset_of(self, dataset):
+            epoch_iter = EndOfSplit(epoch_iter, self._end_of_split)
+        return epoch_iter
+
+    def _end_of_split(self):
+        if self.syntax_printer is not None:
+            self.syntax_printer.finish()
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         if self.syntax_needs.required:

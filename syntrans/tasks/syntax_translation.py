@@ -18,7 +18,7 @@ from ..data.features import FeatureNeeds
 from ..data.missing_sidecars import how_to_write
 from ..data.syntax_dataset import SyntaxPairDataset
 from ..generation.end_of_split import EndOfSplit
-from ..generation.printing import gen_subset_of, syntax_generator
+from ..generation.printing import PRINT_SYNTAX_HELP, gen_subset_of, syntax_generator
 from .checkpoint_match import check_decided_overrides, check_generation_arch, check_resume_dictionaries, check_warm_start
 from .model_interface import SyntaxModel, SyntaxTask, model_overrides
 from .cpu_autocast import CPU_AUTOCAST, CPU_AUTOCAST_HELP
@@ -32,13 +32,7 @@ logger = logging.getLogger("syntrans.task")
 class SyntaxTranslationConfig(TranslationConfig):
     """Same options as fairseq's translation task; sidecars are found next to the binarized data."""
 
-    print_syntax: bool = field(
-        default=False,
-        metadata={"help": "fairseq-generate: print the parse every parse-predicting layer predicts, per source subword "
-                          "(SH- lines) and hypothesis subword (TH- lines, decoder layers), as 0-based subword positions "
-                          "(-1: EOS/BOS), and after the split the word-level UAS against the split's gold parses "
-                          "(the target's with --score-reference); with --results-path into syntax-<subset>.txt"},
-    )
+    print_syntax: bool = field(default=False, metadata={"help": PRINT_SYNTAX_HELP})
     # where fairseq-generate writes, and the model overrides of the command that loads a checkpoint (no help: the
     # flags are fairseq's own, these fields only copy their values)
     cpu_autocast: ChoiceEnum(list(CPU_AUTOCAST)) = field(default="off", metadata={"help": CPU_AUTOCAST_HELP})
