@@ -42,3 +42,26 @@ def make_multilingual_data(root: Path) -> Path:
             argv += [f"--{split}pref", str(folder / split), f"--{split}parse", str(folder / split)]
         assert preprocess(argv) == 0
     return dest
+
+
+#: a tiny syntax_transformer for the generation tests of the multilingual task
+SMALL = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
+         "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
+         "--decoder-attention-heads", "2", "--share-all-embeddings"]
+
+
+def generation_task_and_model(data: Path, *flags: str):
+    """(task, model in eval mode) as fairseq-generate sets them up for en→de on ``data``, a new tiny
+    ``syntax_transformer`` with ``flags`` (langtok options, methods), seed 1, the test split loaded."""
+    import torch
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    argv = [str(data), "--task", "syntax_translation_multi_simple_epoch", "--arch", "syntax_transformer",
+            "--lang-pairs", LANG_PAIRS, "--langs", ",".join(LANGS), "-s", "en", "-t", "de", *SMALL, *flags]
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
+    task = tasks.setup_task(cfg.task)
+    torch.manual_seed(1)
+    model = task.build_model(cfg.model).eval()
+    task.load_dataset("test")
+    return task, model

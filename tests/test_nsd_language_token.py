@@ -4,16 +4,11 @@ the same, and the model's own prediction only from the first word on. With ``--l
 takes BOS's slot and nothing is forced between BOS and the sentence."""
 import pytest
 import torch
-from fairseq import options, tasks
 from fairseq.dataclass.configs import GenerationConfig
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from multilingual import LANG_PAIRS, LANGS
+from multilingual import generation_task_and_model
 
 from syntrans.syntax.nsd_labels import BOS_NSD, NO_NSD
 
-SMALL = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
-         "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
-         "--decoder-attention-heads", "2", "--share-all-embeddings"]
 NSD = ["--nsd-kind", "dD", "--nsd-tgt-input", "add", "--nsd-tgt-output"]
 PREPENDED = ["--encoder-langtok", "src", "--decoder-langtok"]
 
@@ -21,13 +16,7 @@ PREPENDED = ["--encoder-langtok", "src", "--decoder-langtok"]
 def decode_inputs(data, flags):
     """The NSD values the decoder's input layer is given at each decoding step (one (B, 1) tensor a step), beam 2,
     and the sample's decoder-input feature as training builds it."""
-    argv = [str(data), "--task", "syntax_translation_multi_simple_epoch", "--arch", "syntax_transformer",
-            "--lang-pairs", LANG_PAIRS, "--langs", ",".join(LANGS), "-s", "en", "-t", "de", *flags, *SMALL, *NSD]
-    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
-    task = tasks.setup_task(cfg.task)
-    torch.manual_seed(1)
-    model = task.build_model(cfg.model).eval()
-    task.load_dataset("test")
+    task, model = generation_task_and_model(data, *flags, *NSD)
     ds = task.dataset("test")
     sample = ds.collater([ds[i] for i in range(3)])
     seen = []

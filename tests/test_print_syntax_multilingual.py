@@ -9,16 +9,11 @@ import re
 
 import pytest
 import torch
-from fairseq import options, tasks
 from fairseq.dataclass.configs import GenerationConfig
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from multilingual import LANG_PAIRS, LANGS
+from multilingual import LANGS, generation_task_and_model
 
 from syntrans.modules.attention_record import record_attention
 
-SMALL = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
-         "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
-         "--decoder-attention-heads", "2", "--share-all-embeddings"]
 DBSA = ["--dbsa-encoder-layers", "0", "--dbsa-decoder-layers", "0", "--dbsa-heads", "1"]
 LINE = re.compile(r"^(SH|TH)-(\d+)\t(\w+@\d+)\t(.*)$")
 OPTIONS = {"prepended": ["--encoder-langtok", "src", "--decoder-langtok"],
@@ -26,16 +21,10 @@ OPTIONS = {"prepended": ["--encoder-langtok", "src", "--decoder-langtok"],
 
 
 def run(data, flags, results):
-    argv = [str(data), "--task", "syntax_translation_multi_simple_epoch", "--arch", "syntax_transformer",
-            "--lang-pairs", LANG_PAIRS, "--langs", ",".join(LANGS), "-s", "en", "-t", "de", *flags, *SMALL, *DBSA]
-    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
-    task = tasks.setup_task(cfg.task)
-    torch.manual_seed(1)
-    model = task.build_model(cfg.model).eval()
+    task, model = generation_task_and_model(data, *flags, *DBSA)
     with torch.no_grad():  # a random U far from the identity: parses that differ from the stock attention's
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.3)
-    task.load_dataset("test")
     task.args.print_syntax, task.args.results_path, task.args.gen_subset = True, str(results), "test"
     generator = task.build_generator([model], GenerationConfig(beam=2, max_len_b=5))
     ds = task.dataset("test")
