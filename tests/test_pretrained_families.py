@@ -185,6 +185,21 @@ def test_worked_example_fine_tunes_and_decodes(family, pretrained, multilingual_
               "--batch-size", "4")
     assert len(re.findall(r"^H-\d+\t", out, flags=re.M)) == 8, out[-2000:]
     assert "BLEU4 = " in out, out[-2000:]
+    refuses_the_translator(save / "checkpoint_last.pt", multilingual_data)
+
+
+def refuses_the_translator(checkpoint, data):
+    """The translator writes no language token: it refuses a checkpoint of the multilingual task by name."""
+    from syntrans.hub.translator import Translator
+
+    with pytest.raises(ValueError) as error:
+        Translator.from_checkpoint(str(checkpoint), str(data), None, parser=None, source_lang="en", target_lang="de")
+    message = str(error.value)
+    assert str(checkpoint) in message and "language token" in message and "fairseq-generate" in message, message
+
+
+def test_the_translator_refuses_a_multilingual_checkpoint(pretrained, multilingual_data):
+    refuses_the_translator(pretrained("m2m100"), multilingual_data)
 
 
 def step0_outputs(model, sample, stock: bool):

@@ -58,6 +58,20 @@ class LineTooLong(ValueError):
         self.line, self.done = line, done
 
 
+def check_bilingual(task, checkpoint: str) -> None:
+    """ValueError for a checkpoint of ``translation_multi_simple_epoch`` (or the syntax task built on it): the
+    translator writes no language token, so such a model would be given inputs it was never trained on."""
+    from fairseq.tasks.translation_multi_simple_epoch import TranslationMultiSimpleEpochTask
+
+    if isinstance(task, TranslationMultiSimpleEpochTask):
+        name = getattr(getattr(task, "args", None), "task", None) or type(task).__name__
+        raise ValueError(f"{checkpoint}: a checkpoint of the task {name}, whose sentences carry language tokens; the "
+                         "translator (syntrans-translate) reads checkpoints of syntax_translation and writes no "
+                         "language token: binarize the text with syntrans-preprocess and translate it with "
+                         "fairseq-generate and the task's flags (docs/commands.md, Fine-tuning a released "
+                         "multilingual model)")
+
+
 class Translator:
     """Translate raw sentences (:meth:`translate`) or tokenized, parsed ones (:meth:`translate_parsed`).
 
@@ -122,6 +136,7 @@ class Translator:
         check_max_len(max_len_a, max_len_b)
         device = resolve_device(device)  # before loading: a CUDA device this machine lacks is named, not a traceback
         model, _cfg, task = load_checkpoint(checkpoint, data, source_lang, target_lang, model_overrides, device)
+        check_bilingual(task, checkpoint)
         if sentencepiece_model is not None and syntax:
             raise ValueError("printing the predicted parses (syntax) is not supported with a SentencePiece model yet")
         last_parses(model, syntax)  # refuse a side without parse heads before loading a parser
