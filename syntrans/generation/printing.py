@@ -46,9 +46,8 @@ def syntax_generator(task, models, args, build: Callable, seq_gen_cls=None, gold
                              f"{seq_gen_cls.__name__} was asked for")
         generator = build(seq_gen_cls or ParseRecordingGenerator)
         generator.model.skip_tokens = set(skip_tokens)
-    conf = task.cfg if getattr(task, "cfg", None) is not None else task.args  # a legacy task keeps its flags in args
-    subset = getattr(conf, "gen_subset", None) or "test"
-    results = getattr(conf, "results_path", None)
+    subset = getattr(_flags(task), "gen_subset", None) or "test"
+    results = getattr(_flags(task), "results_path", None)
     stream, close = sys.stdout, False
     if results:
         os.makedirs(results, exist_ok=True)
@@ -61,6 +60,11 @@ def syntax_generator(task, models, args, build: Callable, seq_gen_cls=None, gold
 
 def gen_subset_of(task, dataset) -> Optional[str]:
     """The generation split's name when ``dataset`` is that split (``--gen-subset``), else None."""
-    conf = task.cfg if getattr(task, "cfg", None) is not None else task.args
-    subset = getattr(conf, "gen_subset", None)
+    subset = getattr(_flags(task), "gen_subset", None)
     return subset if subset is not None and task.datasets.get(subset) is dataset else None
+
+
+def _flags(task):
+    """Where a task keeps fairseq-generate's flags: its config, or a legacy task's ``args``
+    (``translation_multi_simple_epoch``)."""
+    return task.cfg if getattr(task, "cfg", None) is not None else task.args
