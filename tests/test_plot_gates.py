@@ -241,3 +241,11 @@ def test_cli_errors(tiny_data, tmp_path, capsys):
         with pytest.raises(SystemExit) as e:
             plot_main(argv)
         assert e.value.code == 2
+
+
+def test_a_gate_per_token_is_refused_by_name(tiny_data):
+    """SLA's released gate (--sla-token-gate) weighs each token, not each head and sentence: the figure of per-head
+    gates names it instead of drawing it as one."""
+    task, model = build_task_and_model(tiny_data, "sla_transformer_iwslt_de_en", "--sla-token-gate", "--gate-layers", "")
+    with pytest.raises(ValueError, match="--sla-token-gate"):
+        gate_matrix_from_model(model, task, "valid")

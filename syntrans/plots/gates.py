@@ -88,6 +88,10 @@ def gate_matrix_from_model(model, task, split: str, max_sentences: Optional[int]
                 for i, attn in attns.items():
                     report = reports.get(i)
                     mix = report.mechanisms.get(attn.mixer_key) if report else None
+                    if mix is not None and mix.weights_per_head is None:
+                        raise ValueError(f"encoder layer {i}'s gate ({attn.mixer_key}) is not one weight per syntax "
+                                         "head and sentence (SLA's --sla-token-gate: one per token), which is what "
+                                         "this figure draws")
                     g = mix.weights_per_head if mix is not None else None  # (B, n)
                     if g is None or g.dim() != 2 or g.size(0) != batch:
                         raise RuntimeError(f"encoder layer {i} is gated but its forward left no gate per syntax head "
