@@ -309,3 +309,21 @@ def test_a_start_that_cannot_be_neutral_is_refused(pretrained, multilingual_data
                           "concat", "--syntax-start", "pretrained")
     with pytest.raises(ValueError, match="--nsd-src-input concat cannot start from the pretrained model"):
         build(argv)
+
+
+
+@pytest.mark.parametrize("override", ["arch", "_name"])
+def test_generation_refuses_an_override_of_the_architecture(pretrained, multilingual_data, override):
+    """fairseq-generate --model-overrides "{'arch': …}" with the multilingual task: the checkpoint decides the
+    architecture; the override is refused by name before fairseq builds another model class from it."""
+    import ast
+
+    from fairseq import checkpoint_utils
+
+    checkpoint = pretrained("m2m100")
+    text = "{'%s': 'syntax_transformer'}" % override
+    argv = [str(multilingual_data), "--user-dir", USER_DIR, "--task", "syntax_translation_multi_simple_epoch", *TASK,
+            "-s", "en", "-t", "de", "--path", str(checkpoint), "--model-overrides", text]
+    task = tasks.setup_task(options.parse_args_and_arch(options.get_generation_parser(), argv))
+    with pytest.raises(ValueError, match=rf"--model-overrides '{override}': the checkpoint decides the architecture"):
+        checkpoint_utils.load_model_ensemble([str(checkpoint)], arg_overrides=ast.literal_eval(text), task=task)

@@ -15,8 +15,8 @@ from ..data.missing_sidecars import how_to_write
 from ..generation.end_of_split import EndOfSplit
 from ..generation.printing import NO_GOLD, PRINT_SYNTAX_HELP, gen_subset_of, syntax_generator
 from .cpu_autocast import CPU_AUTOCAST, CPU_AUTOCAST_HELP
-from .checkpoint_match import check_resume_dictionaries, check_warm_start
-from .model_interface import SyntaxModel, SyntaxTask
+from .checkpoint_match import check_decided_overrides, check_resume_dictionaries, check_warm_start
+from .model_interface import SyntaxModel, SyntaxTask, model_overrides
 from .multilingual_data import SyntaxDataManager, pair_direction
 from .syntax_steps import SyntaxSteps
 
@@ -88,6 +88,8 @@ class SyntaxMultiSimpleEpochTask(SyntaxSteps, TranslationMultiSimpleEpochTask, S
     def build_model(self, args, from_checkpoint=False):
         """fairseq's model building; a new model's dictionaries and Transformer checked against the checkpoint it
         will start from (:mod:`.checkpoint_match`), then the features the model reads requested of every pair."""
+        if from_checkpoint:  # (fairseq-generate refuses --arch with this task itself: its parser has no such flag)
+            check_decided_overrides(model_overrides(self), args)  # {'arch': …} would build another model class
         model = super().build_model(args, from_checkpoint)
         if not from_checkpoint:
             check_resume_dictionaries(self, model)
