@@ -79,3 +79,27 @@ def test_runs_over_different_presets_are_read_together_and_other_batch_sizes_ref
     assert [[r["presets"][0] for r in d["rows"]] for d in out["devices"]] == [["x", "y"], ["z"]]
     with pytest.raises(ValueError, match="different --layer-tokens"):
         added_memory.merged([a, dict(b, tokens=2048)])
+
+
+def test_a_vocabulary_below_one_row_is_refused(tmp_path, capsys):
+    (tmp_path / "dict.en.txt").write_text("a 1\n")
+    with pytest.raises(SystemExit):
+        added_memory.main([str(tmp_path), "--vocab", "0"])
+    assert "--vocab" in capsys.readouterr().err
+
+
+def test_a_benchmark_run_at_other_sizes_is_refused(tmp_path, capsys):
+    """The per-layer figures of another width are not this shape's: refused, naming the flag and both values."""
+    import json
+
+    (tmp_path / "dict.en.txt").write_text("a 1\n")
+    run = tmp_path / "b.json"
+    run.write_text(json.dumps({"tokens": 1024, "dim": 512, "heads": 16, "ffn": 4096, "devices": []}))
+    with pytest.raises(SystemExit):
+        added_memory.main([str(tmp_path), "--by-length", str(run)])
+    err = capsys.readouterr().err
+    assert "--dim 512" in err and "1024" in err and "transformer_12_12" in err
+    other = tmp_path / "c.json"
+    other.write_text(json.dumps({"tokens": 1024, "dim": 512, "heads": 8, "ffn": 4096, "devices": []}))
+    with pytest.raises(ValueError, match="different --heads"):
+        added_memory.merged([json.loads(run.read_text()), json.loads(other.read_text())])

@@ -48,7 +48,7 @@ def _expected(raw, split, lang, missing):
 def test_each_side_counts_the_subwords_the_dictionary_lacks(tmp_path):
     raw, missing, argv = _corpus_and_dictionary(tmp_path, left_out=4)
     report = preprocess(parse_preprocess_args(argv))
-    assert set(report.unknown) == {(s, l) for s in SIZES for l in ("en", "de")}
+    assert set(report.unknown) == {(split, lang) for split in SIZES for lang in ("en", "de")}
     some = 0
     for (split, lang), unknown in report.unknown.items():
         count, total, lines = _expected(raw, split, lang, missing)

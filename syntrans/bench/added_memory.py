@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 ADAM_FLOAT32_BYTES = 16  # weight, gradient and Adam's two moments, float32
+#: the keys of a ``syntrans-benchmark --lengths`` JSON that must agree between runs read together, with their flags
+SIZE_FLAGS = {"tokens": "--layer-tokens", "dim": "--dim", "heads": "--heads", "ffn": "--ffn"}
 VANILLA = "transformer"
 
 
@@ -98,12 +100,14 @@ def layer_activations(by_length: dict) -> Dict[str, Dict[str, Dict[int, float]]]
 
 def merged(runs: List[dict]) -> dict:
     """The rows of several ``syntrans-benchmark --lengths`` results as one (each device's rows together); the runs
-    must have the same batch size in tokens."""
-    tokens = {run.get("tokens") for run in runs}
-    if len(tokens) > 1:
-        raise ValueError(f"--by-length: the runs have different --layer-tokens ({sorted(tokens)}): their figures "
-                         "cannot be added up")
-    out = {"tokens": tokens.pop(), "devices": []}
+    must have the same batch size in tokens and the same layer sizes (ValueError naming the flag)."""
+    out = {"devices": []}
+    for key, flag in SIZE_FLAGS.items():
+        values = {run.get(key) for run in runs}
+        if len(values) > 1:
+            raise ValueError(f"--by-length: the runs have different {flag} ({sorted(values, key=str)}): their "
+                             "figures cannot be read together")
+        out[key] = values.pop()
     for run in runs:
         for device in run.get("devices", []):
             into = next((d for d in out["devices"] if d["device"] == device["device"]), None)
@@ -167,12 +171,25 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parser.parse_args(argv)
     if not (Path(args.data_bin) / f"dict.{args.source_lang}.txt").exists():
         parser.error(f"{args.data_bin}: no dict.{args.source_lang}.txt (expected a syntrans-preprocess data-bin)")
+    if args.vocab < 1:
+        parser.error(f"--vocab: expected the released model's embedding rows (at least 1), found {args.vocab}")
     archs = args.archs.split(",") if args.archs else syntax_presets()
-    by_length = merged([json.loads(Path(f).read_text()) for f in args.by_length]) if args.by_length else None
+    _, dim, ffn, heads = NLLB_SHAPES[args.shape]
+    by_length = None
+    if args.by_length:
+        try:
+            by_length = merged([json.loads(Path(f).read_text()) for f in args.by_length])
+        except ValueError as e:  # json's errors are ValueErrors too
+            parser.error(str(e))
+        found = {"--dim": (by_length.get("dim"), dim), "--heads": (by_length.get("heads"), heads),
+                 "--ffn": (by_length.get("ffn"), ffn)}
+        for flag, (got, want) in found.items():
+            if got != want:
+                parser.error(f"--by-length: the benchmark ran at {flag} {got}, the shape {args.shape} has {want}: "
+                             f"run syntrans-benchmark --lengths … --dim {dim} --heads {heads} --ffn {ffn}")
     tokens = int(by_length.get("tokens", 0)) if by_length else 0
-    rows = count(args.data_bin, args.source_lang, args.target_lang, shape_flags(args.shape),
-                 NLLB_SHAPES[args.shape][3], archs)
-    result = report(rows, args.shape, args.vocab, NLLB_SHAPES[args.shape][1], by_length, tokens)
+    rows = count(args.data_bin, args.source_lang, args.target_lang, shape_flags(args.shape), heads, archs)
+    result = report(rows, args.shape, args.vocab, dim, by_length, tokens)
     print(render(result))
     if args.json:
         from ..atomic_write import write_text

@@ -192,14 +192,22 @@ def _binarize_into_here(args: argparse.Namespace, folder: str) -> None:
     fairseq_binarize(argparse.Namespace(**{**vars(args), "destdir": folder}))
 
 
+def text_prefixes(args: argparse.Namespace) -> Iterator[Tuple[str, str, str]]:
+    """(``--{kind}pref``'s kind, the split fairseq names its binarized files by, the prefix) of every text prefix given
+    (``train``, ``train1``, … for comma-separated prefixes)."""
+    for kind in ("train", "valid", "test"):
+        for k, prefix in enumerate((getattr(args, f"{kind}pref") or "").split(",")):
+            if prefix:
+                yield kind, (kind if k == 0 else f"{kind}{k}"), prefix
+
+
 def text_files(args: argparse.Namespace) -> Iterator[Tuple[str, str]]:
     """(path, what it is) of every text file fairseq's binarization reads (``--{split}pref`` prefix + ``.{lang}``)."""
-    for kind in ("train", "valid", "test"):
-        for prefix in (getattr(args, f"{kind}pref") or "").split(","):
-            for lang in (args.source_lang, args.target_lang):
-                path = f"{prefix}.{lang}"
-                if prefix and os.path.exists(path):
-                    yield path, f"text of --{kind}pref"
+    for kind, _, prefix in text_prefixes(args):
+        for lang in (args.source_lang, args.target_lang):
+            path = f"{prefix}.{lang}"
+            if os.path.exists(path):
+                yield path, f"text of --{kind}pref"
 
 
 def build_sidecars(args: argparse.Namespace, jobs: Sequence[Tuple[str, str, str]],
@@ -261,8 +269,9 @@ class Unknown:
 
     def describe(self, what: str, dictionary: str) -> str:
         shown = ", ".join(map(str, self.lines[:5])) + (", …" if len(self.lines) > 5 else "")
-        return (f"[syntrans] unknown subwords, {what}: {self.count:,} of {self.subwords:,} subwords ({100 * self.count / max(self.subwords, 1):.2f}%) "
-                f"are not in {dictionary} and are binarized as <unk>, in {len(self.lines):,} lines ({shown})")
+        share = 100 * self.count / max(self.subwords, 1)
+        return (f"[syntrans] unknown subwords, {what}: {self.count:,} of {self.subwords:,} subwords ({share:.2f}%) are "
+                f"not in {dictionary} and are binarized as <unk>, in {len(self.lines):,} lines ({shown})")
 
 
 def unknown_subwords(data: str, unk: int) -> Unknown:
@@ -271,6 +280,8 @@ def unknown_subwords(data: str, unk: int) -> Unknown:
     from fairseq.data import indexed_dataset
 
     sizes = binarized_sizes(data)  # (n,) tokens per sentence, EOS included; both files checked whole
+    if not sizes.size:  # an empty split: an empty .bin, which cannot be mapped
+        return Unknown(0, 0, [])
     flat = np.memmap(f"{data}.bin", dtype=indexed_dataset.MMapIndexedDataset.Index(f"{data}.idx").dtype, mode="r")
     hits = np.flatnonzero(flat == unk)
     lines = np.unique(np.searchsorted(np.cumsum(sizes), hits, side="right")) + 1
@@ -282,15 +293,13 @@ def count_unknown(args: argparse.Namespace, text: str) -> Dict[Tuple[str, str], 
     from fairseq.data import Dictionary
 
     out, unk = {}, {}
-    for kind in ("train", "valid", "test"):
-        for k, prefix in enumerate((getattr(args, f"{kind}pref") or "").split(",")):
-            split = kind if k == 0 else f"{kind}{k}"
-            for lang in filter(None, (args.source_lang, args.target_lang)):
-                data = side_prefix(text, split, args.source_lang, args.target_lang, lang)
-                if prefix and os.path.exists(f"{data}.idx"):
-                    if lang not in unk:
-                        unk[lang] = Dictionary.load(os.path.join(text, f"dict.{lang}.txt")).unk()
-                    out[split, lang] = unknown_subwords(data, unk[lang])
+    for _, split, _ in text_prefixes(args):
+        for lang in filter(None, (args.source_lang, args.target_lang)):
+            data = side_prefix(text, split, args.source_lang, args.target_lang, lang)
+            if os.path.exists(f"{data}.idx"):
+                if lang not in unk:
+                    unk[lang] = Dictionary.load(os.path.join(text, f"dict.{lang}.txt")).unk()
+                out[split, lang] = unknown_subwords(data, unk[lang])
     return out
 
 
