@@ -186,6 +186,16 @@ def test_worked_example_fine_tunes_and_decodes(family, pretrained, multilingual_
     assert len(re.findall(r"^H-\d+\t", out, flags=re.M)) == 8, out[-2000:]
     assert "BLEU4 = " in out, out[-2000:]
     refuses_the_translator(save / "checkpoint_last.pt", multilingual_data)
+    # the same command with --print-syntax: the LISA head's parse of every test sentence, per piece of its source
+    # (the language token left out), and the UAS against the pair's gold parses
+    printed = run("fairseq-generate", multilingual_data, "--user-dir", USER_DIR, "--task",
+                  "syntax_translation_multi_simple_epoch", *FAMILIES[family][1], *TASK, "-s", "en", "-t", "de",
+                  "--path", save / "checkpoint_last.pt", "--gen-subset", "test", "--beam", "2", "--max-len-b", "20",
+                  "--batch-size", "4", "--print-syntax")
+    sources = {int(i): len(line.split()) for i, line in re.findall(r"^S-(\d+)\t(.*)$", printed, flags=re.M)}
+    heads = {int(i): len(h.split()) for i, h in re.findall(r"^SH-(\d+)\tlisa@0\t(.*)$", printed, flags=re.M)}
+    assert len(heads) == 8 and heads == {i: n - 1 for i, n in sources.items()}, printed[-2000:]  # S-: with __en__
+    assert "Syntax test: source lisa@0 word UAS" in printed, printed[-2000:]
 
 
 def refuses_the_translator(checkpoint, data):
