@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -53,15 +54,15 @@ def test_the_table_holds_the_cross_paper_systems_on_multi30k_en_de():
 @pytest.mark.fast
 def test_the_recipe_is_a_small_transformer_with_early_stopping_every_flag_ours():
     cfg = read_args_file(CONFIG_DIR / "multi30k" / "en_de.baseline.args")
-    want = {"--arch": "syntax_transformer", "--encoder-layers": "3", "--decoder-layers": "3",
-            "--encoder-embed-dim": "256", "--decoder-embed-dim": "256", "--encoder-ffn-embed-dim": "512",
+    want = {"--arch": "syntax_transformer", "--encoder-layers": "2", "--decoder-layers": "2",
+            "--encoder-embed-dim": "128", "--decoder-embed-dim": "128", "--encoder-ffn-embed-dim": "512",
             "--decoder-ffn-embed-dim": "512", "--encoder-attention-heads": "4", "--decoder-attention-heads": "4",
-            "--dropout": "0.3", "--share-all-embeddings": "", "--optimizer": "adam", "--adam-betas": "(0.9,0.98)",
+            "--dropout": "0.1", "--share-all-embeddings": "", "--optimizer": "adam", "--adam-betas": "(0.9,0.98)",
             "--lr": "0.001", "--lr-scheduler": "inverse_sqrt", "--warmup-updates": "400", "--label-smoothing": "0.1",
-            "--max-tokens": "4096", "--patience": "3", "--max-epoch": "40", "--task": "syntax_translation"}
+            "--max-tokens": "2048", "--patience": "2", "--max-epoch": "20", "--task": "syntax_translation"}
     assert {flag: cfg.value(flag) for flag in want} == want
     assert cfg.value("--max-update") is None  # early stopping (patience) or the epoch cap end a run
-    assert cfg.decode == ["--beam", "5", "--lenpen", "1.0"] and cfg.tokens_per_update == 4096
+    assert cfg.decode == ["--beam", "5", "--lenpen", "1.0"] and cfg.tokens_per_update == 2048
     flags = [f for f in cfg.flags if f.startswith("--") and f not in ("--task", "--criterion")]
     assert flags and all(cfg.notes[f].startswith("ours") for f in flags)
     assert cfg.notes["decode"].startswith("ours") and cfg.notes["tokens-per-update"].startswith("ours")
@@ -83,53 +84,54 @@ def test_each_systems_settings_are_the_cross_tables_iwslt14_ones_marked(name):
         else:
             assert b.mark.startswith(f"deviates from the cross-paper table's IWSLT14 de→en value {a.value} (there: "
                                      f"{a.mark}): "), b
-            assert (b.flag, a.value, b.value) in {("--nsd-embed-dim", "512", "256"),
-                                                  ("--gate-warmup-epochs", "80", "32")}, b
+            assert (b.flag, a.value, b.value) in {("--nsd-embed-dim", "512", "128"),
+                                                  ("--gate-warmup-epochs", "80", "16")}, b
 
 
 @pytest.mark.fast
 def test_values_that_do_not_fit_the_small_model_are_changed_and_marked():
-    """The 3-layer, 4-head, 256-dimension model with a 40-epoch cap: a layer beyond its layers becomes its last (its
+    """The 2-layer, 4-head, 128-dimension model with a 20-epoch cap: a layer beyond its layers becomes its last (its
     first for a negative index before the first), more heads than it has become all of them, NSD's e ∈ ℝ^d its
     dimension, the gate's pre-warm-up scaled to the budget; a value that fits is kept."""
     assert (multi30k_systems.MODEL, multi30k_systems.CROSS_MODEL["dim"]) == (
-        {"encoder": 3, "decoder": 3, "heads": 4, "dim": 256, "epochs": 40}, 512)
+        {"encoder": 2, "decoder": 2, "heads": 4, "dim": 128, "epochs": 20}, 512)
 
     def adapt(flag, value):
         s = multi30k_systems.adapt(Setting(flag, value, "stated: somewhere"))
         return s.value, s.mark.split(" ", 1)[0]
 
-    assert adapt("--pascal-layers", "5") == ("2", "deviates")
-    assert adapt("--distance-layers", "0,4,5") == ("0,2", "deviates")
-    assert adapt("--sync-layer", "-5") == ("0", "deviates") and adapt("--sync-layer", "-2") == ("-2", "ours:")
-    assert adapt("--dbsa-decoder-layers", "3") == ("2", "deviates")
-    assert adapt("--distance-layers", "all") == ("all", "ours:") and adapt("--lisa-layers", "2") == ("2", "ours:")
+    assert adapt("--pascal-layers", "5") == ("1", "deviates")
+    assert adapt("--distance-layers", "0,4,5") == ("0,1", "deviates")
+    assert adapt("--sync-layer", "-3") == ("0", "deviates") and adapt("--sync-layer", "-2") == ("-2", "ours:")
+    assert adapt("--dbsa-decoder-layers", "3") == ("1", "deviates")
+    assert adapt("--distance-layers", "all") == ("all", "ours:") and adapt("--lisa-layers", "1") == ("1", "ours:")
     assert adapt("--pascal-heads", "8") == ("4", "deviates") and adapt("--pascal-heads", "4") == ("4", "ours:")
-    assert adapt("--nsd-embed-dim", "512") == ("256", "deviates") and adapt("--nsd-embed-dim", "64") == ("64", "ours:")
-    assert adapt("--gate-warmup-epochs", "80") == ("32", "deviates") and adapt("--gate-warmup-epochs", "0") == \
+    assert adapt("--nsd-embed-dim", "512") == ("128", "deviates") and adapt("--nsd-embed-dim", "64") == ("64", "ours:")
+    assert adapt("--gate-warmup-epochs", "80") == ("16", "deviates") and adapt("--gate-warmup-epochs", "0") == \
         ("0", "ours:")
     nsd = {s.flag: s for s in multi30k_systems.method_settings(cross_systems.BY_NAME["NSD"])}
-    assert nsd["--nsd-embed-dim"].value == "256" and "Eq. 10" in nsd["--nsd-embed-dim"].mark
+    assert nsd["--nsd-embed-dim"].value == "128" and "Eq. 10" in nsd["--nsd-embed-dim"].mark
     assert "German" in multi30k_systems.describe(cross_systems.BY_NAME["NSD"])
 
 
 @pytest.mark.fast
 def test_the_data_is_syntrans_prepares_multi30k_en_de_without_filters():
-    """The table's data settings give the data of `syntrans-prepare multi30k --pair en-de --bpe-ops 10000 --ratio off
-    --max-len off`: every caption kept, one joint BPE of 10,000 merges, the corpus' Moses route; cased scoring."""
+    """The table's data settings give the data of `syntrans-prepare multi30k --pair en-de --bpe-ops 4000 --ratio off
+    --max-len off`: every caption kept, one joint BPE of 4,000 merges, the corpus' Moses route; cased scoring."""
     from syntrans.cli.prepare import build_parser, recipe_from_args
 
     s = data_settings("multi30k", "multi30k_en_de")
     r = s.recipe
-    assert (r.max_len, r.ratio, r.bpe_ops, r.joint) == (OFF, OFF, 10000, True)
+    assert (r.max_len, r.ratio, r.bpe_ops, r.joint) == (OFF, OFF, 4000, True)
     assert r.lowercase is None and r.langid is None and r.train_limit is None and r.word_vocab is None
     pair = CORPORA["multi30k"].find_pair("en", "de")
     ours = apply_recipe(pair, r)
-    assert (ours.clean.max_len, ours.clean.ratio) == (None, None) and ours.merges() == {"de": 10000, "en": 10000}
+    assert (ours.clean.max_len, ours.clean.ratio) == (None, None) and ours.merges() == {"de": 4000, "en": 4000}
     assert ours.joint and ours.tokenize and not ours.lowercase and not ours.gold_parses
-    args = build_parser().parse_args(["multi30k", "--pair", "en-de", "--out", "x", "--bpe-ops", "10000", "--ratio", "off",
+    args = build_parser().parse_args(["multi30k", "--pair", "en-de", "--out", "x", "--bpe-ops", "4000", "--ratio", "off",
                                       "--max-len", "off"])
-    command = apply_recipe(pair, recipe_from_args(args))
+    # --bpe-ops is applied by the pipeline, after the recipe flags (syntrans.prep.pipeline)
+    command = replace(apply_recipe(pair, recipe_from_args(args)), bpe_ops=args.bpe_ops)
     assert ours == command and ours.merges() == dict.fromkeys(command.langs, args.bpe_ops)
     assert (s.evaluation.tokenize, s.evaluation.lowercase, s.references) == ("13a", False, 1)
     assert all(where.startswith(("not stated: ours", "not applicable")) for _, where in s.sources)

@@ -1,6 +1,6 @@
 """The multi30k table's systems (ours: no paper reports it): the fourteen systems of the cross-paper table
 (:mod:`syntrans.reproduce.cross_systems`) on Multi30k en→de, all trained with one small recipe,
-``configs/multi30k/en_de.baseline.args`` (3+3 layers, 256 dimensions, 4 heads, early stopping on the validation loss).
+``configs/multi30k/en_de.baseline.args`` (2+2 layers, 128 dimensions, 4 heads, early stopping on the validation loss).
 
 A system's method flags are the cross-paper table's IWSLT14 de→en ones, each marked ``ours: as the cross-paper
 table's IWSLT14 de→en setting (there: <its mark there>)``: nothing is tuned for Multi30k. A value that does not fit
@@ -15,7 +15,7 @@ this recipe is changed and marked ``deviates from the cross-paper table's IWSLT1
   model's dimension;
 - ``--gate-warmup-epochs K`` > 0 (the gated paper's pre-warm-up, Table 2): scaled by the two recipes' epoch caps
   (K × this recipe's ``--max-epoch`` / the cross-paper recipe's), since K epochs of a 100-epoch budget would freeze the
-  gates for the whole of a 40-epoch one.
+  gates for the whole of a 20-epoch one.
 
 The table runs the first comparison (:data:`FIRST_COMPARISON`) unless ``--systems`` asks for others (``--systems all``:
 every system).
