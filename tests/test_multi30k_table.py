@@ -59,7 +59,7 @@ def test_the_recipe_is_a_small_transformer_with_early_stopping_every_flag_ours()
             "--decoder-ffn-embed-dim": "512", "--encoder-attention-heads": "4", "--decoder-attention-heads": "4",
             "--dropout": "0.1", "--share-all-embeddings": "", "--optimizer": "adam", "--adam-betas": "(0.9,0.98)",
             "--lr": "0.002", "--lr-scheduler": "inverse_sqrt", "--warmup-updates": "400", "--label-smoothing": "0.1",
-            "--max-tokens": "2048", "--patience": "2", "--max-epoch": "10", "--task": "syntax_translation"}
+            "--max-tokens": "2048", "--patience": "2", "--max-epoch": "8", "--task": "syntax_translation"}
     assert {flag: cfg.value(flag) for flag in want} == want
     assert cfg.value("--max-update") is None  # early stopping (patience) or the epoch cap end a run
     assert cfg.decode == ["--beam", "5", "--lenpen", "1.0"] and cfg.tokens_per_update == 2048
@@ -85,16 +85,16 @@ def test_each_systems_settings_are_the_cross_tables_iwslt14_ones_marked(name):
             assert b.mark.startswith(f"deviates from the cross-paper table's IWSLT14 de→en value {a.value} (there: "
                                      f"{a.mark}): "), b
             assert (b.flag, a.value, b.value) in {("--nsd-embed-dim", "512", "128"),
-                                                  ("--gate-warmup-epochs", "80", "8")}, b
+                                                  ("--gate-warmup-epochs", "80", "6")}, b
 
 
 @pytest.mark.fast
 def test_values_that_do_not_fit_the_small_model_are_changed_and_marked():
-    """The 2-layer, 4-head, 128-dimension model with a 10-epoch cap: a layer beyond its layers becomes its last (its
+    """The 2-layer, 4-head, 128-dimension model with an 8-epoch cap: a layer beyond its layers becomes its last (its
     first for a negative index before the first), more heads than it has become all of them, NSD's e ∈ ℝ^d its
     dimension, the gate's pre-warm-up scaled to the budget; a value that fits is kept."""
     assert (multi30k_systems.MODEL, multi30k_systems.CROSS_MODEL["dim"]) == (
-        {"encoder": 2, "decoder": 2, "heads": 4, "dim": 128, "epochs": 10}, 512)
+        {"encoder": 2, "decoder": 2, "heads": 4, "dim": 128, "epochs": 8}, 512)
 
     def adapt(flag, value):
         s = multi30k_systems.adapt(Setting(flag, value, "stated: somewhere"))
@@ -107,7 +107,7 @@ def test_values_that_do_not_fit_the_small_model_are_changed_and_marked():
     assert adapt("--distance-layers", "all") == ("all", "ours:") and adapt("--lisa-layers", "1") == ("1", "ours:")
     assert adapt("--pascal-heads", "8") == ("4", "deviates") and adapt("--pascal-heads", "4") == ("4", "ours:")
     assert adapt("--nsd-embed-dim", "512") == ("128", "deviates") and adapt("--nsd-embed-dim", "64") == ("64", "ours:")
-    assert adapt("--gate-warmup-epochs", "80") == ("8", "deviates") and adapt("--gate-warmup-epochs", "0") == \
+    assert adapt("--gate-warmup-epochs", "80") == ("6", "deviates") and adapt("--gate-warmup-epochs", "0") == \
         ("0", "ours:")
     nsd = {s.flag: s for s in multi30k_systems.method_settings(cross_systems.BY_NAME["NSD"])}
     assert nsd["--nsd-embed-dim"].value == "128" and "Eq. 10" in nsd["--nsd-embed-dim"].mark

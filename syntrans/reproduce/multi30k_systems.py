@@ -15,7 +15,7 @@ this recipe is changed and marked ``deviates from the cross-paper table's IWSLT1
   model's dimension;
 - ``--gate-warmup-epochs K`` > 0 (the gated paper's pre-warm-up, Table 2): scaled by the two recipes' epoch caps
   (K × this recipe's ``--max-epoch`` / the cross-paper recipe's), since K epochs of a 100-epoch budget would freeze the
-  gates for the whole of a 10-epoch one.
+  gates for the whole of an 8-epoch one.
 
 The table runs the first comparison (:data:`FIRST_COMPARISON`) unless ``--systems`` asks for others (``--systems all``:
 every system).

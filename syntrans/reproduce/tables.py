@@ -373,7 +373,7 @@ MULTI30K_NOTES = (
     "views its systems read (the English source always into dependencies and constituency trees), with one small "
     "recipe: configs/multi30k/en_de.baseline.args (syntax_transformer, 2+2 layers, 128 dimensions, FFN 512, 4 heads, "
     "dropout 0.1, shared embeddings, Adam (0.9, 0.98), lr 2e-3, inverse_sqrt with 400 warm-up updates, label "
-    "smoothing 0.1, 2,048 tokens per batch, at most 10 epochs, early stopping after 2 epochs without a lower "
+    "smoothing 0.1, 2,048 tokens per batch, at most 8 epochs, early stopping after 2 epochs without a lower "
     "validation loss), the checkpoint with the smallest validation loss decoded with beam 5.",
     "Nothing is tuned for the syntax systems: their method settings are the cross-paper table's IWSLT14 de→en ones, "
     "changed only where they do not fit this model or budget (marked 'deviates' under Settings). The numbers are "
