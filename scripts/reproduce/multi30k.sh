@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ours (no paper reports it): the five papers' systems on Multi30k en→de (29,000 captions, no length filter, a joint BPE
-# of 10,000 merges) with one small recipe, a 3+3-layer Transformer trained to convergence (early stopping on the
-# validation loss; configs/multi30k/en_de.baseline.args). By default the first comparison (Transformer, distance-mask,
+# of 4,000 merges) with one small recipe, a 2+2-layer Transformer with early stopping on the
+# validation loss, at most 8 epochs (configs/multi30k/en_de.baseline.args). By default the first comparison (Transformer, distance-mask,
 # PASCAL, LISA, DBSA), 2 seeds; BLEU and chrF++, each with the paired bootstrap against the Transformer and Holm's
 # correction, training time and epochs. Writes results/multi30k.md and .png. Re-running resumes: finished steps are
 # skipped. Options: syntrans-reproduce --help, e.g.
