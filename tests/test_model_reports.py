@@ -1,5 +1,6 @@
 """What docs/python-api.md promises of a model's forward: the layers' reports in ``extra["syntax"]`` (a
-``SyntaxOutput``: each side's ``SideOutput``) per side and layer, ``keep=("probs",)`` and ``keep=("parse",)`` adding every head's probabilities and a parse block's predicted
+``SyntaxOutput``: each side's ``SideOutput``) per side and layer, ``keep=("probs",)`` and ``keep=("parse",)``
+adding every head's probabilities and a parse block's predicted
 parents, nothing kept unasked, and ``syntax_backend="explicit"`` (every head's scores formed) giving the same output
 as the kernels the attention picks."""
 import torch
